@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages trainsim builds with, when they are missing. Idempotent: when
+# everything is present it only checks and returns. Needs root (or sudo) only to install.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake          # compiler and build system
+  libprotobuf-dev protobuf-compiler  # scenario schema (text format and JSON)
+  libcli11-dev                   # command line
+  nlohmann-json3-dev             # JSON reports and calibration files
+  libgtest-dev googletest        # unit tests
+  libbenchmark-dev               # bench/
+  openmpi-bin libopenmpi-dev     # distributed sweeps (optional at run time)
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing missing packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "setup: not root and no sudo; please install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
