@@ -6,6 +6,16 @@
 //
 // Invariants: Pop() returns events in non-decreasing (time, priority, sequence) order; an event
 // id is never reused within one queue; a cancelled event's handler is never returned.
+//
+// Costs: Push and Pop are O(log n) on a binary heap of 24-byte keys (time, sequence, priority,
+// slot); handlers live in a slot vector so the heap moves only keys. Cancel is O(1) amortised:
+// the key stays in the heap, flagged, until it reaches the top or until cancelled keys outnumber
+// live ones, when the heap is compacted (so cancelled far-future events cannot pile up).
+//
+// Limits: an id packs the slot (low 24 bits) and the sequence (high 40 bits), so at most 2^24
+// (16.7 M) events may be pending at once (exceeding it aborts with a message: it is a memory
+// limit, ~1 GB of handlers, not something a scenario reaches), and ids are unique for the first
+// 2^40 (1.1e12) events a queue ever holds. Ordering always uses the full 64-bit sequence.
 #ifndef TRAINSIM_SIM_EVENT_QUEUE_H_
 #define TRAINSIM_SIM_EVENT_QUEUE_H_
 
@@ -25,7 +35,7 @@ class EventQueue {
   struct Event {
     Time time;
     int priority = 0;
-    EventId id = 0;  // doubles as the insertion sequence
+    EventId id = 0;  // the id Push returned; increases with insertion order
     Handler handler;
   };
 
@@ -40,13 +50,25 @@ class EventQueue {
 
  private:
   // Implementation-defined storage (binary heap of small keys plus handler slots).
+  // Field order keeps the key at 24 bytes.
   struct Key {
     int64_t time_ns;
-    int priority;
     uint64_t seq;
+    int32_t priority;
     uint32_t slot;
   };
+  static bool Before(const Key& a, const Key& b) {
+    if (a.time_ns != b.time_ns) return a.time_ns < b.time_ns;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return a.seq < b.seq;
+  }
+  bool IsLive(const Key& k) const { return slot_seq_[k.slot] == k.seq; }
+  void SiftUp(size_t i);
+  void SiftDown(size_t i);
+  void RemoveTop();  // removes heap_[0] (live or not), keeping the heap property
+  void ReleaseSlot(uint32_t slot);
   void DropCancelledTop();
+  void Compact();  // drops every cancelled key and re-heapifies
   std::vector<Key> heap_;
   std::vector<Handler> slots_;
   std::vector<uint32_t> free_slots_;

@@ -14,9 +14,17 @@
 
 namespace trainsim::sim {
 
+// SplitMix64 step: advances `state` and returns the next output (used to seed xoshiro256**).
+uint64_t SplitMix64(uint64_t& state);
+// 64-bit FNV-1a of the bytes of `text`; stable across platforms and runs.
+uint64_t Fnv1a64(std::string_view text);
+
 class Rng {
  public:
+  // Seeds the four state words with four SplitMix64 outputs starting from `seed`.
   explicit Rng(uint64_t seed);
+  // An Rng with exactly this state (for known-answer tests). REQUIRES: not all zero.
+  static Rng FromState(uint64_t s0, uint64_t s1, uint64_t s2, uint64_t s3);
   uint64_t NextU64();
   // Uniform in [0, 1) with 53 random bits.
   double Uniform();
@@ -34,7 +42,9 @@ class Rng {
 class RandomStreams {
  public:
   explicit RandomStreams(uint64_t seed) : seed_(seed) {}
-  // The stream for `purpose`; the same (seed, purpose) always gives the same sequence.
+  // The stream for `purpose`: Rng(seed XOR Fnv1a64(purpose)). The same (seed, purpose) always
+  // gives the same sequence; streams are independent objects, so drawing from one never moves
+  // another.
   Rng Stream(std::string_view purpose) const;
   uint64_t seed() const { return seed_; }
 

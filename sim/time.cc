@@ -80,7 +80,11 @@ constexpr const char* kDurationHelp =
 }  // namespace
 
 Result<Time> ParseDuration(std::string_view text) {
-  const std::string quoted = "\"" + std::string(text) + "\"";
+  // Built by appending: GCC 12 gives a false -Wrestrict for "literal" + std::string&&
+  // (GCC bug 105329).
+  std::string quoted = "\"";
+  quoted.append(text);
+  quoted += '"';
   if (text.empty()) return Status::InvalidArgument("empty duration; " + std::string(kDurationHelp));
   if (text == "0") return Time::Zero();
   if (text.front() == '-') {

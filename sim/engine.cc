@@ -1,0 +1,44 @@
+#include "sim/engine.h"
+
+#include <cassert>
+#include <optional>
+#include <utility>
+
+namespace trainsim::sim {
+
+EventId Engine::Schedule(Time delay, Handler handler, int priority) {
+  assert(delay >= Time::Zero() && "Engine::Schedule with a negative delay");
+  // Saturate rather than wrap: an event "never" (Time::Max) after now stays at the end of time.
+  const std::optional<Time> at = Time::CheckedAdd(now_, delay);
+  return ScheduleAt(at.value_or(Time::Max()), std::move(handler), priority);
+}
+
+EventId Engine::ScheduleAt(Time at, Handler handler, int priority) {
+  assert(at >= now_ && "Engine::ScheduleAt in the past");
+  // In release builds a past time is clamped to now() so that now() still never decreases.
+  if (at < now_) at = now_;
+  return queue_.Push(at, priority, std::move(handler));
+}
+
+bool Engine::Cancel(EventId id) { return queue_.Cancel(id); }
+
+bool Engine::Step() {
+  if (queue_.empty()) return false;
+  EventQueue::Event ev = queue_.Pop();
+  now_ = ev.time;
+  ++processed_;
+  if (ev.handler) ev.handler();
+  return true;
+}
+
+void Engine::Run() {
+  while (Step()) {
+  }
+}
+
+void Engine::RunUntil(Time until) {
+  while (!queue_.empty() && queue_.NextTime() <= until) Step();
+  if (until > now_) now_ = until;
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,143 @@
+#include "sim/event_queue.h"
+
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+namespace trainsim::sim {
+namespace {
+
+constexpr int kSlotBits = 24;
+constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+constexpr uint64_t kMaxSlots = uint64_t{1} << kSlotBits;
+// The id keeps the low 64 - kSlotBits bits of the sequence.
+constexpr uint64_t kIdSeqMask = (uint64_t{1} << (64 - kSlotBits)) - 1;
+
+EventId MakeId(uint64_t seq, uint32_t slot) { return ((seq & kIdSeqMask) << kSlotBits) | slot; }
+
+}  // namespace
+
+EventId EventQueue::Push(Time time, int priority, Handler handler) {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = std::move(handler);
+  } else {
+    if (slots_.size() >= kMaxSlots) {
+      // A capacity limit (about a gigabyte of pending handlers), not reachable from a scenario.
+      std::fprintf(stderr, "trainsim: sim::EventQueue holds more than %llu pending events\n",
+                   static_cast<unsigned long long>(kMaxSlots));
+      std::abort();
+    }
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(std::move(handler));
+    slot_seq_.push_back(0);
+  }
+  const uint64_t seq = next_seq_++;
+  slot_seq_[slot] = seq;
+  heap_.push_back(Key{time.nanos(), seq, priority, slot});
+  SiftUp(heap_.size() - 1);
+  ++live_;
+  return MakeId(seq, slot);
+}
+
+bool EventQueue::Cancel(EventId id) {
+  const uint64_t slot = id & kSlotMask;
+  if (slot >= slot_seq_.size()) return false;
+  const uint64_t seq = slot_seq_[slot];
+  // seq == 0: the slot is free or its event was cancelled. A different sequence: the event this
+  // id named has run and the slot now holds a newer one.
+  if (seq == 0 || (seq & kIdSeqMask) != (id >> kSlotBits)) return false;
+  slot_seq_[slot] = 0;
+  slots_[slot] = nullptr;  // release captured state now, not when the key surfaces
+  --live_;
+  // The key stays in the heap until it surfaces; compact when dead keys outnumber live ones so
+  // that cancelled far-future events cannot grow the heap without bound. Amortised O(1).
+  const size_t dead = heap_.size() - live_;
+  if (dead > 64 && dead > live_) Compact();
+  return true;
+}
+
+Time EventQueue::NextTime() {
+  assert(!empty());
+  DropCancelledTop();
+  return Time::Nanos(heap_.front().time_ns);
+}
+
+EventQueue::Event EventQueue::Pop() {
+  assert(!empty());
+  DropCancelledTop();
+  const Key top = heap_.front();
+  Event ev;
+  ev.time = Time::Nanos(top.time_ns);
+  ev.priority = top.priority;
+  ev.id = MakeId(top.seq, top.slot);
+  ev.handler = std::move(slots_[top.slot]);
+  RemoveTop();
+  ReleaseSlot(top.slot);
+  --live_;
+  return ev;
+}
+
+void EventQueue::SiftUp(size_t i) {
+  const Key k = heap_[i];
+  while (i > 0) {
+    const size_t parent = (i - 1) / 2;
+    if (!Before(k, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = k;
+}
+
+void EventQueue::SiftDown(size_t i) {
+  const size_t n = heap_.size();
+  const Key k = heap_[i];
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
+    if (!Before(heap_[child], k)) break;
+    heap_[i] = heap_[child];
+    i = child;
+  }
+  heap_[i] = k;
+}
+
+void EventQueue::RemoveTop() {
+  heap_.front() = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) SiftDown(0);
+}
+
+void EventQueue::ReleaseSlot(uint32_t slot) {
+  slot_seq_[slot] = 0;
+  free_slots_.push_back(slot);
+}
+
+void EventQueue::DropCancelledTop() {
+  while (!heap_.empty() && !IsLive(heap_.front())) {
+    const uint32_t slot = heap_.front().slot;
+    RemoveTop();
+    ReleaseSlot(slot);
+  }
+}
+
+void EventQueue::Compact() {
+  size_t out = 0;
+  for (size_t i = 0; i < heap_.size(); ++i) {
+    if (IsLive(heap_[i])) {
+      heap_[out++] = heap_[i];
+    } else {
+      ReleaseSlot(heap_[i].slot);
+    }
+  }
+  heap_.resize(out);
+  // Floyd's bottom-up heap construction; the result depends only on the keys, so it is
+  // deterministic, and the total order means pop order does not depend on the heap's shape.
+  for (size_t i = heap_.size() / 2; i-- > 0;) SiftDown(i);
+}
+
+}  // namespace trainsim::sim
