@@ -1,0 +1,566 @@
+#include "comm/calibration.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+namespace trainsim::comm {
+namespace {
+
+using Json = nlohmann::json;
+
+template <size_t N>
+bool InList(std::string_view s, const std::string_view (&list)[N]) {
+  return std::find(std::begin(list), std::end(list), s) != std::end(list);
+}
+
+template <size_t N>
+std::string JoinList(const std::string_view (&list)[N]) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    if (i) out += ", ";
+    out += list[i];
+  }
+  return out;
+}
+
+const char* TypeName(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
+  }
+}
+
+// Reads the fields of one JSON object, reporting errors by field path. Unknown keys are errors:
+// a misspelt field must not silently fall back to a default.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& obj, std::string where) : obj_(obj), where_(std::move(where)) {}
+
+  Status CheckKeys(std::initializer_list<std::string_view> allowed) const {
+    for (const auto& [key, value] : obj_.items()) {
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string valid;
+        for (std::string_view a : allowed) {
+          if (!valid.empty()) valid += ", ";
+          valid += a;
+        }
+        return Status::InvalidArgument(Field(key) + ": unknown field (valid: " + valid + ")");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<std::string> String(const std::string& key) const {
+    const Json* j = Find(key);
+    if (!j) return Missing(key, "a string");
+    if (!j->is_string()) return WrongType(key, *j, "a string");
+    const std::string& s = j->get_ref<const std::string&>();
+    if (s.empty()) return Status::InvalidArgument(Field(key) + ": must not be empty");
+    return s;
+  }
+
+  // An integer in [lo, hi]; a float with an integral value (1e6) is accepted.
+  Result<int64_t> Int(const std::string& key, int64_t lo, int64_t hi,
+                      std::optional<int64_t> dflt = std::nullopt) const {
+    const Json* j = Find(key);
+    if (!j) {
+      if (dflt) return *dflt;
+      return Missing(key, "an integer");
+    }
+    double v;
+    if (j->is_number_integer()) {
+      if (j->is_number_unsigned() &&
+          j->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return OutOfRangeInt(key, lo, hi);
+      }
+      int64_t i = j->get<int64_t>();
+      if (i < lo || i > hi) return OutOfRangeInt(key, lo, hi);
+      return i;
+    }
+    if (!j->is_number_float()) return WrongType(key, *j, "an integer");
+    v = j->get<double>();
+    if (!std::isfinite(v) || v != std::floor(v)) return WrongType(key, *j, "an integer");
+    if (v < static_cast<double>(lo) || v > static_cast<double>(hi)) {
+      return OutOfRangeInt(key, lo, hi);
+    }
+    return static_cast<int64_t>(v);
+  }
+
+  // A finite number > 0 (or >= 0 when allow_zero).
+  Result<double> Positive(const std::string& key, bool allow_zero) const {
+    const Json* j = Find(key);
+    if (!j) return Missing(key, "a number");
+    if (!j->is_number()) return WrongType(key, *j, "a number");
+    double v = j->get<double>();
+    if (!std::isfinite(v) || v < 0 || (!allow_zero && v == 0)) {
+      std::ostringstream os;
+      os << Field(key) << ": " << v << " is not valid; expected a finite number "
+         << (allow_zero ? ">= 0" : "> 0");
+      return Status::InvalidArgument(os.str());
+    }
+    return v;
+  }
+
+  Result<bool> Bool(const std::string& key, bool dflt) const {
+    const Json* j = Find(key);
+    if (!j) return dflt;
+    if (!j->is_boolean()) return WrongType(key, *j, "true or false");
+    return j->get<bool>();
+  }
+
+  const Json* Find(const std::string& key) const {
+    auto it = obj_.find(key);
+    return it == obj_.end() ? nullptr : &*it;
+  }
+  std::string Field(std::string_view key) const {
+    return where_.empty() ? std::string(key) : where_ + "." + std::string(key);
+  }
+
+ private:
+  Status Missing(const std::string& key, const char* what) const {
+    return Status::InvalidArgument(Field(key) + ": missing field (expected " + what + ")");
+  }
+  Status WrongType(const std::string& key, const Json& j, const char* what) const {
+    return Status::InvalidArgument(Field(key) + ": expected " + what + ", got " + TypeName(j) +
+                                   " (" + j.dump() + ")");
+  }
+  Status OutOfRangeInt(const std::string& key, int64_t lo, int64_t hi) const {
+    return Status::InvalidArgument(Field(key) + ": " + Find(key)->dump() +
+                                   " is out of range; expected an integer in [" +
+                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+
+  const Json& obj_;
+  std::string where_;
+};
+
+// 1-based line and column of a byte offset, for nlohmann's parse_error::byte (the 1-based
+// position of the byte where parsing stopped).
+std::pair<int, int> LineColumn(std::string_view text, size_t byte) {
+  int line = 1, col = 1;
+  size_t end = std::min(byte > 0 ? byte - 1 : 0, text.size());
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1,
+// column 5: "; keep only the explanation after the last ": ".
+std::string ParseErrorReason(const std::string& what) {
+  size_t pos = what.find("syntax error");
+  if (pos != std::string::npos) return what.substr(pos);
+  pos = what.rfind(": ");
+  return pos == std::string::npos ? what : what.substr(pos + 2);
+}
+
+constexpr int64_t kMaxBytes = int64_t{1} << 50;  // 1 PiB: far beyond any single collective
+constexpr int64_t kMaxDim = int64_t{1} << 24;    // 16M: beyond any layer dimension in use
+constexpr int kMaxRanks = 1 << 20;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Alphanumeric words of a name, lower case: "NVIDIA H100 80GB HBM3" -> nvidia, h100, 80gb, hbm3.
+std::vector<std::string> Words(std::string_view name) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!cur.empty()) {
+      words.push_back(std::move(cur));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) words.push_back(std::move(cur));
+  return words;
+}
+
+// The GPU model word: letters then digits then optional letters ("h100", "a100", "l40s",
+// "gb200"), as opposed to vendor names and capacities ("nvidia", "80gb").
+std::optional<std::string> ModelWord(std::string_view name) {
+  for (const std::string& w : Words(name)) {
+    size_t i = 0;
+    while (i < w.size() && std::isalpha(static_cast<unsigned char>(w[i]))) ++i;
+    size_t letters = i;
+    while (i < w.size() && std::isdigit(static_cast<unsigned char>(w[i]))) ++i;
+    if (letters > 0 && i > letters) return w;
+  }
+  return std::nullopt;
+}
+
+Result<CollectiveSample> ReadCollective(const Json& row, const std::string& where) {
+  if (!row.is_object()) {
+    return Status::InvalidArgument(where + ": expected an object, got " + TypeName(row));
+  }
+  ObjectReader r(row, where);
+  TRAINSIM_RETURN_IF_ERROR(
+      r.CheckKeys({"op", "algo", "nranks", "size_bytes", "time_s", "busbw_GBps", "algbw_GBps"}));
+  CollectiveSample s;
+  auto op = r.String("op");
+  if (!op.ok()) return op.status();
+  if (!InList(*op, kCalibOps)) {
+    return Status::InvalidArgument(r.Field("op") + ": unknown collective \"" + *op +
+                                   "\" (valid: " + JoinList(kCalibOps) + ")");
+  }
+  auto algo = r.String("algo");
+  if (!algo.ok()) return algo.status();
+  if (!InList(*algo, kCalibAlgos)) {
+    return Status::InvalidArgument(r.Field("algo") + ": unknown algorithm \"" + *algo +
+                                   "\" (valid: " + JoinList(kCalibAlgos) + ")");
+  }
+  if ((*op == "send_recv") != (*algo == "p2p")) {
+    return Status::InvalidArgument(r.Field("algo") +
+                                   ": send_recv uses algo \"p2p\", and \"p2p\" "
+                                   "is only for send_recv (got op \"" +
+                                   *op + "\", algo \"" + *algo + "\")");
+  }
+  auto nranks = r.Int("nranks", 1, kMaxRanks);
+  if (!nranks.ok()) return nranks.status();
+  auto size = r.Int("size_bytes", 1, kMaxBytes);
+  if (!size.ok()) return size.status();
+  auto time = r.Positive("time_s", /*allow_zero=*/false);
+  if (!time.ok()) return time.status();
+  if (!sim::Time::FromSecondsChecked(*time)) {
+    return Status::InvalidArgument(r.Field("time_s") + ": too large");
+  }
+  auto busbw = r.Positive("busbw_GBps", /*allow_zero=*/true);
+  if (!busbw.ok()) return busbw.status();
+  if (r.Find("algbw_GBps")) {
+    auto algbw = r.Positive("algbw_GBps", /*allow_zero=*/true);
+    if (!algbw.ok()) return algbw.status();
+  }
+  s.op = *op;
+  s.algo = *algo;
+  s.nranks = static_cast<int>(*nranks);
+  s.size_bytes = *size;
+  s.time_s = *time;
+  s.busbw_GBps = *busbw;
+  return s;
+}
+
+Result<GemmSample> ReadGemm(const Json& row, const std::string& where) {
+  if (!row.is_object()) {
+    return Status::InvalidArgument(where + ": expected an object, got " + TypeName(row));
+  }
+  ObjectReader r(row, where);
+  TRAINSIM_RETURN_IF_ERROR(
+      r.CheckKeys({"dtype", "m", "n", "k", "batch", "tflops", "time_s", "name"}));
+  GemmSample g;
+  auto dtype = r.String("dtype");
+  if (!dtype.ok()) return dtype.status();
+  if (!InList(*dtype, kCalibDtypes)) {
+    return Status::InvalidArgument(r.Field("dtype") + ": unknown type \"" + *dtype +
+                                   "\" (valid: " + JoinList(kCalibDtypes) + ")");
+  }
+  int64_t* dims[] = {&g.m, &g.n, &g.k};
+  const char* names[] = {"m", "n", "k"};
+  for (int i = 0; i < 3; ++i) {
+    auto v = r.Int(names[i], 1, kMaxDim);
+    if (!v.ok()) return v.status();
+    *dims[i] = *v;
+  }
+  auto batch = r.Int("batch", 1, kMaxDim, /*dflt=*/1);
+  if (!batch.ok()) return batch.status();
+  auto tflops = r.Positive("tflops", /*allow_zero=*/false);
+  if (!tflops.ok()) return tflops.status();
+  if (r.Find("time_s")) {
+    auto t = r.Positive("time_s", /*allow_zero=*/false);
+    if (!t.ok()) return t.status();
+  }
+  if (r.Find("name")) {
+    auto n = r.String("name");
+    if (!n.ok()) return n.status();
+  }
+  g.dtype = *dtype;
+  g.batch = *batch;
+  g.tflops = *tflops;
+  return g;
+}
+
+}  // namespace
+
+Result<Calibration> ParseCalibration(std::string_view text, const std::string& path) {
+  Json doc;
+  try {
+    doc = Json::parse(text.begin(), text.end());
+  } catch (const Json::parse_error& e) {
+    auto [line, col] = LineColumn(text, e.byte);
+    return Status::InvalidArgument(path + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                                   ": not valid JSON: " + ParseErrorReason(e.what()));
+  }
+  auto fail = [&](const Status& st) { return st.WithPrefix(path); };
+  if (!doc.is_object()) {
+    return fail(Status::InvalidArgument(
+        std::string("expected a JSON object at the top level, got ") + TypeName(doc)));
+  }
+  ObjectReader top(doc, "");
+  Status st = top.CheckKeys({"format", "version", "sample", "note", "source", "gpu_name",
+                             "gpu_count", "compute_capability", "nccl_version", "cuda_version",
+                             "driver_version", "date", "collectives", "gemm"});
+  if (!st.ok()) return fail(st);
+  if (const Json* f = top.Find("format")) {
+    if (!f->is_string() || f->get<std::string>() != "trainsim-calibration") {
+      return fail(
+          Status::InvalidArgument("format: expected \"trainsim-calibration\", got " + f->dump()));
+    }
+  }
+  if (top.Find("version")) {
+    auto v = top.Int("version", 1, 1);
+    if (!v.ok()) return fail(v.status());
+  }
+  for (const char* opt : {"note", "source", "compute_capability", "driver_version"}) {
+    if (top.Find(opt)) {
+      auto s = top.String(opt);
+      if (!s.ok()) return fail(s.status());
+    }
+  }
+
+  Calibration c;
+  c.path_ = path;
+  auto sample = top.Bool("sample", false);
+  if (!sample.ok()) return fail(sample.status());
+  c.sample_ = *sample;
+  auto gpu = top.String("gpu_name");
+  if (!gpu.ok()) return fail(gpu.status());
+  c.gpu_name_ = *gpu;
+  auto count = top.Int("gpu_count", 1, kMaxRanks);
+  if (!count.ok()) return fail(count.status());
+  c.gpu_count_ = static_cast<int>(*count);
+  for (auto [key, dst] : {std::pair<const char*, std::string*>{"nccl_version", &c.nccl_version_},
+                          {"cuda_version", &c.cuda_version_},
+                          {"date", &c.date_}}) {
+    auto s = top.String(key);
+    if (!s.ok()) return fail(s.status());
+    *dst = *s;
+  }
+
+  const Json* colls = top.Find("collectives");
+  if (!colls)
+    return fail(Status::InvalidArgument("collectives: missing field (expected an array)"));
+  if (!colls->is_array()) {
+    return fail(Status::InvalidArgument(std::string("collectives: expected an array, got ") +
+                                        TypeName(*colls)));
+  }
+  std::set<std::tuple<std::string, std::string, int, int64_t>> seen;
+  for (size_t i = 0; i < colls->size(); ++i) {
+    std::string where = "collectives[" + std::to_string(i) + "]";
+    auto row = ReadCollective((*colls)[i], where);
+    if (!row.ok()) return fail(row.status());
+    if (row->nranks > c.gpu_count_) {
+      return fail(Status::InvalidArgument(
+          where + ".nranks: " + std::to_string(row->nranks) + " ranks but gpu_count is " +
+          std::to_string(c.gpu_count_) + " (a measurement cannot use more GPUs than it had)"));
+    }
+    if (!seen.emplace(row->op, row->algo, row->nranks, row->size_bytes).second) {
+      return fail(Status::InvalidArgument(
+          where + ": duplicate row for " + row->op + "/" + row->algo + " on " +
+          std::to_string(row->nranks) + " ranks at " + std::to_string(row->size_bytes) + " bytes"));
+    }
+    c.collectives_.push_back(std::move(*row));
+  }
+
+  const Json* gemm = top.Find("gemm");
+  if (!gemm) return fail(Status::InvalidArgument("gemm: missing field (expected an array)"));
+  if (!gemm->is_array()) {
+    return fail(
+        Status::InvalidArgument(std::string("gemm: expected an array, got ") + TypeName(*gemm)));
+  }
+  std::set<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>> seen_gemm;
+  for (size_t i = 0; i < gemm->size(); ++i) {
+    std::string where = "gemm[" + std::to_string(i) + "]";
+    auto row = ReadGemm((*gemm)[i], where);
+    if (!row.ok()) return fail(row.status());
+    if (!seen_gemm.emplace(row->dtype, row->m, row->n, row->k, row->batch).second) {
+      return fail(Status::InvalidArgument(where + ": duplicate row for " + row->dtype + " " +
+                                          std::to_string(row->m) + "x" + std::to_string(row->n) +
+                                          "x" + std::to_string(row->k) + " batch " +
+                                          std::to_string(row->batch)));
+    }
+    c.gemms_.push_back(std::move(*row));
+  }
+  if (c.collectives_.empty() && c.gemms_.empty()) {
+    return fail(Status::InvalidArgument(
+        "collectives and gemm are both empty: the file calibrates nothing"));
+  }
+  return c;
+}
+
+Result<Calibration> LoadCalibration(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open calibration file");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return Status::NotFound(path + ": cannot read calibration file");
+  return ParseCalibration(buf.str(), path);
+}
+
+bool Calibration::HasCollective(std::string_view op, std::string_view algo, int nranks) const {
+  return std::any_of(collectives_.begin(), collectives_.end(), [&](const CollectiveSample& s) {
+    return s.op == op && s.algo == algo && s.nranks == nranks;
+  });
+}
+
+std::optional<sim::Time> Calibration::CollectiveTime(std::string_view op, std::string_view algo,
+                                                     int nranks, int64_t bytes) const {
+  if (bytes <= 0) return std::nullopt;
+  // Nearest measured size at or below `bytes` and at or above it on this curve.
+  const CollectiveSample* lo = nullptr;
+  const CollectiveSample* hi = nullptr;
+  for (const CollectiveSample& s : collectives_) {
+    if (s.op != op || s.algo != algo || s.nranks != nranks) continue;
+    if (s.size_bytes <= bytes && (!lo || s.size_bytes > lo->size_bytes)) lo = &s;
+    if (s.size_bytes >= bytes && (!hi || s.size_bytes < hi->size_bytes)) hi = &s;
+  }
+  if (!lo || !hi) return std::nullopt;
+  double t;
+  if (lo->size_bytes == hi->size_bytes) {
+    t = lo->time_s;
+  } else {
+    double f = std::log(static_cast<double>(bytes) / static_cast<double>(lo->size_bytes)) /
+               std::log(static_cast<double>(hi->size_bytes) / static_cast<double>(lo->size_bytes));
+    t = std::exp(std::log(lo->time_s) + f * (std::log(hi->time_s) - std::log(lo->time_s)));
+  }
+  return sim::Time::FromSecondsChecked(t);
+}
+
+std::optional<double> Calibration::GemmTflops(std::string_view dtype, int64_t m, int64_t n,
+                                              int64_t k, int64_t batch) const {
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return std::nullopt;
+  const double kMaxRatio = std::log(2.0) + 1e-12;
+  const GemmSample* best = nullptr;
+  double best_d = 0;
+  for (const GemmSample& g : gemms_) {
+    if (g.dtype != dtype) continue;
+    double d = 0;
+    bool within = true;
+    for (auto [a, b] : {std::pair{m, g.m}, {n, g.n}, {k, g.k}, {batch, g.batch}}) {
+      double r = std::fabs(std::log(static_cast<double>(a) / static_cast<double>(b)));
+      within = within && r <= kMaxRatio;
+      d += r;
+    }
+    if (!within) continue;
+    if (!best || d < best_d) {
+      best = &g;
+      best_d = d;
+    }
+  }
+  if (!best) return std::nullopt;
+  return best->tflops;
+}
+
+Status Calibration::CheckGpu(std::string_view scenario_gpu) const {
+  std::optional<std::string> want = ModelWord(scenario_gpu);
+  bool match;
+  if (want) {
+    std::vector<std::string> words = Words(gpu_name_);
+    match = std::find(words.begin(), words.end(), *want) != words.end();
+  } else {
+    std::string s = Lower(scenario_gpu);
+    match = !s.empty() && Lower(gpu_name_).find(s) != std::string::npos;
+  }
+  if (match) return Status::Ok();
+  return Status::FailedPrecondition(path_ + ": calibration was measured on \"" + gpu_name_ +
+                                    "\" but the scenario's GPU is \"" + std::string(scenario_gpu) +
+                                    "\"; measure on that GPU (trainsim calibrate) or drop the "
+                                    "calibration");
+}
+
+Result<std::vector<GemmShape>> TransformerLayerGemms(const LayerDims& d) {
+  auto positive = [](const char* name, int64_t v) -> Status {
+    if (v <= 0) {
+      return Status::InvalidArgument(std::string(name) + " must be > 0 (got " + std::to_string(v) +
+                                     ")");
+    }
+    return Status::Ok();
+  };
+  TRAINSIM_RETURN_IF_ERROR(positive("hidden", d.hidden));
+  TRAINSIM_RETURN_IF_ERROR(positive("ffn_hidden", d.ffn_hidden));
+  TRAINSIM_RETURN_IF_ERROR(positive("heads", d.heads));
+  TRAINSIM_RETURN_IF_ERROR(positive("seq_len", d.seq_len));
+  TRAINSIM_RETURN_IF_ERROR(positive("micro_batch", d.micro_batch));
+  TRAINSIM_RETURN_IF_ERROR(positive("tp", d.tp));
+  const int64_t kv = d.kv_heads == 0 ? d.heads : d.kv_heads;
+  TRAINSIM_RETURN_IF_ERROR(positive("kv_heads", kv));
+  auto divides = [](const char* what, int64_t a, const char* by, int64_t b) -> Status {
+    if (a % b != 0) {
+      return Status::InvalidArgument(std::string(what) + " (" + std::to_string(a) +
+                                     ") is not divisible by " + by + " (" + std::to_string(b) +
+                                     ")");
+    }
+    return Status::Ok();
+  };
+  TRAINSIM_RETURN_IF_ERROR(divides("hidden", d.hidden, "heads", d.heads));
+  TRAINSIM_RETURN_IF_ERROR(divides("heads", d.heads, "kv_heads", kv));
+  TRAINSIM_RETURN_IF_ERROR(divides("heads", d.heads, "tp", d.tp));
+  TRAINSIM_RETURN_IF_ERROR(divides("kv_heads", kv, "tp", d.tp));
+  TRAINSIM_RETURN_IF_ERROR(divides("hidden", d.hidden, "tp", d.tp));
+  TRAINSIM_RETURN_IF_ERROR(divides("ffn_hidden", d.ffn_hidden, "tp", d.tp));
+  if (d.micro_batch > kMaxDim / d.seq_len) {
+    return Status::InvalidArgument("micro_batch × seq_len is beyond 2^24 tokens");
+  }
+
+  const int64_t h = d.hidden, t = d.tp, tokens = d.micro_batch * d.seq_len;
+  const int64_t head_dim = h / d.heads;
+  const int64_t fc1_out = (d.gated_mlp ? 2 : 1) * d.ffn_hidden / t;
+  struct Linear {
+    const char* name;
+    int64_t n, k;  // output and input features on this rank
+  };
+  const Linear linears[] = {
+      {"qkv", (h + 2 * kv * head_dim) / t, h},
+      {"proj", h, h / t},
+      {"fc1", fc1_out, h},
+      {"fc2", h, d.ffn_hidden / t},
+  };
+  std::vector<GemmShape> shapes;
+  auto add = [&](std::string name, int64_t m, int64_t n, int64_t k, int64_t batch) {
+    for (const GemmShape& s : shapes) {
+      if (s.m == m && s.n == n && s.k == k && s.batch == batch) return;
+    }
+    shapes.push_back({std::move(name), m, n, k, batch});
+  };
+  for (const Linear& l : linears) add(l.name, tokens, l.n, l.k, 1);
+  for (const Linear& l : linears) {
+    add(std::string(l.name) + ".dgrad", tokens, l.k, l.n, 1);
+    add(std::string(l.name) + ".wgrad", l.n, l.k, tokens, 1);
+  }
+  const int64_t attn_batch = d.micro_batch * d.heads / t;
+  add("attn.scores", d.seq_len, d.seq_len, head_dim, attn_batch);
+  add("attn.context", d.seq_len, head_dim, d.seq_len, attn_batch);
+  return shapes;
+}
+
+}  // namespace trainsim::comm

@@ -1,0 +1,143 @@
+// Calibration: measured collective times and matrix-product throughput that replace datasheet
+// numbers in the simulator.
+//
+// A calibration file is JSON written by the NCCL/cuBLAS runner (comm/nccl/, `trainsim calibrate`)
+// or by hand (scenarios/calibration/ holds a labelled sample). It records the GPU it was measured
+// on, the NCCL and CUDA versions, and two tables:
+//   collectives: {op, algo, nranks, size_bytes, time_s, busbw_GBps}; time_s is the median of the
+//                repeats; size_bytes follows nccl-tests' "size" column (all_reduce and broadcast:
+//                the buffer; reduce_scatter: the input per rank; all_gather: the output per rank;
+//                send_recv: the bytes each rank sends), busbw as nccl-tests defines it.
+//   gemm:        {dtype, m, n, k, batch (default 1), tflops}: C[m×n] = A[m×k]·B[k×n], `batch`
+//                independent products (attention), 2·m·n·k·batch FLOPs.
+// docs/calibration.md describes the format and how the runner measures.
+//
+// Promises: LoadCalibration never crashes and never accepts a file it cannot fully use: syntax
+// errors name path:line:column, schema errors name the field path ("collectives[3].time_s") and
+// what is valid; unknown fields, duplicate rows, non-positive sizes and negative or non-finite
+// times are rejected. Lookups are pure and deterministic.
+// Invariants of a loaded Calibration: every row is valid; within one (op, algo, nranks) curve the
+// sizes are distinct; rows keep their file order (the tie-break of the nearest-GEMM rule).
+#ifndef TRAINSIM_COMM_CALIBRATION_H_
+#define TRAINSIM_COMM_CALIBRATION_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/status.h"
+#include "sim/time.h"
+
+namespace trainsim::comm {
+
+// Collective names as they appear in calibration files (nccl-tests' names without "_perf").
+inline constexpr std::string_view kCalibOps[] = {"all_reduce", "reduce_scatter", "all_gather",
+                                                 "broadcast", "send_recv"};
+// Algorithm names: NCCL_ALGO values in lower case, plus "p2p" for send/recv (no algorithm).
+inline constexpr std::string_view kCalibAlgos[] = {"ring",    "tree", "nvls", "nvlstree",
+                                                   "collnet", "pat",  "p2p"};
+// Matrix-product input types.
+inline constexpr std::string_view kCalibDtypes[] = {"bf16", "fp16", "fp8"};
+
+struct CollectiveSample {
+  std::string op;
+  std::string algo;
+  int nranks = 0;
+  int64_t size_bytes = 0;
+  double time_s = 0;
+  double busbw_GBps = 0;
+};
+
+struct GemmSample {
+  std::string dtype;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  double tflops = 0;
+};
+
+class Calibration {
+ public:
+  const std::string& path() const { return path_; }
+  const std::string& gpu_name() const { return gpu_name_; }
+  int gpu_count() const { return gpu_count_; }
+  const std::string& nccl_version() const { return nccl_version_; }
+  const std::string& cuda_version() const { return cuda_version_; }
+  const std::string& date() const { return date_; }
+  // True for hand-made files (the checked-in sample): reports must say the numbers are not
+  // measured.
+  bool is_sample() const { return sample_; }
+  const std::vector<CollectiveSample>& collectives() const { return collectives_; }
+  const std::vector<GemmSample>& gemms() const { return gemms_; }
+
+  // Time of one collective, interpolated log-log in size between the two measured sizes that
+  // bracket `bytes` on the curve with exactly this op, algo and nranks (a power law between
+  // points: exact at measured sizes, and right for both the latency-bound and the
+  // bandwidth-bound end). nullopt when there is no such curve or `bytes` lies outside
+  // [smallest, largest] measured size: the caller falls back to its model rather than
+  // extrapolating a measurement.
+  std::optional<sim::Time> CollectiveTime(std::string_view op, std::string_view algo, int nranks,
+                                          int64_t bytes) const;
+  // True when some row has this op, algo and nranks (whatever the sizes).
+  bool HasCollective(std::string_view op, std::string_view algo, int nranks) const;
+
+  // Measured TFLOP/s of a matrix product. Rule: an exact (m, n, k, batch) row of this dtype;
+  // otherwise the row of this dtype nearest in log space (smallest sum of |ln ratio| over m, n,
+  // k and batch; the earlier row on a tie), accepted only if every dimension is within a factor
+  // of 2 of the query. nullopt otherwise (GEMM efficiency moves a lot with shape; beyond 2× the
+  // datasheet-based model is the better guess).
+  std::optional<double> GemmTflops(std::string_view dtype, int64_t m, int64_t n, int64_t k,
+                                   int64_t batch = 1) const;
+
+  // OK when this calibration was measured on the scenario's GPU type. Names are compared by
+  // their model token: the first alphanumeric word that is letters followed by digits ("h100" in
+  // "NVIDIA H100 80GB HBM3" and in "H100-SXM-80GB"), case-insensitive; when the scenario's name
+  // has no such word, its whole lower-cased name must occur in the calibration's. Error
+  // (FailedPrecondition) names both GPUs and the file.
+  Status CheckGpu(std::string_view scenario_gpu) const;
+
+ private:
+  friend Result<Calibration> ParseCalibration(std::string_view text, const std::string& path);
+  std::string path_, gpu_name_, nccl_version_, cuda_version_, date_;
+  int gpu_count_ = 0;
+  bool sample_ = false;
+  std::vector<CollectiveSample> collectives_;
+  std::vector<GemmSample> gemms_;
+};
+
+// Reads and validates a calibration file. Errors: NotFound (cannot read), InvalidArgument
+// ("path:line:column: ..." for JSON syntax, "path: collectives[3].time_s: ..." for schema).
+Result<Calibration> LoadCalibration(const std::string& path);
+// The same from text; `path` is only used in messages.
+Result<Calibration> ParseCalibration(std::string_view text, const std::string& path);
+
+// One matrix product a transformer layer runs, with its role ("qkv", "fc1.wgrad", ...).
+struct GemmShape {
+  std::string name;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+// The dimensions of one transformer layer as Megatron-LM shards it over `tp` GPUs.
+struct LayerDims {
+  int64_t hidden = 0;
+  int64_t ffn_hidden = 0;  // MLP inner size (4·hidden for GPT)
+  int64_t heads = 0;
+  int64_t kv_heads = 0;  // 0 = heads (multi-head attention); fewer for grouped-query attention
+  int64_t seq_len = 0;
+  int64_t micro_batch = 0;
+  int64_t tp = 1;
+  bool gated_mlp = false;  // SwiGLU: fc1 produces 2·ffn_hidden
+};
+
+// The distinct matrix products of one layer on one TP rank (T = micro_batch·seq_len tokens;
+// Megatron's column-parallel qkv/fc1 split the output, row-parallel proj/fc2 the input):
+//   forward  qkv (T, (h + 2·kv·d)/t, h), proj (T, h, h/t), fc1 (T, f'/t, h), fc2 (T, h, f/t),
+//   backward for each: dgrad (T, k, n) and wgrad (n, k, T) of its forward (T, n, k);
+//   attention (unfused, batch b·a/t): scores (s, s, d) and context (s, d, s), d = h/a.
+// Duplicate shapes are kept once (first role wins). Errors name the dimension that does not
+// divide (heads by tp, hidden by heads, ...).
+Result<std::vector<GemmShape>> TransformerLayerGemms(const LayerDims& dims);
+
+}  // namespace trainsim::comm
+
+#endif  // TRAINSIM_COMM_CALIBRATION_H_
