@@ -1,0 +1,63 @@
+// parallelism/compute.h — how long one kernel takes on one GPU (roofline + GEMM efficiency).
+//
+// What it is: time = launches · kernel_overhead + max(FLOPs / (peak · efficiency),
+// bytes / (HBM bandwidth · memory efficiency)). Peak and bandwidth come from the GPU's
+// datasheet (GpuSpec); the efficiencies are the parameters below, each with its source. Matrix
+// products get a shape-dependent efficiency: the large-GEMM ceiling, times the wave/tile
+// quantization of the best of a few cuBLAS-like tile shapes on the GPU's SMs, times
+// k / (k + k_half) for the per-tile prologue/epilogue that short reductions cannot amortise.
+// Backward products are timed as their two real shapes (dgrad m×k←m×n·n×k, wgrad k×n←k×m·m×n).
+//
+// What it promises: deterministic, monotone in FLOPs and bytes; a loaded calibration (later
+// issue) replaces ComputeParams without touching callers.
+#ifndef TRAINSIM_PARALLELISM_COMPUTE_H_
+#define TRAINSIM_PARALLELISM_COMPUTE_H_
+
+#include <string>
+
+#include "parallelism/model.h"
+
+namespace trainsim::parallelism {
+
+struct GpuSpec {
+  std::string name = "A100-SXM4-80GB";
+  double peak_flops = 312e12;  // dense tensor-core FLOP/s at the training precision
+  double hbm_bytes_per_s = 2.039e12;
+  double memory_bytes = 80e9;
+  int num_sms = 108;
+};
+
+struct ComputeParams {
+  // Fraction of dense tensor peak that cuBLAS reaches on large bf16/fp16 GEMMs: ≈ 0.8–0.9 on
+  // A100 and H100 (NVIDIA "Matrix Multiplication Background" user guide, Fig. 2: ~250–280 of
+  // 312 TFLOP/s for 8192² fp16 on A100). Mid-range.
+  double gemm_efficiency = 0.85;
+  // Equivalent reduction depth of a tile's fixed work (loading/storing the C tile, pipeline
+  // fill): a 256×128 tile moves ~(256+128)·k·2 bytes of A/B per k against 256·128·2 of C, so
+  // the fixed part equals ~64–128 steps of k; 96 is the middle of that range.
+  double gemm_k_half = 96;
+  // Achievable fraction of HBM bandwidth for streaming element-wise kernels (STREAM-like copy
+  // reaches ~1.7–1.8 of 2.0 TB/s on A100-80GB, ~2.9–3.0 of 3.35 on H100).
+  double memory_efficiency = 0.85;
+  // Per-kernel fixed cost: launch plus tail (a few µs on A100/H100 without CUDA graphs).
+  double kernel_overhead_s = 3e-6;
+  // Fused attention (FlashAttention-2 reaches ~50–70% of peak forward on A100, Dao 2023): the
+  // fraction of peak its matrix FLOPs run at.
+  double flash_attention_efficiency = 0.6;
+};
+
+// Efficiency (0..1] of `batch` products C[m×n] += A[m×k]·B[k×n] relative to peak.
+double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
+                      double k);
+
+// Seconds one kernel of `op` takes, forward or backward.
+double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward);
+
+// Optimizer step for `params` parameters: Adam reads and writes fp32 master weights, momentum
+// and variance, reads the gradient and writes bf16 weights (~34 bytes per parameter), memory-bound
+// (a few fused multi-tensor kernels).
+double OptimizerTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, double params);
+
+}  // namespace trainsim::parallelism
+
+#endif  // TRAINSIM_PARALLELISM_COMPUTE_H_

@@ -1,0 +1,72 @@
+// parallelism/memory.h — memory per GPU: model states, activations, overhead; does it fit?
+//
+// What it is: the bytes one GPU holds at its peak for a model under a parallel layout.
+//  - Model states (Rajbhandari et al., ZeRO, SC'20): mixed-precision Adam keeps 2 bytes of
+//    weights, 2 of gradients and 12 of fp32 optimizer state (master weights, momentum, variance)
+//    per parameter; ZeRO stage 1 shards the 12 over DP, stage 2 also the gradients, stage 3 also
+//    the weights (ZeRO-1: 4Ψ + 12Ψ/N, ZeRO-2: 2Ψ + 14Ψ/N, ZeRO-3: 16Ψ/N).
+//  - Activations per layer and micro-batch: Korthikanti et al. 2022 §4 (validation/
+//    activation_memory_formulas.csv), for recompute none / selective / full, with and without
+//    sequence parallelism; flash attention stores no s×s scores (the 5as/h term vanishes).
+//    Times the number of (micro-batch, chunk) activation sets the schedule keeps in flight on
+//    that rank (1F1B: p − rank on rank `rank`; GPipe: m; interleaved: Megatron's warm-up), plus
+//    the working set of one layer being recomputed (full recompute) and the fp32 logits of the
+//    last stage.
+//  - Framework overhead: a fixed allowance (CUDA context, NCCL buffers, cuBLAS workspace).
+// What it promises: ModelStateBytes reproduces ZeRO's Table 1 (zero2020_memory_per_device_gb
+// .csv) to rounding; a layout that does not fit is reported with its worst stage, the excess,
+// and the changes that would make it fit (each checked with this same model).
+#ifndef TRAINSIM_PARALLELISM_MEMORY_H_
+#define TRAINSIM_PARALLELISM_MEMORY_H_
+
+#include <string>
+#include <vector>
+
+#include "parallelism/layout.h"
+#include "parallelism/model.h"
+
+namespace trainsim::parallelism {
+
+struct MemoryParams {
+  double weight_bytes_per_param = 2;      // bf16/fp16 weights
+  double grad_bytes_per_param = 2;        // bf16/fp16 gradients (ZeRO's accounting)
+  double optimizer_bytes_per_param = 12;  // Adam: fp32 master + momentum + variance
+  // CUDA context (~0.5 GB on A100/H100), NCCL channel buffers and cuBLAS workspaces (~1 GB),
+  // allocator slack: a 2 GB allowance, as commonly budgeted for Megatron/DeepSpeed jobs.
+  double framework_overhead_bytes = 2e9;
+};
+
+struct MemoryBreakdown {
+  double weights = 0, gradients = 0, optimizer = 0, activations = 0, overhead = 0;
+  double total() const { return weights + gradients + optimizer + activations + overhead; }
+};
+
+// Model-state bytes per GPU for `params_per_gpu` parameters (Ψ of this GPU's model shard before
+// ZeRO), DP degree `dp` and ZeRO stage.
+MemoryBreakdown ModelStateBytes(double params_per_gpu, int dp, int zero_stage,
+                                const MemoryParams& p = {});
+
+// Activation bytes of one transformer layer for one micro-batch on one GPU.
+double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
+                               Recompute recompute, int micro_batch);
+
+// Parameters held by one GPU of pipeline rank `stage` (layers, embeddings, final norm).
+double ParametersPerGpu(const ModelSpec& m, const ParallelConfig& c, int stage);
+
+struct MemoryReport {
+  std::vector<MemoryBreakdown> per_stage;  // index = pp rank
+  int peak_stage = 0;
+  double peak_bytes = 0;
+  double capacity_bytes = 0;
+  bool fits = true;
+  std::string reason;                    // empty when it fits
+  std::vector<std::string> suggestions;  // changes that would fit, each checked
+};
+
+// REQUIRES: ValidateLayout ok.
+MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double capacity_bytes,
+                            int gpus_per_node, const MemoryParams& p = {});
+
+}  // namespace trainsim::parallelism
+
+#endif  // TRAINSIM_PARALLELISM_MEMORY_H_

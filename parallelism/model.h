@@ -1,0 +1,128 @@
+// parallelism/model.h — a GPT-style decoder as a list of operations with FLOPs and bytes.
+//
+// What it is: the transformer shape (layers, hidden, heads, sequence, vocabulary, FFN width) and,
+// for one micro-batch under tensor parallelism (with or without sequence parallelism), the
+// operations one GPU executes per layer, for the embedding and for the logits/loss: each with its
+// matrix-product FLOPs, its other (element-wise) FLOPs and the HBM bytes it moves, forward and
+// backward. Matrix products carry their (batch, m, n, k) shape so the compute model can judge
+// their efficiency.
+//
+// What it promises: summed over layers, micro-batches and forward + backward, the matrix-product
+// FLOPs equal Narayanan et al. (SC'21) exactly for the default GPT shape (FFN 4h, GELU, learned
+// position embeddings, tied output layer):
+//   model FLOPs (no recompute)  = 72·B·s·l·h²·(1 + s/(6h)) + 6·B·s·h·V
+//   hardware FLOPs (full recompute) = 96·B·s·l·h²·(1 + s/(6h)) + 6·B·s·h·V
+// (the 6·B·s·h·V term is the logits layer, which is never recomputed; this is the validation
+// README's F = 96·B·s·l·h²·(1 + s/6h + V/(16lh))), and ParameterCount equals
+// P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) (that formula, like Megatron's paper, leaves out the
+// final layer norm's 2h parameters; ParameterCount does too, and says so).
+//
+// Invariants: all counts are per GPU for one micro-batch; bytes are HBM traffic assuming each
+// kernel reads its inputs and writes its outputs once (no cache reuse across kernels).
+#ifndef TRAINSIM_PARALLELISM_MODEL_H_
+#define TRAINSIM_PARALLELISM_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/status.h"
+
+namespace trainsim::parallelism {
+
+struct ModelSpec {
+  int num_layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int seq_len = 0;
+  int vocab = 0;
+  int ffn_hidden = 0;            // 0 means 4·hidden (GPT); SwiGLU models give theirs
+  bool swiglu = false;           // gated MLP: three h×f matrices instead of two, no biases
+  bool flash_attention = false;  // fused attention kernel (no s×s matrix in HBM)
+  bool dropout = true;           // GPT-3/Megatron-style dropout after attention and MLP
+  int bytes_per_element = 2;     // bf16/fp16 activations and weights
+  // Resolved FFN width.
+  int ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+};
+
+// Checks the shape itself (positive sizes, heads divide hidden).
+Status ValidateModel(const ModelSpec& m);
+
+enum class OpKind {
+  kGemm,            // dense matrix product, weights × activations
+  kBatchedGemm,     // attention's per-head products (batch = micro-batch × heads per GPU)
+  kFlashAttention,  // fused attention: matrix FLOPs plus on-chip softmax, little HBM traffic
+  kMemoryBound,     // element-wise / reduction kernels: layer norm, softmax, dropout, GELU, ...
+};
+
+// One kernel (or fused kernel) of one micro-batch on one GPU.
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::kMemoryBound;
+  // Matrix-product shape (kGemm, kBatchedGemm, kFlashAttention): C[m×n] = A[m×k]·B[k×n], `batch`
+  // independent products. Backward runs two products of the same size (dgrad, wgrad).
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  double fwd_matmul_flops = 0, bwd_matmul_flops = 0;
+  double fwd_other_flops = 0, bwd_other_flops = 0;
+  double fwd_bytes = 0, bwd_bytes = 0;
+  int fwd_kernels = 1, bwd_kernels = 1;
+  // Part of the attention core that selective recomputation re-runs (Korthikanti et al. §5).
+  bool selective_recompute = false;
+};
+
+// How one layer is split across GPUs.
+struct TensorSplit {
+  int tp = 1;
+  bool sequence_parallel = false;
+};
+
+// The operations of one transformer layer for one micro-batch of `micro_batch` sequences on
+// one GPU of a TP group. REQUIRES: ValidateModel ok, heads and ffn divisible by tp.
+std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch);
+// Word + position embedding lookup and embedding dropout (first pipeline stage).
+std::vector<Op> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch);
+// Final layer norm, logits (vocab-parallel) and cross-entropy (last pipeline stage).
+std::vector<Op> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch);
+
+// A tensor-parallel collective inside a layer (over the TP group), per micro-batch. Bytes are the
+// nccl-tests "size" of the call: the full b·s·h tensor for all-reduce, all-gather (output) and
+// reduce-scatter (input). Without SP: an all-reduce after attention and after the MLP forward,
+// and one before each backward (Megatron's f/g operators). With SP each all-reduce becomes an
+// all-gather and a reduce-scatter (Korthikanti §4.2.2). Skipped when tp == 1.
+enum class TpCollectiveKind { kAllReduce, kReduceScatter, kAllGather };
+struct TpCollective {
+  std::string name;
+  TpCollectiveKind kind = TpCollectiveKind::kAllReduce;
+  double bytes = 0;
+  bool forward = true;  // forward collectives are re-run by full recomputation
+};
+std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split,
+                                             int micro_batch);
+// The embedding's all-reduce (vocab-parallel lookup) and the logits' cross-entropy reductions.
+std::vector<TpCollective> EmbeddingTpCollectives(const ModelSpec& m, TensorSplit split,
+                                                 int micro_batch);
+std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch);
+
+// Parameters per the validation README's formula: 12·l·h² + 13·l·h + (V + s)·h. For SwiGLU or
+// a non-4h FFN the MLP term is computed from the actual matrices.
+int64_t ParameterCount(const ModelSpec& m);
+// Parameters of one transformer layer (all TP ranks together).
+int64_t LayerParameterCount(const ModelSpec& m);
+// Parameters of one layer held by one TP rank (split matrices and biases /tp; layer norms and
+// the row-parallel biases replicated, as in Megatron).
+int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);
+
+// FLOPs of one iteration of `global_batch` sequences, all GPUs together.
+//  ModelFlopsPerIteration: forward + backward matrix products (the 72 formula); MFU counts this.
+//  HardwareFlopsPerIteration: plus what recomputation re-executes (full: one more forward of
+//  every layer, the 96 formula; selective: the attention core); HFU counts this.
+enum class Recompute { kNone, kSelective, kFull };
+double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch);
+double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r);
+
+std::string RecomputeName(Recompute r);
+Result<Recompute> ParseRecompute(const std::string& name);
+
+}  // namespace trainsim::parallelism
+
+#endif  // TRAINSIM_PARALLELISM_MODEL_H_

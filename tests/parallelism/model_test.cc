@@ -1,0 +1,110 @@
+#include "parallelism/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace trainsim::parallelism {
+namespace {
+
+struct Row {
+  int heads, hidden, layers;
+};
+// Narayanan et al. SC'21 Table 1 shapes (seq 2048, vocab 51200).
+constexpr Row kMegatronRows[] = {
+    {24, 2304, 24}, {32, 4096, 36}, {64, 8192, 48}, {96, 12288, 80}, {128, 20480, 105}};
+
+ModelSpec Gpt(const Row& r) {
+  ModelSpec m;
+  m.num_layers = r.layers;
+  m.hidden = r.hidden;
+  m.heads = r.heads;
+  m.seq_len = 2048;
+  m.vocab = 51200;
+  return m;
+}
+
+TEST(ModelTest, ParameterCountEqualsNarayananFormula) {
+  for (const Row& r : kMegatronRows) {
+    const ModelSpec m = Gpt(r);
+    const double l = r.layers, h = r.hidden, V = 51200, s = 2048;
+    const double formula = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+    EXPECT_NEAR(double(ParameterCount(m)), formula, formula * 1e-12) << r.hidden;
+  }
+  // The published sizes: 1.7B, 7.5B, 39.1B, 145.6B, 529.6B.
+  EXPECT_NEAR(ParameterCount(Gpt(kMegatronRows[3])) / 1e9, 145.6, 0.05);
+  EXPECT_NEAR(ParameterCount(Gpt(kMegatronRows[4])) / 1e9, 529.6, 0.05);
+}
+
+TEST(ModelTest, IterationFlopsEqualNarayananFormula) {
+  for (const Row& r : kMegatronRows) {
+    const ModelSpec m = Gpt(r);
+    const double B = 512, s = 2048, l = r.layers, h = r.hidden, V = 51200;
+    const double f96 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    const double f72 = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+    EXPECT_NEAR(HardwareFlopsPerIteration(m, 512, Recompute::kFull), f96, f96 * 1e-12);
+    EXPECT_NEAR(ModelFlopsPerIteration(m, 512), f72, f72 * 1e-12);
+    // Selective recompute re-runs the attention products: 4·B·s²·h per layer.
+    EXPECT_NEAR(HardwareFlopsPerIteration(m, 512, Recompute::kSelective),
+                f72 + 4 * B * s * s * h * l, f72 * 1e-12);
+  }
+}
+
+double Sum(const std::vector<Op>& ops, double Op::*field) {
+  double total = 0;
+  for (const Op& op : ops) total += op.*field;
+  return total;
+}
+
+TEST(ModelTest, TensorParallelSplitsMatrixFlopsEvenly) {
+  const ModelSpec m = Gpt(kMegatronRows[2]);
+  for (int t : {1, 2, 4, 8}) {
+    const auto one = LayerOps(m, {1, false}, 2);
+    const auto split = LayerOps(m, {t, false}, 2);
+    EXPECT_NEAR(Sum(split, &Op::fwd_matmul_flops) * t, Sum(one, &Op::fwd_matmul_flops), 1.0);
+    EXPECT_NEAR(Sum(split, &Op::bwd_matmul_flops) * t, Sum(one, &Op::bwd_matmul_flops), 1.0);
+  }
+}
+
+TEST(ModelTest, SequenceParallelSplitsLayerNormTraffic) {
+  const ModelSpec m = Gpt(kMegatronRows[2]);
+  auto ln_bytes = [&](bool sp) {
+    for (const Op& op : LayerOps(m, {8, sp}, 1)) {
+      if (op.name == "layernorm_1") return op.fwd_bytes;
+    }
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(ln_bytes(false), 8 * ln_bytes(true));
+}
+
+TEST(ModelTest, TensorParallelCollectivesFollowMegatron) {
+  const ModelSpec m = Gpt(kMegatronRows[2]);
+  const double bsh_bytes = 4.0 * 2048 * 8192 * 2;
+  auto plain = LayerTpCollectives(m, {8, false}, 4);
+  ASSERT_EQ(plain.size(), 4u);  // 2 all-reduces forward, 2 backward
+  for (const auto& c : plain) {
+    EXPECT_EQ(c.kind, TpCollectiveKind::kAllReduce);
+    EXPECT_DOUBLE_EQ(c.bytes, bsh_bytes);
+  }
+  auto sp = LayerTpCollectives(m, {8, true}, 4);
+  EXPECT_EQ(sp.size(), 8u);  // each all-reduce becomes all-gather + reduce-scatter
+  EXPECT_TRUE(LayerTpCollectives(m, {1, false}, 4).empty());
+}
+
+TEST(ModelTest, FlashAttentionKeepsModelFlops) {
+  ModelSpec m = Gpt(kMegatronRows[1]);
+  const double plain = ModelFlopsPerIteration(m, 64);
+  m.flash_attention = true;
+  EXPECT_NEAR(ModelFlopsPerIteration(m, 64), plain, plain * 1e-12);
+}
+
+TEST(ModelTest, RejectsHeadsThatDoNotDivideHidden) {
+  ModelSpec m = Gpt(kMegatronRows[0]);
+  m.heads = 7;
+  EXPECT_FALSE(ValidateModel(m).ok());
+  EXPECT_FALSE(ParseRecompute("sometimes").ok());
+  EXPECT_EQ(ParseRecompute("selective").value(), Recompute::kSelective);
+}
+
+}  // namespace
+}  // namespace trainsim::parallelism
