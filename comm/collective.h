@@ -1,0 +1,93 @@
+// comm collectives — what the rest of trainsim calls to time a collective over a group of GPUs.
+//
+// Two views of the same model, which agree within 1% on an idle network (tests hold them to it):
+//   - EstimateCollective: the closed-form alpha-beta cost, stage by stage, with no events;
+//   - RunCollective: the step-by-step expansion into flows on a FlowNetwork, so concurrent
+//     traffic (a DP all-reduce and PP sends on one NIC) slows each other down.
+// Algorithms (each in its own file): ring all-reduce / reduce-scatter / all-gather
+// (comm/ring.h), NCCL's double binary tree all-reduce (comm/tree.h), hierarchical all-reduce
+// (comm/hierarchical.h), pipelined broadcast (comm/broadcast.h), direct all-to-all and
+// send/recv (comm/direct.h). Protocol costs (LL, LL128, Simple) follow NCCL's tuning.cc
+// (comm/nccl_model.h). Algo::kAuto picks the fastest (algorithm, protocol) for the message
+// size and group, as NCCL's tuner does, and the estimate says which it picked.
+//
+// Conventions (nccl-tests): `bytes` is the nccl-tests "size": for all-reduce and broadcast the
+// buffer per rank; for reduce-scatter and all-gather the full (gathered) buffer, each rank owning
+// bytes/n; for all-to-all each rank's send buffer, bytes/n to each peer; for send/recv the
+// message. gpus: the group, any set of distinct GPU ids; broadcast's root is gpus[0]; send/recv
+// is gpus = {src, dst}.
+//
+// Invariants: same inputs → same result (no randomness); a group of one GPU costs zero time;
+// EstimateCollective never schedules events; RunCollective calls on_done exactly once, through
+// the engine, when the last rank has its data.
+#ifndef TRAINSIM_COMM_COLLECTIVE_H_
+#define TRAINSIM_COMM_COLLECTIVE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comm/flow_network.h"
+#include "comm/topology.h"
+#include "sim/status.h"
+#include "sim/time.h"
+
+namespace trainsim::comm {
+
+enum class Op { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAllToAll, kSendRecv };
+enum class Algo { kAuto, kRing, kTree, kHierarchical, kDirect };
+// NCCL's protocols: LL (8-byte flag per 8 bytes, lowest latency), LL128 (flag per 128-byte
+// line), Simple (bulk with fences; full bandwidth, highest latency).
+enum class Protocol { kLL, kLL128, kSimple };
+
+// Names: "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "send_recv";
+// "auto", "ring", "tree", "hierarchical", "direct"; "LL", "LL128", "Simple".
+std::string_view OpName(Op op);
+std::string_view AlgoName(Algo algo);
+std::string_view ProtocolName(Protocol protocol);
+Result<Op> ParseOp(std::string_view name);      // lists the valid names on error
+Result<Algo> ParseAlgo(std::string_view name);  // lists the valid names on error
+
+// The algorithms that implement `op` (kAuto excluded).
+std::vector<Algo> AlgorithmsFor(Op op);
+
+// nccl-tests bus-bandwidth factor: all-reduce 2(n−1)/n; reduce-scatter, all-gather, all-to-all
+// (n−1)/n; broadcast and send/recv 1.
+double BusBandwidthFactor(Op op, int n);
+
+struct CollectiveSpec {
+  Op op = Op::kAllReduce;
+  Algo algo = Algo::kAuto;
+  std::vector<int> gpus;
+  uint64_t bytes = 0;
+};
+
+struct CollectiveEstimate {
+  Algo algo = Algo::kRing;  // never kAuto: what was used
+  Protocol protocol = Protocol::kSimple;
+  sim::Time time;
+};
+
+// Checks the spec against the topology: known op/algo pair, group non-empty with distinct ids
+// in range (send/recv: exactly two), bytes > 0.
+Status ValidateCollective(const Topology& topology, const CollectiveSpec& spec);
+
+// Closed-form alpha-beta cost on an idle network. kAuto resolves to the fastest algorithm and
+// protocol (ties: the earlier in AlgorithmsFor order, then LL, LL128, Simple).
+Result<CollectiveEstimate> EstimateCollective(const Topology& topology, const CollectiveSpec& spec);
+
+// Expands the collective into flows on `network`, starting now, and calls on_done when the last
+// rank has finished. kAuto resolves exactly as EstimateCollective does (on the idle topology).
+// Returns the algorithm/protocol used and the idle-network estimate; on error, nothing is
+// scheduled and on_done is never called.
+Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
+                                         std::function<void()> on_done);
+
+// The first `n` GPUs in rank order (0..n−1, tensor-parallel innermost).
+std::vector<int> FirstGpus(int n);
+
+}  // namespace trainsim::comm
+
+#endif  // TRAINSIM_COMM_COLLECTIVE_H_

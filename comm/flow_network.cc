@@ -1,0 +1,219 @@
+#include "comm/flow_network.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+namespace trainsim::comm {
+
+namespace {
+
+// Rate recomputation runs after every ordinary event of the same instant, so all flows started
+// or finished at one instant are solved together; drains come just before it.
+constexpr int kRecomputePriority = 1 << 20;
+constexpr int kDrainPriority = (1 << 20) - 1;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// FlowId = (generation << 32) | (slot + 1): no map is needed and ids are never reused.
+FlowId MakeId(uint32_t slot, uint32_t generation) {
+  return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(slot) + 1);
+}
+uint32_t SlotOf(FlowId id) { return static_cast<uint32_t>((id & 0xffffffffu) - 1); }
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(sim::Engine* engine, const Topology* topology)
+    : engine_(engine), topology_(topology) {
+  const size_t links = static_cast<size_t>(topology->num_links());
+  factor_.assign(links, 1.0);
+  capacity_Bps_.resize(links);
+  for (size_t l = 0; l < links; ++l) {
+    capacity_Bps_[l] = topology->link(static_cast<LinkId>(l)).bandwidth_Bps;
+  }
+  last_advance_ns_ = engine->now().nanos();
+}
+
+FlowId FlowNetwork::StartFlow(const std::vector<LinkId>& path, uint64_t bytes,
+                              std::function<void()> on_done, sim::Time extra_latency) {
+  return StartFlow(std::span<const LinkId>(path), bytes, std::move(on_done), extra_latency);
+}
+
+FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
+                              std::function<void()> on_done, sim::Time extra_latency) {
+  ++flows_started_;
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(flows_.size());
+    flows_.emplace_back();
+    generation_.push_back(0);
+    paths_.emplace_back();
+  }
+  const FlowId id = MakeId(slot, ++generation_[slot]);
+  sim::Time latency = extra_latency;
+  for (LinkId l : path) latency += topology_->link(l).latency;
+
+  if (path.empty() || bytes == 0) {
+    // Nothing to share: only the latency. The slot is released at once (the id stays unique).
+    flows_[slot] = Flow{};
+    flows_[slot].id = id;
+    free_slots_.push_back(slot);
+    engine_->Schedule(latency, std::move(on_done));
+    return id;
+  }
+  Flow& f = flows_[slot];
+  f.id = id;
+  f.start_seq = start_seq_++;
+  f.active = true;
+  f.remaining_bytes = static_cast<double>(bytes);
+  f.rate_Bps = 0;
+  f.finish_ns = kNever;
+  f.delivery_delay_ns = latency.nanos();
+  f.on_done = std::move(on_done);
+  paths_[slot].assign(path.begin(), path.end());
+  active_.push_back(slot);
+  ++active_count_;
+  RequestRecompute();
+  return id;
+}
+
+void FlowNetwork::SetLinkBandwidthFactor(LinkId link, double factor) {
+  assert(factor >= 0 && std::isfinite(factor));
+  const size_t l = static_cast<size_t>(link);
+  factor_[l] = factor;
+  capacity_Bps_[l] = topology_->link(link).bandwidth_Bps * factor;
+  RequestRecompute();
+}
+
+double FlowNetwork::LinkBandwidthFactor(LinkId link) const {
+  return factor_[static_cast<size_t>(link)];
+}
+
+double FlowNetwork::FlowRate(FlowId id) const {
+  if (id == 0) return 0;
+  const uint32_t slot = SlotOf(id);
+  if (slot >= flows_.size()) return 0;
+  const Flow& f = flows_[slot];
+  return (f.id == id && f.active) ? f.rate_Bps : 0;
+}
+
+void FlowNetwork::RequestRecompute() {
+  if (recompute_pending_) return;
+  recompute_pending_ = true;
+  engine_->Schedule(
+      sim::Time::Zero(), [this] { Recompute(); }, kRecomputePriority);
+}
+
+void FlowNetwork::Advance(int64_t now_ns) {
+  const int64_t dt_ns = now_ns - last_advance_ns_;
+  if (dt_ns <= 0) return;
+  const double dt_s = static_cast<double>(dt_ns) * 1e-9;
+  for (uint32_t slot : active_) {
+    Flow& f = flows_[slot];
+    if (!f.active) continue;
+    f.remaining_bytes = std::max(0.0, f.remaining_bytes - f.rate_Bps * dt_s);
+  }
+  last_advance_ns_ = now_ns;
+}
+
+void FlowNetwork::Recompute() {
+  recompute_pending_ = false;
+  ++recomputations_;
+  const int64_t now_ns = engine_->now().nanos();
+  Advance(now_ns);
+  // Drop finished flows from the active list, keeping start order.
+  active_.erase(std::remove_if(active_.begin(), active_.end(),
+                               [this](uint32_t s) { return !flows_[s].active; }),
+                active_.end());
+  solver_paths_.clear();
+  for (uint32_t slot : active_) solver_paths_.emplace_back(paths_[slot]);
+  solver_.Solve(solver_paths_, capacity_Bps_, &solver_rates_);
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Flow& f = flows_[active_[i]];
+    f.rate_Bps = solver_rates_[i];
+    if (f.rate_Bps > 0) {
+      const double ns = std::ceil(f.remaining_bytes / f.rate_Bps * 1e9);
+      f.finish_ns = ns < 9e18 ? now_ns + static_cast<int64_t>(ns) : kNever;
+    } else {
+      f.finish_ns = f.remaining_bytes <= 0 ? now_ns : kNever;
+    }
+  }
+  ScheduleNextDrain();
+}
+
+void FlowNetwork::ScheduleNextDrain() {
+  int64_t next = kNever;
+  for (uint32_t slot : active_) next = std::min(next, flows_[slot].finish_ns);
+  if (next == drain_event_ns_ && drain_event_ != 0) return;
+  if (drain_event_ != 0) engine_->Cancel(drain_event_);
+  drain_event_ = 0;
+  drain_event_ns_ = -1;
+  if (next == kNever) return;
+  drain_event_ns_ = next;
+  drain_event_ = engine_->ScheduleAt(
+      sim::Time::Nanos(next), [this] { OnDrainEvent(); }, kDrainPriority);
+}
+
+void FlowNetwork::OnDrainEvent() {
+  drain_event_ = 0;
+  drain_event_ns_ = -1;
+  const int64_t now_ns = engine_->now().nanos();
+  Advance(now_ns);
+  // (delivery time, start order, slot) of every flow drained by now.
+  std::vector<std::tuple<int64_t, uint64_t, uint32_t>> done;
+  for (uint32_t slot : active_) {
+    Flow& f = flows_[slot];
+    if (f.active && f.finish_ns <= now_ns) {
+      done.emplace_back(now_ns + f.delivery_delay_ns, f.start_seq, slot);
+    }
+  }
+  std::sort(done.begin(), done.end());
+  size_t i = 0;
+  while (i < done.size()) {
+    const int64_t at = std::get<0>(done[i]);
+    auto callbacks = std::make_shared<std::vector<std::function<void()>>>();
+    for (; i < done.size() && std::get<0>(done[i]) == at; ++i) {
+      const uint32_t slot = std::get<2>(done[i]);
+      Flow& f = flows_[slot];
+      callbacks->push_back(std::move(f.on_done));
+      f.on_done = nullptr;
+      f.active = false;
+      f.rate_Bps = 0;
+      --active_count_;
+      free_slots_.push_back(slot);
+    }
+    engine_->ScheduleAt(sim::Time::Nanos(at), [callbacks] {
+      for (auto& cb : *callbacks) {
+        if (cb) cb();
+      }
+    });
+  }
+  // Compact now: a freed slot may be reused by a flow started before the next recompute.
+  active_.erase(std::remove_if(active_.begin(), active_.end(),
+                               [this](uint32_t s) { return !flows_[s].active; }),
+                active_.end());
+  RequestRecompute();
+}
+
+std::vector<double> MaxMinFairRates(const Topology& topology,
+                                    const std::vector<std::vector<LinkId>>& paths,
+                                    const std::vector<double>& factor) {
+  std::vector<double> capacity(static_cast<size_t>(topology.num_links()));
+  for (size_t l = 0; l < capacity.size(); ++l) {
+    capacity[l] =
+        topology.link(static_cast<LinkId>(l)).bandwidth_Bps * (factor.empty() ? 1.0 : factor[l]);
+  }
+  std::vector<std::span<const LinkId>> spans(paths.begin(), paths.end());
+  std::vector<double> rates;
+  MaxMinSolver solver;
+  solver.Solve(spans, capacity, &rates);
+  return rates;
+}
+
+}  // namespace trainsim::comm

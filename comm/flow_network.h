@@ -1,0 +1,114 @@
+// comm::FlowNetwork — flow-level bandwidth sharing on the event engine.
+//
+// A transfer is a flow of `bytes` over a path of directed links. Concurrent flows share every
+// link's bandwidth max-min fairly (SimGrid's model, solved by progressive filling); rates are
+// recomputed whenever flows start or end, once per simulated instant however many flows start
+// or end at it, so the next event is "a flow drains", never a packet. A flow's path latency (plus
+// any extra latency the caller adds, e.g. a protocol's per-hop software cost) is paid once, after
+// its bytes have drained: on_done runs at drain time + latency, and the link is free for others
+// from drain time on.
+//
+// Degraded links: SetLinkBandwidthFactor(link, f) scales a link's bandwidth (0 = down: flows on
+// it stall with rate 0 until the factor is raised again).
+//
+// Invariants: on_done runs exactly once per flow, through the engine (never inside StartFlow);
+// flows that finish at the same instant run their callbacks in start order; the rates at any
+// time are the max-min fair allocation of the active flows; determinism: no pointer or hash
+// ordering feeds any decision.
+#ifndef TRAINSIM_COMM_FLOW_NETWORK_H_
+#define TRAINSIM_COMM_FLOW_NETWORK_H_
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "comm/max_min.h"
+#include "comm/topology.h"
+#include "sim/engine.h"
+#include "sim/time.h"
+
+namespace trainsim::comm {
+
+using FlowId = uint64_t;  // 0 is never a valid id; unique within one FlowNetwork
+
+class FlowNetwork {
+ public:
+  // Neither pointer is owned; both must outlive the FlowNetwork.
+  FlowNetwork(sim::Engine* engine, const Topology* topology);
+  FlowNetwork(const FlowNetwork&) = delete;
+  FlowNetwork& operator=(const FlowNetwork&) = delete;
+
+  // Starts a flow now. An empty path or 0 bytes completes after the latency alone.
+  FlowId StartFlow(const std::vector<LinkId>& path, uint64_t bytes, std::function<void()> on_done,
+                   sim::Time extra_latency = sim::Time::Zero());
+  FlowId StartFlow(std::span<const LinkId> path, uint64_t bytes, std::function<void()> on_done,
+                   sim::Time extra_latency = sim::Time::Zero());
+
+  // Scales link bandwidth; factor >= 0 (0 = down). Takes effect at the current instant.
+  void SetLinkBandwidthFactor(LinkId link, double factor);
+  double LinkBandwidthFactor(LinkId link) const;
+
+  // Current rate of an active flow in bytes/s (0 if it is not draining, e.g. finished). Rates
+  // reflect flows started at this instant only once the engine has processed the instant.
+  double FlowRate(FlowId id) const;
+  size_t active_flows() const { return active_count_; }
+  uint64_t flows_started() const { return flows_started_; }
+  uint64_t rate_recomputations() const { return recomputations_; }
+
+  sim::Engine* engine() const { return engine_; }
+  const Topology& topology() const { return *topology_; }
+
+ private:
+  struct Flow {
+    FlowId id = 0;
+    uint64_t start_seq = 0;  // start order, for deterministic callback order
+    bool active = false;
+    double remaining_bytes = 0;
+    double rate_Bps = 0;
+    int64_t finish_ns = 0;  // drain time at the current rate; INT64_MAX when stalled
+    int64_t delivery_delay_ns = 0;
+    std::function<void()> on_done;
+  };
+
+  void RequestRecompute();
+  void Recompute();     // advance, solve max-min, schedule the next drain
+  void OnDrainEvent();  // completes every flow whose drain time has come
+  void Advance(int64_t now_ns);
+  void ScheduleNextDrain();
+  void Deliver(std::vector<std::function<void()>>* callbacks);
+
+  sim::Engine* engine_;
+  const Topology* topology_;
+  std::vector<double> factor_;
+  std::vector<double> capacity_Bps_;  // link bandwidth × factor
+
+  std::vector<Flow> flows_;  // slots
+  std::vector<uint32_t> generation_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> active_;            // active slots in start order
+  std::vector<std::vector<LinkId>> paths_;  // per slot, capacity reused
+  size_t active_count_ = 0;
+  uint64_t flows_started_ = 0;
+  uint64_t start_seq_ = 0;
+  int64_t last_advance_ns_ = 0;
+  bool recompute_pending_ = false;
+  sim::EventId drain_event_ = 0;
+  int64_t drain_event_ns_ = -1;
+  uint64_t recomputations_ = 0;
+
+  MaxMinSolver solver_;
+  std::vector<std::span<const LinkId>> solver_paths_;
+  std::vector<double> solver_rates_;
+};
+
+// Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the
+// topology's links scaled by `factor` (empty = all 1). The same progressive filling as
+// FlowNetwork; used by closed-form estimates of one stage of a collective.
+std::vector<double> MaxMinFairRates(const Topology& topology,
+                                    const std::vector<std::vector<LinkId>>& paths,
+                                    const std::vector<double>& factor = {});
+
+}  // namespace trainsim::comm
+
+#endif  // TRAINSIM_COMM_FLOW_NETWORK_H_

@@ -1,0 +1,171 @@
+// comm::Topology — the links of a GPU cluster, and the path a transfer takes over them.
+//
+// Built from a TopologySpec of plain numbers (the scenario's cluster, resolved against the
+// hardware catalogue by scenarios/cluster_topology.h). The model:
+//   - inside a node, every GPU has one NVLink port to the NVSwitch fabric (DGX-style), modelled
+//     as two directed links (GPU→switch "nvl_up", switch→GPU "nvl_down") of the per-GPU,
+//     per-direction NVLink bandwidth; the switch itself is non-blocking;
+//   - every GPU has a PCIe link (up = GPU→host/NIC side, down = the reverse) used by checkpoint
+//     traffic to host memory and by GPUDirect RDMA to the NIC;
+//   - NICs: `nics_per_node` per node; GPU g uses NIC floor(local(g)·nics/gpus) (one per GPU when
+//     the counts match, "rail-optimised"; one per node when nics_per_node = 1);
+//   - a two- or three-level fat tree. Leaves: with rail_optimized, NIC k of a group of
+//     `nodes_per_leaf` nodes attaches to the rail-k leaf of that group; otherwise all NICs of the
+//     group attach to one leaf. Each leaf's up-links to the spine layer are one aggregated link
+//     per direction of (down-link bandwidth sum) / oversubscription (flow-level ECMP: traffic is
+//     assumed spread evenly over the parallel up-links). With three levels, `leaves_per_pod`
+//     leaves form a pod whose spine→core up-links are aggregated the same way (non-blocking
+//     above the spine unless spine_oversubscription says otherwise).
+//   - PXN (NCCL's default since 2.12, NCCL_PXN_DISABLE=0): a transfer between nodes whose source
+//     GPU's NIC is on a different rail than the destination's first moves over NVLink to the
+//     local GPU on the destination's rail, so rail-optimised traffic stays below the leaf.
+// Each directed link has a bandwidth in bytes/s that a bulk transfer achieves (datasheet ×
+// the documented efficiency for that link type) and a latency; a path's latency is the sum.
+//
+// Invariants: a Topology is immutable after Build; LinkIds are dense in [0, num_links());
+// Route(a, b) for a != b is non-empty and starts with a link leaving a's GPU and ends with one
+// entering b's GPU; Route(a, a) is empty. Every route is deterministic.
+#ifndef TRAINSIM_COMM_TOPOLOGY_H_
+#define TRAINSIM_COMM_TOPOLOGY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/status.h"
+#include "sim/time.h"
+
+namespace trainsim::comm {
+
+using LinkId = int32_t;
+
+enum class LinkKind {
+  kNvlinkUp,    // GPU → NVSwitch
+  kNvlinkDown,  // NVSwitch → GPU
+  kPcieUp,      // GPU → PCIe switch (host memory, NIC)
+  kPcieDown,    // PCIe switch → GPU
+  kNicTx,       // NIC → leaf switch
+  kNicRx,       // leaf switch → NIC
+  kLeafUp,      // leaf → spine (aggregated)
+  kLeafDown,    // spine → leaf (aggregated)
+  kSpineUp,     // spine (pod) → core (aggregated), three-level trees only
+  kSpineDown,   // core → spine (pod)
+};
+
+const char* LinkKindName(LinkKind kind);
+
+struct Link {
+  LinkKind kind;
+  double bandwidth_Bps = 0;  // achievable, bytes/s in this direction
+  double datasheet_Bps = 0;  // the hardware figure it was derived from
+  sim::Time latency;
+  int owner = 0;  // GPU id (NVLink, PCIe), global NIC id (NIC links), leaf id, or pod id
+};
+
+// Plain-number description of a cluster. Defaults: a DGX H100 SuperPOD-like cluster of 16
+// nodes (128 GPUs). Every figure's source is given where it is defined.
+struct TopologySpec {
+  int nodes = 16;
+  int gpus_per_node = 8;
+  // NVLink 4: 18 links × 25 GB/s = 450 GB/s per GPU per direction (H100 datasheet, "900 GB/s"
+  // bidirectional).
+  double nvlink_GBps = 450.0;
+  double nvlink_latency_us = 0.7;
+  int nics_per_node = 8;
+  double nic_Gbps = 400.0;  // ConnectX-7 NDR InfiniBand, per NIC per direction
+  double nic_latency_us = 1.0;
+  bool rail_optimized = true;
+  int fat_tree_levels = 2;        // 2 (leaf–spine) or 3 (leaf–spine–core)
+  int nodes_per_leaf = 32;        // DGX SuperPOD scalable unit: 32 nodes per rail leaf
+  int leaves_per_pod = 8;         // three-level trees only: leaves (per rail) under one spine group
+  double oversubscription = 1.0;  // leaf down-link bandwidth / up-link bandwidth
+  double spine_oversubscription = 1.0;  // three-level trees only: spine down / up
+  double switch_latency_us = 0.3;       // per switch traversal (leaf, spine, core)
+  double pcie_GBps = 64.0;              // PCIe Gen5 x16, per direction
+  double pcie_latency_us = 1.0;
+  bool pxn = true;  // route via NVLink to the destination's rail first (NCCL PXN)
+
+  // Achievable fraction of each link's datasheet bandwidth for bulk transfers.
+  // NVLink through NVSwitch: nccl-tests ring all-reduce bus bandwidth inside one node is about
+  // 0.77 of the per-direction NVLink figure on DGX A100 (≈230 of 300 GB/s) and 0.80–0.84 on DGX
+  // H100 without NVLS (≈360–380 of 450 GB/s) (NVIDIA DGX performance pages, nccl-tests
+  // reports); we take 0.80 for both generations. It covers NVLink packet headers and NCCL's
+  // Simple-protocol flag/FIFO overhead.
+  double nvlink_efficiency = 0.80;
+  // Network: NCCL's tuning.cc models 12 GB/s of bus bandwidth per "100 Gb/s" of NIC speed,
+  // i.e. 12 / 12.5 = 0.96 of line rate (InfiniBand headers at 4 KiB MTU).
+  double nic_efficiency = 0.96;
+  // PCIe Gen4/Gen5 x16 bulk DMA reaches about 80–85% of the raw rate after TLP/DLLP overhead
+  // with 256-byte max payload (PCI-SIG encoding figures); 0.85.
+  double pcie_efficiency = 0.85;
+};
+
+// Checks the spec; the message names the field and what would be valid.
+Status ValidateTopologySpec(const TopologySpec& spec);
+
+class Topology {
+ public:
+  static Result<Topology> Build(const TopologySpec& spec);
+
+  const TopologySpec& spec() const { return spec_; }
+  int num_gpus() const { return spec_.nodes * spec_.gpus_per_node; }
+  int num_nodes() const { return spec_.nodes; }
+  int gpus_per_node() const { return spec_.gpus_per_node; }
+  int node_of(int gpu) const { return gpu / spec_.gpus_per_node; }
+  int local_index(int gpu) const { return gpu % spec_.gpus_per_node; }
+  // The NIC index within its node that `gpu` uses (its rail when rail-optimised).
+  int nic_of(int gpu) const;
+  // Global NIC id: node · nics_per_node + local NIC index.
+  int global_nic_of(int gpu) const { return node_of(gpu) * spec_.nics_per_node + nic_of(gpu); }
+
+  // Directed links from src_gpu to dst_gpu (empty when equal). REQUIRES: valid GPU ids.
+  std::vector<LinkId> Route(int src_gpu, int dst_gpu) const;
+  // Same, appending to *out (cleared first) to avoid allocation in hot loops.
+  void RouteInto(int src_gpu, int dst_gpu, std::vector<LinkId>* out) const;
+  // GPU → host memory over PCIe (checkpoint snapshots).
+  std::vector<LinkId> HostRoute(int gpu) const;
+  // GPU → its NIC → leaf: the first hops of traffic to remote storage (the storage fabric
+  // beyond the leaf is not modelled here).
+  std::vector<LinkId> NicEgressRoute(int gpu) const;
+
+  int num_links() const { return static_cast<int>(links_.size()); }
+  const Link& link(LinkId id) const { return links_[static_cast<size_t>(id)]; }
+  // Sum of link latencies along a path.
+  sim::Time PathLatency(const std::vector<LinkId>& path) const;
+  // Smallest link bandwidth along a path (bytes/s); +inf for an empty path.
+  double PathBandwidth(const std::vector<LinkId>& path) const;
+
+  // Named link ids, for tests and fault injection.
+  LinkId nvlink_up(int gpu) const { return nvl_up_[static_cast<size_t>(gpu)]; }
+  LinkId nvlink_down(int gpu) const { return nvl_up_[static_cast<size_t>(gpu)] + 1; }
+  LinkId pcie_up(int gpu) const { return pcie_up_[static_cast<size_t>(gpu)]; }
+  LinkId pcie_down(int gpu) const { return pcie_up_[static_cast<size_t>(gpu)] + 1; }
+  LinkId nic_tx(int global_nic) const { return nic_tx_[static_cast<size_t>(global_nic)]; }
+  LinkId nic_rx(int global_nic) const { return nic_tx_[static_cast<size_t>(global_nic)] + 1; }
+  int leaf_of_nic(int global_nic) const;
+  LinkId leaf_up(int leaf) const { return leaf_up_[static_cast<size_t>(leaf)]; }
+  LinkId leaf_down(int leaf) const { return leaf_up_[static_cast<size_t>(leaf)] + 1; }
+  int num_leaves() const { return static_cast<int>(leaf_up_.size()); }
+
+  // Human-readable description of a link ("nvl_up gpu 3", "leaf_up leaf 2").
+  std::string LinkName(LinkId id) const;
+
+ private:
+  Topology() = default;
+  LinkId AddLinkPair(LinkKind up, LinkKind down, double datasheet_Bps, double efficiency,
+                     double latency_us, int owner);
+  int pod_of_leaf(int leaf) const;
+
+  TopologySpec spec_;
+  std::vector<Link> links_;
+  std::vector<LinkId> nvl_up_;   // per GPU; down = up + 1
+  std::vector<LinkId> pcie_up_;  // per GPU; down = up + 1
+  std::vector<LinkId> nic_tx_;   // per global NIC; rx = tx + 1
+  std::vector<LinkId> leaf_up_;  // per leaf; down = up + 1
+  std::vector<LinkId> pod_up_;   // per pod (three-level only); down = up + 1
+  int leaves_per_group_ = 1;     // leaves serving one group of nodes_per_leaf nodes
+};
+
+}  // namespace trainsim::comm
+
+#endif  // TRAINSIM_COMM_TOPOLOGY_H_
