@@ -1,0 +1,200 @@
+// FillDefaults: every default documented in scenario.proto, in one place.
+#include <limits>
+
+#include "scenarios/internal.h"
+#include "scenarios/scenario.h"
+
+namespace trainsim::scenarios {
+namespace detail {
+
+// Defaults with their reasons (the proto comments carry the same text for users).
+namespace {
+constexpr const char* kDefaultGpu = "H100-SXM-80GB";
+constexpr int kDefaultNodes = 16;  // DESIGN.md: 128 GPUs by default
+// Llama 3 storage (Herd of Models §3.3.1): 2 TB/s sustained write, 7 TB/s peak, 2,048 nodes.
+constexpr double kStorageWritePerNodeGBps = 2000.0 / 2048.0;
+constexpr double kStorageReadPerNodeGBps = 7000.0 / 2048.0;
+constexpr int kDefaultSeqLen = 2048;                 // GPT-3 / Megatron-LM
+constexpr int kDefaultVocab = 51200;                 // GPT-2 BPE padded (Megatron-LM)
+constexpr int64_t kDefaultBucketBytes = 25LL << 20;  // PyTorch DDP bucket_cap_mb = 25
+constexpr double kDefaultBytesPerParam = 14;         // bf16 weights + fp32 master + 2 fp32 moments
+// Llama 3 (Table 5): 419 unexpected interruptions in 54 days on 16,384 GPUs = 2,048 nodes.
+constexpr double kLlama3NodeDayRate = 419.0 / (54.0 * 2048.0);
+constexpr double kDefaultWeibullShape = 0.75;  // Schroeder & Gibson, DSN'06: 0.7-0.8
+
+void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count, bool replace) {
+  pb::FailureCause* c = f->add_causes();
+  c->set_name(name);
+  c->set_kind(kind);
+  c->set_fraction(count / 419.0);
+  c->set_needs_replacement(replace);
+}
+}  // namespace
+
+std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
+  // ---- cluster ----
+  pb::Cluster* cl = s->mutable_cluster();
+  const pb::NodeSpec* node = nullptr;
+  if (!cl->node_type().empty()) {
+    auto n = LookupNode(cl->node_type());
+    if (!n.ok()) return FieldError{"cluster.node_type", n.status().message(), n.status().code()};
+    node = FindNode(cl->node_type());
+    cl->set_node_type(node->name());
+    if (cl->gpu().empty()) cl->set_gpu(node->gpu());
+  }
+  if (cl->gpu().empty()) cl->set_gpu(kDefaultGpu);
+  auto gpu = LookupGpu(cl->gpu());
+  if (!gpu.ok()) return FieldError{"cluster.gpu", gpu.status().message(), gpu.status().code()};
+  cl->set_gpu(gpu->name());
+  if (node == nullptr) {
+    for (const pb::NodeSpec& n : BuiltinCatalogue().node()) {
+      if (n.gpu() == gpu->name()) {
+        node = &n;
+        break;
+      }
+    }
+    if (node == nullptr) {
+      return FieldError{"cluster.gpu",
+                        "no catalogue node type holds " + gpu->name() + "; set cluster.node_type",
+                        Status::Code::kNotFound};
+    }
+    cl->set_node_type(node->name());
+  }
+  if (!cl->has_nodes()) cl->set_nodes(kDefaultNodes);
+  if (!cl->has_gpus_per_node()) cl->set_gpus_per_node(node->gpus_per_node());
+  if (cl->nic().empty()) cl->set_nic(node->nic());
+  auto nic = LookupNic(cl->nic());
+  if (!nic.ok()) return FieldError{"cluster.nic", nic.status().message(), nic.status().code()};
+  cl->set_nic(nic->name());
+  if (!cl->has_nics_per_node()) cl->set_nics_per_node(node->nics_per_node());
+  if (!cl->has_spare_nodes()) cl->set_spare_nodes(0);
+  pb::Topology* topo = cl->mutable_topology();
+  if (!topo->has_oversubscription()) topo->set_oversubscription(1.0);
+  if (!topo->has_rail_optimized()) topo->set_rail_optimized(true);
+  if (!topo->has_levels() && cl->nodes() > 0 && cl->nics_per_node() > 0 && cl->spare_nodes() >= 0 &&
+      topo->oversubscription() >= 1.0) {
+    topo->set_levels(TwoLevelFatTreeFits(*nic, cl->nodes(), cl->spare_nodes(), cl->nics_per_node(),
+                                         topo->oversubscription())
+                         ? 2
+                         : 3);
+  }
+  pb::Storage* storage = cl->mutable_storage();
+  if (cl->nodes() > 0) {
+    if (!storage->has_read_gbyte_per_s()) {
+      storage->set_read_gbyte_per_s(kStorageReadPerNodeGBps * cl->nodes());
+    }
+    if (!storage->has_write_gbyte_per_s()) {
+      storage->set_write_gbyte_per_s(kStorageWritePerNodeGBps * cl->nodes());
+    }
+  }
+
+  // ---- model ----
+  pb::Model* m = s->mutable_model();
+  if (m->has_heads() && !m->has_kv_heads()) m->set_kv_heads(m->heads());
+  if (m->has_hidden() && !m->has_ffn_hidden() && m->hidden() > 0 &&
+      m->hidden() <= std::numeric_limits<int32_t>::max() / 4) {
+    m->set_ffn_hidden(4 * m->hidden());
+  }
+  if (!m->has_seq_len()) m->set_seq_len(kDefaultSeqLen);
+  if (!m->has_vocab()) m->set_vocab(kDefaultVocab);
+  if (!m->has_precision()) m->set_precision(pb::BF16);
+  if (!m->has_swiglu()) m->set_swiglu(false);
+  if (!m->has_flash_attention()) m->set_flash_attention(true);
+
+  // ---- parallelism ----
+  pb::Parallelism* p = s->mutable_parallelism();
+  if (!p->has_tp()) p->set_tp(1);
+  if (!p->has_pp()) p->set_pp(1);
+  if (!p->has_micro_batch()) p->set_micro_batch(1);
+  int64_t gpus = static_cast<int64_t>(cl->nodes()) * cl->gpus_per_node();
+  int64_t tp_pp = static_cast<int64_t>(p->tp()) * p->pp();
+  if (!p->has_dp() && tp_pp > 0 && gpus > 0 && gpus % tp_pp == 0) {
+    p->set_dp(static_cast<int32_t>(gpus / tp_pp));
+  }
+  if (!p->has_global_batch() && p->has_dp() && p->dp() > 0 && p->micro_batch() > 0) {
+    int64_t gb = static_cast<int64_t>(p->micro_batch()) * p->dp();
+    if (gb <= std::numeric_limits<int32_t>::max()) p->set_global_batch(static_cast<int32_t>(gb));
+  }
+  if (!p->has_schedule()) p->set_schedule(pb::Parallelism::ONE_F_ONE_B);
+  if (!p->has_virtual_stages()) p->set_virtual_stages(1);
+  if (!p->has_recompute()) p->set_recompute(pb::Parallelism::NONE);
+  if (!p->has_sequence_parallel()) p->set_sequence_parallel(false);
+  if (!p->has_zero_stage()) p->set_zero_stage(0);
+  if (!p->has_dp_bucket_bytes()) p->set_dp_bucket_bytes(kDefaultBucketBytes);
+  if (!p->has_overlap_grad_reduce()) p->set_overlap_grad_reduce(true);
+
+  // ---- checkpoint ----
+  pb::Checkpoint* ck = s->mutable_checkpoint();
+  if (!ck->has_enabled()) ck->set_enabled(true);
+  if (!ck->has_policy()) ck->set_policy(pb::Checkpoint::SYNC);
+  if (ck->interval().empty()) ck->set_interval("1h");
+  if (!ck->has_persistent_every()) ck->set_persistent_every(10);
+  if (!ck->has_bytes_per_param()) ck->set_bytes_per_param(kDefaultBytesPerParam);
+
+  // ---- recovery ----
+  pb::Recovery* rc = s->mutable_recovery();
+  if (!rc->has_policy()) rc->set_policy(pb::Recovery::RESTART_ON_SPARE);
+  if (!rc->has_detection()) rc->set_detection(pb::Recovery::COLLECTIVE_TIMEOUT);
+  if (rc->detection_delay().empty()) {
+    // PyTorch's NCCL collective timeout is 10 min; heartbeat agents detect in 10-30 s.
+    rc->set_detection_delay(rc->detection() == pb::Recovery::HEARTBEAT ? "30s" : "10m");
+  }
+  if (rc->requeue().empty()) rc->set_requeue("2m");
+  if (rc->process_start().empty()) rc->set_process_start("3m");
+  if (rc->comm_init_base().empty()) rc->set_comm_init_base("10s");
+  if (rc->comm_init_per_1k_gpus().empty()) rc->set_comm_init_per_1k_gpus("2s");
+  if (rc->repair_time().empty()) rc->set_repair_time("4h");
+  if (!rc->has_min_dp()) rc->set_min_dp(1);
+
+  // ---- failures ----
+  pb::Failures* f = s->mutable_failures();
+  if (!f->has_enabled()) f->set_enabled(true);
+  if (!f->has_node_day_rate()) f->set_node_day_rate(kLlama3NodeDayRate);
+  if (!f->has_distribution()) f->set_distribution(pb::Failures::EXPONENTIAL);
+  if (!f->has_weibull_shape()) f->set_weibull_shape(kDefaultWeibullShape);
+  if (f->causes_size() == 0) {
+    // Llama 3 Table 5 by category (validation/llama3_interruptions_54d.csv): GPU rows (faulty
+    // GPU 148, HBM3 72, SRAM 19, GSP 17, SDC 6, thermal 6) = 268; host rows = 46; network switch
+    // or cable = 35; NIC = 7; software (bugs 54, NCCL watchdog 7, dependency 2) = 63.
+    AddCause(f, "GPU (faulty GPU, HBM3, SRAM, GSP, SDC, thermal)", pb::Fault::GPU, 268, true);
+    AddCause(f, "Host (maintenance, SSD, PSU, chassis, IO board, CPU, memory)", pb::Fault::NODE, 46,
+             true);
+    AddCause(f, "Network switch or cable", pb::Fault::LINK, 35, false);
+    AddCause(f, "NIC", pb::Fault::NIC, 7, true);
+    AddCause(f, "Software (bugs, NCCL watchdog, dependency)", pb::Fault::SOFTWARE, 63, false);
+  }
+
+  // ---- faults ----
+  for (pb::Fault& fault : *s->mutable_faults()) {
+    if (fault.kind() == pb::Fault::STRAGGLER && !fault.has_slowdown()) fault.set_slowdown(2.0);
+    if (fault.kind() == pb::Fault::LINK && !fault.has_degrade()) fault.set_degrade(1.0);
+  }
+
+  // ---- cost, seed ----
+  pb::Cost* cost = s->mutable_cost();
+  if (!cost->has_usd_per_gpu_hour()) cost->set_usd_per_gpu_hour(2.50);
+  if (!cost->has_bill_spares()) cost->set_bill_spares(true);
+  if (!s->has_seed()) s->set_seed(1);
+  return std::nullopt;
+}
+
+bool TwoLevelFatTreeFits(const pb::NicSpec& nic, int64_t nodes, int64_t spare_nodes,
+                         int64_t nics_per_node, double oversubscription) {
+  // A two-level fat tree of radix-k switches: each leaf has d = k*r/(r+1) down-links and
+  // k/(r+1) up-links, and each spine reaches k leaves, so it holds k*d endpoints (k^2/2 when
+  // non-blocking).
+  double k = nic.switch_radix();
+  double endpoints = static_cast<double>(nodes + spare_nodes) * static_cast<double>(nics_per_node);
+  return endpoints <= k * k * oversubscription / (oversubscription + 1.0);
+}
+
+}  // namespace detail
+
+Status FillDefaults(pb::Scenario* scenario) {
+  if (auto err = detail::FillDefaultsDetailed(scenario)) {
+    return detail::ToStatus(*err, "", nullptr);
+  }
+  return Status::Ok();
+}
+
+}  // namespace trainsim::scenarios

@@ -1,0 +1,21 @@
+# Turns the catalogue's .textproto files into a C++ source of string literals.
+# Usage: cmake -DOUTPUT=out.cc "-DINPUTS=a;b;c" -P embed_catalogue.cmake
+set(body "// Generated from scenarios/catalogue/*.textproto by embed_catalogue.cmake. Do not edit.\n")
+string(APPEND body "#include <string_view>\n#include <utility>\n#include <vector>\n\n")
+string(APPEND body "namespace trainsim::scenarios::detail {\n\n")
+string(APPEND body "const std::vector<std::pair<std::string_view, std::string_view>>& EmbeddedCatalogueFiles() {\n")
+string(APPEND body "  static const std::vector<std::pair<std::string_view, std::string_view>> kFiles = {\n")
+foreach(input IN LISTS INPUTS)
+  file(READ ${input} text)
+  get_filename_component(name ${input} NAME)
+  string(FIND "${text}" ")tscat\"" found)
+  if(NOT found EQUAL -1)
+    message(FATAL_ERROR "${input} contains the raw-string delimiter )tscat\"")
+  endif()
+  string(APPEND body "      {\"${name}\", R\"tscat(${text})tscat\"},\n")
+endforeach()
+string(APPEND body "  };\n  return kFiles;\n}\n\n}  // namespace trainsim::scenarios::detail\n")
+file(WRITE ${OUTPUT}.tmp "${body}")
+# Only touch the output when it changed, so unrelated rebuilds stay incremental.
+file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)
+file(REMOVE ${OUTPUT}.tmp)

@@ -1,0 +1,520 @@
+// Parsing scenarios from text format or JSON, with positions in every error, and the
+// LoadScenario / ParseScenarioText entry points.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "scenarios/internal.h"
+#include "scenarios/scenario.h"
+
+namespace trainsim::scenarios {
+
+namespace gp = google::protobuf;
+
+namespace detail {
+
+int EditDistance(std::string_view a, std::string_view b) {
+  auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      int cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string ClosestName(std::string_view name, const std::vector<std::string>& candidates) {
+  std::string best;
+  int best_distance = 1 << 30;
+  for (const std::string& c : candidates) {
+    int d = EditDistance(name, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  if (best.empty()) return "";
+  size_t longer = std::max(name.size(), best.size());
+  if (best_distance <= std::max<int>(2, static_cast<int>(longer) / 3)) return best;
+  // A prefix either way ("H100-SXM" for "H100-SXM-80GB", "seq" for "seq_len").
+  for (const std::string& c : candidates) {
+    size_t n = std::min(c.size(), name.size());
+    if (n >= 3 && EditDistance(c.substr(0, n), name.substr(0, n)) == 0) return c;
+  }
+  return "";
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+std::vector<std::string> FieldNames(const gp::Descriptor& descriptor) {
+  std::vector<std::string> names;
+  for (int i = 0; i < descriptor.field_count(); ++i) names.push_back(descriptor.field(i)->name());
+  return names;
+}
+
+std::vector<std::string> EnumNames(const gp::EnumDescriptor& descriptor) {
+  std::vector<std::string> names;
+  for (int i = 0; i < descriptor.value_count(); ++i) names.push_back(descriptor.value(i)->name());
+  return names;
+}
+
+bool LooksLikeJson(std::string_view text) {
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    return c == '{';
+  }
+  return false;
+}
+
+namespace {
+
+std::string Quote(std::string_view s) {
+  // Built by appending: GCC 12 gives a false -Wrestrict for "literal" + std::string&&
+  // (GCC bug 105329).
+  std::string out = "\"";
+  out.append(s);
+  out += '"';
+  return out;
+}
+
+// "unknown field "tpp" in parallelism; did you mean "tp"? (valid: ...)".
+std::string UnknownFieldMessage(std::string_view field, const gp::Descriptor& in,
+                                std::string_view where) {
+  std::vector<std::string> names = FieldNames(in);
+  std::string msg = "unknown field " + Quote(field) + " in " + std::string(where);
+  std::string closest = ClosestName(field, names);
+  if (!closest.empty()) msg += "; did you mean " + Quote(closest) + "?";
+  msg += " (valid: " + JoinNames(names) + ")";
+  return msg;
+}
+
+std::string UnknownEnumMessage(std::string_view value, const gp::EnumDescriptor& e,
+                               std::string_view field) {
+  std::vector<std::string> names = EnumNames(e);
+  std::string msg = "unknown value " + Quote(value) + " for " + std::string(field);
+  std::string closest = ClosestName(value, names);
+  if (!closest.empty()) msg += "; did you mean " + closest + "?";
+  msg += " (valid: " + JoinNames(names) + ")";
+  return msg;
+}
+
+// All enum types of fields named `field` reachable from `root` (deduplicated, in order).
+void CollectEnumFields(const gp::Descriptor& d, std::string_view field,
+                       std::set<const gp::Descriptor*>* seen,
+                       std::vector<const gp::EnumDescriptor*>* out) {
+  if (!seen->insert(&d).second) return;
+  for (int i = 0; i < d.field_count(); ++i) {
+    const gp::FieldDescriptor* f = d.field(i);
+    if (f->enum_type() != nullptr && f->name() == field &&
+        std::find(out->begin(), out->end(), f->enum_type()) == out->end()) {
+      out->push_back(f->enum_type());
+    }
+    if (f->message_type() != nullptr) CollectEnumFields(*f->message_type(), field, seen, out);
+  }
+}
+
+// Turns protobuf's text-format messages into ones that say what would be valid.
+std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descriptor& root) {
+  static const std::string kNoField = "\" has no field named \"";
+  if (msg.rfind("Message type \"", 0) == 0) {
+    size_t type_end = msg.find(kNoField);
+    if (type_end != std::string::npos) {
+      std::string type = msg.substr(14, type_end - 14);
+      size_t name_start = type_end + kNoField.size();
+      size_t name_end = msg.find('"', name_start);
+      std::string name = msg.substr(name_start, name_end - name_start);
+      const gp::Descriptor* d = gp::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
+      if (d != nullptr) return UnknownFieldMessage(name, *d, d->name());
+    }
+  }
+  static const std::string kEnum = "Unknown enumeration value of \"";
+  if (msg.rfind(kEnum, 0) == 0) {
+    size_t value_end = msg.find('"', kEnum.size());
+    std::string value = msg.substr(kEnum.size(), value_end - kEnum.size());
+    size_t field_start = msg.find("for field \"");
+    if (field_start != std::string::npos) {
+      field_start += 11;
+      std::string field = msg.substr(field_start, msg.find('"', field_start) - field_start);
+      std::set<const gp::Descriptor*> seen;
+      std::vector<const gp::EnumDescriptor*> enums;
+      CollectEnumFields(root, field, &seen, &enums);
+      if (enums.size() == 1) return UnknownEnumMessage(value, *enums[0], field);
+      if (!enums.empty()) {
+        std::string valid;
+        for (const gp::EnumDescriptor* e : enums) {
+          if (!valid.empty()) valid += "; ";
+          valid += JoinNames(EnumNames(*e));
+        }
+        return "unknown value " + Quote(value) + " for " + field + " (valid: " + valid + ")";
+      }
+    }
+  }
+  // Protobuf's messages end with '.', ours do not.
+  if (!msg.empty() && msg.back() == '.') return msg.substr(0, msg.size() - 1);
+  return msg;
+}
+
+class FirstErrorCollector : public gp::io::ErrorCollector {
+ public:
+  void AddError(int line, gp::io::ColumnNumber column, const std::string& message) override {
+    if (has_error_) return;
+    has_error_ = true;
+    line_ = line;
+    column_ = column;
+    message_ = message;
+  }
+  bool has_error_ = false;
+  int line_ = 0;
+  int column_ = 0;
+  std::string message_;
+};
+
+// 1-based (line, column) of byte `offset` in `text`.
+std::pair<int, int> LineColumn(std::string_view text, size_t offset) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+std::string At(const std::string& name, std::pair<int, int> lc) {
+  return name + ":" + std::to_string(lc.first) + ":" + std::to_string(lc.second);
+}
+
+// ---- A minimal scanner over well-formed JSON (nlohmann has validated it) for positions. ----
+size_t SkipWs(std::string_view s, size_t i) {
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+size_t SkipString(std::string_view s, size_t i) {  // s[i] == '"'; returns index after closing
+  ++i;
+  while (i < s.size() && s[i] != '"') i += (s[i] == '\\') ? 2 : 1;
+  return std::min(i + 1, s.size());
+}
+size_t SkipValue(std::string_view s, size_t i) {
+  i = SkipWs(s, i);
+  if (i >= s.size()) return i;
+  if (s[i] == '"') return SkipString(s, i);
+  if (s[i] == '{' || s[i] == '[') {
+    int depth = 0;
+    while (i < s.size()) {
+      char c = s[i];
+      if (c == '"') {
+        i = SkipString(s, i);
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      if (c == '}' || c == ']') {
+        --depth;
+        if (depth == 0) return i + 1;
+      }
+      ++i;
+    }
+    return i;
+  }
+  while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' &&
+         !std::isspace(static_cast<unsigned char>(s[i]))) {
+    ++i;
+  }
+  return i;
+}
+// In the object starting at `obj` ('{'), the offset of the key matching one of `names`; npos if
+// absent. *value_at receives the offset of its value.
+size_t FindKey(std::string_view s, size_t obj, const std::vector<std::string>& names,
+               size_t* value_at) {
+  size_t i = SkipWs(s, obj);
+  if (i >= s.size() || s[i] != '{') return std::string_view::npos;
+  i = SkipWs(s, i + 1);
+  while (i < s.size() && s[i] == '"') {
+    size_t key_end = SkipString(s, i);
+    std::string_view key = s.substr(i + 1, key_end - i - 2);
+    size_t colon = SkipWs(s, key_end);
+    size_t value = SkipWs(s, colon + 1);
+    if (std::find(names.begin(), names.end(), key) != names.end()) {
+      *value_at = value;
+      return i;
+    }
+    i = SkipWs(s, SkipValue(s, value));
+    if (i < s.size() && s[i] == ',') i = SkipWs(s, i + 1);
+  }
+  return std::string_view::npos;
+}
+size_t FindElement(std::string_view s, size_t arr, int index) {
+  size_t i = SkipWs(s, arr);
+  if (i >= s.size() || s[i] != '[') return std::string_view::npos;
+  i = SkipWs(s, i + 1);
+  for (int k = 0; k < index; ++k) {
+    if (i >= s.size() || s[i] == ']') return std::string_view::npos;
+    i = SkipWs(s, SkipValue(s, i));
+    if (i < s.size() && s[i] == ',') i = SkipWs(s, i + 1);
+  }
+  if (i >= s.size() || s[i] == ']') return std::string_view::npos;
+  return i;
+}
+
+// Path segments: "faults[2].id" -> {("faults", 2), ("id", -1)}.
+std::vector<std::pair<std::string, int>> SplitPath(std::string_view path) {
+  std::vector<std::pair<std::string, int>> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t dot = path.find('.', start);
+    std::string_view seg = path.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    int index = -1;
+    size_t bracket = seg.find('[');
+    if (bracket != std::string_view::npos) {
+      index = std::atoi(std::string(seg.substr(bracket + 1)).c_str());
+      seg = seg.substr(0, bracket);
+    }
+    out.emplace_back(std::string(seg), index);
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
+// Rejects unknown keys and enum names in a JSON document before protobuf converts it, so the
+// messages can name the closest valid field and the position.
+std::optional<std::pair<std::string, std::string>> CheckJson(const nlohmann::json& j,
+                                                             const gp::Descriptor& d,
+                                                             const std::string& path) {
+  if (!j.is_object()) {
+    return std::make_pair(
+        path, "expected an object for " + (path.empty() ? std::string("the scenario") : path));
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const gp::FieldDescriptor* f = d.FindFieldByName(key);
+    for (int i = 0; f == nullptr && i < d.field_count(); ++i) {
+      if (d.field(i)->json_name() == key) f = d.field(i);
+    }
+    std::string sub = path.empty() ? key : path + "." + key;
+    if (f == nullptr) {
+      return std::make_pair(sub, UnknownFieldMessage(key, d, path.empty() ? "the scenario" : path));
+    }
+    const nlohmann::json& v = it.value();
+    if (v.is_null()) continue;
+    auto check_one =
+        [&](const nlohmann::json& e,
+            const std::string& p) -> std::optional<std::pair<std::string, std::string>> {
+      if (f->message_type() != nullptr) return CheckJson(e, *f->message_type(), p);
+      if (f->enum_type() != nullptr && e.is_string() &&
+          f->enum_type()->FindValueByName(e.get<std::string>()) == nullptr) {
+        return std::make_pair(p, UnknownEnumMessage(e.get<std::string>(), *f->enum_type(), p));
+      }
+      return std::nullopt;
+    };
+    if (f->is_repeated()) {
+      if (!v.is_array()) return std::make_pair(sub, sub + " must be a list [ ... ]");
+      for (size_t k = 0; k < v.size(); ++k) {
+        auto err = check_one(v[k], sub + "[" + std::to_string(k) + "]");
+        if (err) return err;
+      }
+    } else {
+      auto err = check_one(v, sub);
+      if (err) return err;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::pair<int, int>> SourceMap::Find(const gp::Descriptor& root,
+                                                   std::string_view path) const {
+  std::optional<std::pair<int, int>> found;
+  const gp::Descriptor* d = &root;
+  if (!is_json) {
+    const gp::TextFormat::ParseInfoTree* t = tree.get();
+    for (const auto& [name, index] : SplitPath(path)) {
+      if (t == nullptr || d == nullptr) break;
+      const gp::FieldDescriptor* f = d->FindFieldByName(name);
+      if (f == nullptr) break;
+      int idx = f->is_repeated() ? std::max(index, 0) : -1;
+      gp::TextFormat::ParseLocation loc = t->GetLocation(f, idx);
+      if (loc.line < 0) break;
+      found = std::make_pair(loc.line + 1, loc.column + 1);
+      t = f->message_type() != nullptr ? t->GetTreeForNested(f, idx) : nullptr;
+      d = f->message_type();
+      if (f->is_repeated() && index < 0) break;
+    }
+    return found;
+  }
+  size_t obj = 0;
+  for (const auto& [name, index] : SplitPath(path)) {
+    std::vector<std::string> names = {name};
+    const gp::FieldDescriptor* f = d != nullptr ? d->FindFieldByName(name) : nullptr;
+    if (f != nullptr) names.push_back(f->json_name());
+    size_t value_at = 0;
+    size_t key_at = FindKey(json, obj, names, &value_at);
+    if (key_at == std::string_view::npos) break;
+    found = LineColumn(json, key_at);
+    obj = value_at;
+    if (index >= 0) {
+      size_t element = FindElement(json, value_at, index);
+      if (element == std::string_view::npos) break;
+      found = LineColumn(json, element);
+      obj = element;
+    }
+    d = f != nullptr ? f->message_type() : nullptr;
+  }
+  return found;
+}
+
+Status ToStatus(const FieldError& error, const std::string& name_for_errors, const SourceMap* map) {
+  std::string prefix = name_for_errors;
+  if (map != nullptr && !name_for_errors.empty()) {
+    auto lc = map->Find(*pb::Scenario::descriptor(), error.path);
+    if (lc) prefix = At(name_for_errors, *lc);
+  }
+  std::string msg = (prefix.empty() ? "" : prefix + ": ") +
+                    (error.path.empty() ? "" : error.path + ": ") + error.message;
+  switch (error.code) {
+    case Status::Code::kNotFound:
+      return Status::NotFound(msg);
+    case Status::Code::kOutOfRange:
+      return Status::OutOfRange(msg);
+    default:
+      return Status::InvalidArgument(msg);
+  }
+}
+
+Status ParseMessage(std::string_view text, const std::string& name_for_errors, bool json,
+                    gp::Message* message, SourceMap* map) {
+  const gp::Descriptor& root = *message->GetDescriptor();
+  if (!json) {
+    gp::TextFormat::Parser parser;
+    FirstErrorCollector errors;
+    parser.RecordErrorsTo(&errors);
+    auto tree = std::make_unique<gp::TextFormat::ParseInfoTree>();
+    parser.WriteLocationsTo(tree.get());
+    bool ok = parser.ParseFromString(std::string(text), message);
+    if (!ok || errors.has_error_) {
+      std::string msg =
+          errors.has_error_ ? ImproveTextFormatMessage(errors.message_, root) : "could not parse";
+      return Status::InvalidArgument(At(name_for_errors, {errors.line_ + 1, errors.column_ + 1}) +
+                                     ": " + msg);
+    }
+    if (map != nullptr) {
+      map->is_json = false;
+      map->tree = std::move(tree);
+    }
+    return Status::Ok();
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5:
+    // syntax error while parsing ..."; keep the part after the position.
+    std::string what = e.what();
+    size_t colon = what.find(": ", what.find("parse error"));
+    std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+    size_t byte = e.byte > 0 ? e.byte - 1 : 0;
+    return Status::InvalidArgument(At(name_for_errors, LineColumn(text, byte)) + ": " + detail);
+  }
+  SourceMap local;
+  local.is_json = true;
+  local.json = std::string(text);
+  if (auto err = CheckJson(doc, root, "")) {
+    std::string prefix = name_for_errors;
+    if (auto lc = local.Find(root, err->first)) prefix = At(name_for_errors, *lc);
+    return Status::InvalidArgument(prefix + ": " + err->second);
+  }
+  gp::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto st = gp::util::JsonStringToMessage(std::string(text), message, options);
+  if (!st.ok()) {
+    return Status::InvalidArgument(name_for_errors + ": " + std::string(st.message()));
+  }
+  if (map != nullptr) *map = std::move(local);
+  return Status::Ok();
+}
+
+}  // namespace detail
+
+namespace {
+
+Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& name,
+                                   const std::vector<std::string>& set_overrides,
+                                   const std::filesystem::path& base_dir, bool json) {
+  pb::Scenario scenario;
+  detail::SourceMap map;
+  TRAINSIM_RETURN_IF_ERROR(detail::ParseMessage(text, name, json, &scenario, &map));
+  for (const std::string& assignment : set_overrides) {
+    TRAINSIM_RETURN_IF_ERROR(ApplyOverride(&scenario, assignment));
+  }
+  const std::string& calibration = scenario.cluster().calibration();
+  if (!base_dir.empty() && !calibration.empty() &&
+      std::filesystem::path(calibration).is_relative()) {
+    scenario.mutable_cluster()->set_calibration(
+        (base_dir / calibration).lexically_normal().string());
+  }
+  if (auto err = detail::FillDefaultsDetailed(&scenario)) {
+    return detail::ToStatus(*err, name, &map);
+  }
+  if (auto err = detail::ValidateDetailed(scenario)) return detail::ToStatus(*err, name, &map);
+  return scenario;
+}
+
+}  // namespace
+
+Result<pb::Scenario> ParseScenarioSyntax(std::string_view text,
+                                         const std::string& name_for_errors) {
+  pb::Scenario scenario;
+  TRAINSIM_RETURN_IF_ERROR(
+      detail::ParseMessage(text, name_for_errors, detail::LooksLikeJson(text), &scenario));
+  return scenario;
+}
+
+Result<pb::Scenario> ParseScenarioText(std::string_view text, const std::string& name_for_errors,
+                                       const std::vector<std::string>& set_overrides) {
+  return ParseAndCheck(text, name_for_errors, set_overrides, {}, detail::LooksLikeJson(text));
+}
+
+Result<pb::Scenario> LoadScenario(const std::string& path,
+                                  const std::vector<std::string>& set_overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(path + ": is a directory, not a scenario file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open the scenario file (does it exist?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::InvalidArgument(path + ": read error");
+  std::string body = text.str();
+  bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  return ParseAndCheck(body, path, set_overrides, std::filesystem::path(path).parent_path(),
+                       json || detail::LooksLikeJson(body));
+}
+
+}  // namespace trainsim::scenarios

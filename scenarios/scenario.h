@@ -1,0 +1,135 @@
+// Loading, overriding, defaulting, validating and resolving trainsim scenarios.
+//
+// A scenario (scenarios/scenario.proto) is read from protobuf text format or JSON, then
+//   1. `--set path=value` overrides are applied (any scalar field by dotted path, enums by name,
+//      repeated entries by index: `faults.0.at=20h`),
+//   2. every unset field with a documented default is filled in (FillDefaults),
+//   3. the result is validated (ValidateScenario),
+// and Resolve() joins it with the hardware catalogue and computes derived values.
+//
+// Promises: no function here crashes or calls exit() on any input; every user error is a
+// non-OK Status whose message says where (file:line:column, or the field path) and what would
+// be valid. Unknown fields are rejected, naming the closest valid field. Loading is
+// deterministic: the same text and overrides give the same Scenario.
+//
+// Invariants of a Scenario returned by LoadScenario / ParseScenarioText: every defaulted field
+// is set, tp * pp * dp == nodes * gpus_per_node, the catalogue names resolve, and every
+// duration string parses.
+#ifndef TRAINSIM_SCENARIOS_SCENARIO_H_
+#define TRAINSIM_SCENARIOS_SCENARIO_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scenarios/catalogue.h"
+#include "scenarios/scenario.pb.h"
+#include "sim/status.h"
+#include "sim/time.h"
+
+namespace trainsim::scenarios {
+
+// Reads, overrides, defaults and validates the scenario at `path`. The format is JSON when the
+// path ends in ".json" or the text starts with '{' (after whitespace), else text format.
+// Errors: "PATH:LINE:COLUMN: message" for syntax and unknown fields; "PATH: field: message" for
+// semantic errors; "--set ASSIGNMENT: message" for overrides. A relative cluster.calibration is
+// rewritten relative to the scenario file's directory.
+Result<pb::Scenario> LoadScenario(const std::string& path,
+                                  const std::vector<std::string>& set_overrides = {});
+
+// The same from text in memory; `name_for_errors` stands in for the path in messages.
+Result<pb::Scenario> ParseScenarioText(std::string_view text, const std::string& name_for_errors,
+                                       const std::vector<std::string>& set_overrides = {});
+
+// The individual stages, for callers that build scenarios in code (e.g. sweep).
+// Parses only (no overrides, defaults or validation).
+Result<pb::Scenario> ParseScenarioSyntax(std::string_view text, const std::string& name_for_errors);
+// Applies one "dotted.path=value" assignment.
+Status ApplyOverride(pb::Scenario* scenario, std::string_view assignment);
+// Fills every unset defaulted field (see scenario.proto). Needs the catalogue names to resolve.
+Status FillDefaults(pb::Scenario* scenario);
+// Checks a defaulted scenario. Messages name the field and what would be valid.
+Status ValidateScenario(const pb::Scenario& scenario);
+
+// Parses a command-line fault: KIND:ID@AT, optionally xSLOWDOWN (straggler) and +DURATION:
+//   "gpu:37@16h", "node:3@2d", "nic:12@1h", "link:5@2h+30m", "gpu:5x1.3@1h+4h" (straggler),
+//   "hang:9@3h", "straggler:5x1.3@1h+4h". Not range-checked: see ValidateFault.
+Result<pb::Fault> ParseFaultSpec(std::string_view spec);
+
+// How checkpoints are spaced, parsed from checkpoint.interval.
+struct CheckpointInterval {
+  enum class Kind { kTime, kSteps, kAuto };
+  Kind kind = Kind::kTime;
+  sim::Time every = sim::Time::Zero();  // kTime
+  int64_t steps = 0;                    // kSteps
+};
+
+// Parses checkpoint.interval: "auto", "steps:N" (N >= 1) or a duration > 0.
+Result<CheckpointInterval> ParseCheckpointInterval(std::string_view text);
+
+// A scheduled fault with its times parsed.
+struct ResolvedFault {
+  pb::Fault fault;
+  sim::Time at;
+  std::optional<sim::Time> duration;  // nullopt: until the end of the run (or not applicable)
+};
+
+// A validated scenario joined with the catalogue, with the values every consumer derives.
+struct ResolvedScenario {
+  pb::Scenario scenario;  // defaults filled
+  pb::GpuSpec gpu;
+  pb::NicSpec nic;
+  pb::NodeSpec node;
+
+  int nodes = 0;  // nodes training (spares excluded)
+  int gpus_per_node = 0;
+  int num_gpus = 0;  // nodes * gpus_per_node == tp * pp * dp
+  int spare_nodes = 0;
+  int nics_per_node = 0;
+  int topology_levels = 0;  // 2 or 3
+  int tp = 1, pp = 1, dp = 1, virtual_stages = 1;
+  double peak_tflops = 0;  // dense peak per GPU at the model's precision
+
+  int64_t params = 0;                  // total parameters (see ParameterCount)
+  int64_t tokens_per_step = 0;         // global_batch * seq_len
+  int64_t micro_batches_per_step = 0;  // per pipeline: global_batch / (micro_batch * dp)
+  std::optional<int64_t> total_steps;  // from training.tokens or .steps; nullopt for duration
+  std::optional<int64_t> total_tokens;
+  std::optional<sim::Time> training_duration;  // training.duration, if that is the goal
+
+  CheckpointInterval checkpoint_interval;
+  double checkpoint_bytes = 0;  // params * checkpoint.bytes_per_param
+
+  sim::Time detection_delay;
+  sim::Time requeue;
+  sim::Time process_start;
+  sim::Time comm_init;  // comm_init_base + comm_init_per_1k_gpus * num_gpus / 1000
+  sim::Time repair_time;
+
+  std::vector<ResolvedFault> faults;  // sorted by (at, kind, id), stable
+};
+
+// Joins a scenario with the catalogue. Runs FillDefaults and ValidateScenario first (both are
+// idempotent), so any Scenario may be passed.
+Result<ResolvedScenario> Resolve(const pb::Scenario& scenario);
+
+// Checks a fault against a resolved scenario (ids in range, times finite, kind-specific fields).
+// `where` prefixes messages (e.g. "faults[2]" or "--fail gpu:200@1h").
+Status ValidateFault(const pb::Fault& fault, const ResolvedScenario& resolved,
+                     const std::string& where);
+
+// Parameters of the model. For the standard GPT (GELU MLP with ffn_hidden = 4h, kv_heads =
+// heads) this is Narayanan et al.'s P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)); in general,
+// per layer: attention h*(h + 2*h*kv/a) + h*h weights and h + 2*h*kv/a + h biases; MLP 2*h*f + f
+// + h (GELU) or 3*h*f + 2*f + h (SwiGLU); two layer norms 4h; plus embeddings (V + s) * h.
+// (The final layer norm, 2h, is left out as in the paper's formula.)
+int64_t ParameterCount(const pb::Model& model);
+
+// "174.6 B", "1.7 B", "350.0 M", "12.3 T": three significant digits or one decimal.
+std::string FormatCount(double count);
+
+}  // namespace trainsim::scenarios
+
+#endif  // TRAINSIM_SCENARIOS_SCENARIO_H_

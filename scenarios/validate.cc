@@ -1,0 +1,457 @@
+// ValidateScenario: semantic checks on a defaulted scenario. Each message says what is wrong
+// and what would be valid; the path names the field so the loader can point at its line.
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <numeric>
+#include <sstream>
+
+#include "scenarios/internal.h"
+#include "scenarios/scenario.h"
+
+namespace trainsim::scenarios {
+namespace detail {
+namespace {
+
+using Error = std::optional<FieldError>;
+
+FieldError Err(std::string path, std::string message) {
+  return FieldError{std::move(path), std::move(message), Status::Code::kInvalidArgument};
+}
+
+std::string Str(int64_t v) { return std::to_string(v); }
+std::string Num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// An integer field in [lo, hi].
+Error Range(const std::string& path, int64_t v, int64_t lo, int64_t hi, const char* what) {
+  if (v < lo || v > hi) {
+    return Err(path, Str(v) + " is out of range: " + what + " must be between " + Str(lo) +
+                         " and " + Str(hi));
+  }
+  return std::nullopt;
+}
+
+Error Finite(const std::string& path, double v, double lo, double hi, bool lo_open,
+             const char* what) {
+  if (!std::isfinite(v)) return Err(path, Num(v) + " is not a finite number; " + what);
+  if (v < lo || (lo_open && v == lo) || v > hi) {
+    return Err(path, Num(v) + " is out of range: " + what + " must be " + (lo_open ? "> " : ">= ") +
+                         Num(lo) + " and <= " + Num(hi));
+  }
+  return std::nullopt;
+}
+
+Error Duration(const std::string& path, const std::string& text, bool positive,
+               sim::Time* out = nullptr) {
+  auto t = sim::ParseDuration(text);
+  if (!t.ok()) return Err(path, t.status().message());
+  if (positive && *t == sim::Time::Zero()) return Err(path, "must be longer than 0");
+  if (out != nullptr) *out = *t;
+  return std::nullopt;
+}
+
+// Divisors of n, as "1, 2, 4, 8", for "what would be valid".
+std::string Divisors(int64_t n) {
+  std::string out;
+  int count = 0;
+  for (int64_t d = 1; d <= n && count < 24; ++d) {
+    if (n % d == 0) {
+      out += (out.empty() ? "" : ", ") + Str(d);
+      ++count;
+    }
+  }
+  return out;
+}
+
+Error ValidateCluster(const pb::Scenario& s) {
+  const pb::Cluster& c = s.cluster();
+  const pb::NodeSpec* node = FindNode(c.node_type());
+  const pb::NicSpec* nic = FindNic(c.nic());
+  if (node == nullptr || nic == nullptr || FindGpu(c.gpu()) == nullptr) {
+    return Err("cluster", "catalogue names do not resolve (run FillDefaults first)");
+  }
+  if (auto e = Range("cluster.nodes", c.nodes(), 1, 1000000, "nodes")) return e;
+  if (c.gpus_per_node() < 1 || c.gpus_per_node() > node->gpus_per_node()) {
+    return Err("cluster.gpus_per_node", Str(c.gpus_per_node()) + " GPUs per node: a " +
+                                            node->name() + " node holds 1 to " +
+                                            Str(node->gpus_per_node()));
+  }
+  if (FindGpu(c.gpu())->name() != node->gpu()) {
+    return Err("cluster.gpu", c.gpu() + " does not fit node type " + node->name() + " (it holds " +
+                                  node->gpu() + "); set cluster.node_type to a node with " +
+                                  c.gpu() + " or leave it empty");
+  }
+  if (auto e = Range("cluster.nics_per_node", c.nics_per_node(), 1, 64, "NICs per node")) return e;
+  if (auto e = Range("cluster.spare_nodes", c.spare_nodes(), 0, 1000000, "spare nodes")) return e;
+  const pb::Topology& t = c.topology();
+  if (auto e = Finite("cluster.topology.oversubscription", t.oversubscription(), 1.0, 1000.0, false,
+                      "oversubscription (down:up bandwidth, 1 = non-blocking)")) {
+    return e;
+  }
+  if (t.levels() != 2 && t.levels() != 3) {
+    return Err("cluster.topology.levels",
+               Str(t.levels()) + " levels: a fat tree here has 2 (leaf-spine) or 3 levels");
+  }
+  if (t.levels() == 2 && !TwoLevelFatTreeFits(*nic, c.nodes(), c.spare_nodes(), c.nics_per_node(),
+                                              t.oversubscription())) {
+    double k = nic->switch_radix();
+    double cap = k * k * t.oversubscription() / (t.oversubscription() + 1.0);
+    return Err("cluster.topology.levels",
+               "a 2-level fat tree of " + Str(nic->switch_radix()) + "-port " + nic->name() +
+                   " switches holds at most " + Num(std::floor(cap)) +
+                   " NICs at oversubscription " + Num(t.oversubscription()) +
+                   "; this cluster has " +
+                   Str(static_cast<int64_t>(c.nodes() + c.spare_nodes()) * c.nics_per_node()) +
+                   ": use levels: 3 or a higher oversubscription");
+  }
+  if (auto e = Finite("cluster.storage.read_gbyte_per_s", c.storage().read_gbyte_per_s(), 0, 1e9,
+                      true, "storage read bandwidth (GB/s)")) {
+    return e;
+  }
+  if (auto e = Finite("cluster.storage.write_gbyte_per_s", c.storage().write_gbyte_per_s(), 0, 1e9,
+                      true, "storage write bandwidth (GB/s)")) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+Error ValidateModel(const pb::Scenario& s) {
+  const pb::Model& m = s.model();
+  for (const char* f : {"layers", "hidden", "heads"}) {
+    const auto* fd = pb::Model::descriptor()->FindFieldByName(f);
+    if (!m.GetReflection()->HasField(m, fd)) {
+      return Err(std::string("model.") + f,
+                 std::string("is required (the model has no default ") + f +
+                     "); e.g. GPT-3 175B: layers 96, hidden 12288, heads 96");
+    }
+  }
+  if (auto e = Range("model.layers", m.layers(), 1, 100000, "layers")) return e;
+  if (auto e = Range("model.hidden", m.hidden(), 1, 1 << 20, "hidden")) return e;
+  if (auto e = Range("model.heads", m.heads(), 1, m.hidden(), "heads")) return e;
+  if (m.hidden() % m.heads() != 0) {
+    return Err("model.heads", "hidden " + Str(m.hidden()) + " is not divisible by heads " +
+                                  Str(m.heads()) + "; heads must divide hidden (e.g. one of " +
+                                  Divisors(m.hidden()) + ")");
+  }
+  if (auto e = Range("model.kv_heads", m.kv_heads(), 1, m.heads(), "kv_heads")) return e;
+  if (m.heads() % m.kv_heads() != 0) {
+    return Err("model.kv_heads", "heads " + Str(m.heads()) + " is not divisible by kv_heads " +
+                                     Str(m.kv_heads()) + "; use one of " + Divisors(m.heads()));
+  }
+  if (auto e = Range("model.ffn_hidden", m.ffn_hidden(), 1, 1 << 24, "ffn_hidden")) return e;
+  if (auto e = Range("model.seq_len", m.seq_len(), 1, 1 << 24, "seq_len")) return e;
+  if (auto e = Range("model.vocab", m.vocab(), 1, 1 << 30, "vocab")) return e;
+  const pb::GpuSpec* gpu = FindGpu(s.cluster().gpu());
+  if (PeakTflops(*gpu, m.precision()) <= 0) {
+    return Err("model.precision", gpu->name() + " has no " + pb::Precision_Name(m.precision()) +
+                                      " tensor cores; use BF16 or FP16");
+  }
+  return std::nullopt;
+}
+
+Error ValidateParallelism(const pb::Scenario& s) {
+  const pb::Parallelism& p = s.parallelism();
+  const pb::Model& m = s.model();
+  const pb::Cluster& c = s.cluster();
+  int64_t gpus = static_cast<int64_t>(c.nodes()) * c.gpus_per_node();
+  std::string gpu_text =
+      Str(gpus) + " GPUs (" + Str(c.nodes()) + " nodes x " + Str(c.gpus_per_node()) + ")";
+  if (auto e = Range("parallelism.tp", p.tp(), 1, gpus, "tp")) return e;
+  if (auto e = Range("parallelism.pp", p.pp(), 1, gpus, "pp")) return e;
+  int64_t tp_pp = static_cast<int64_t>(p.tp()) * p.pp();
+  if (!p.has_dp()) {
+    return Err("parallelism", "tp " + Str(p.tp()) + " x pp " + Str(p.pp()) + " = " + Str(tp_pp) +
+                                  " does not divide the " + gpu_text + "; choose tp x pp from " +
+                                  Divisors(gpus));
+  }
+  if (auto e = Range("parallelism.dp", p.dp(), 1, gpus, "dp")) return e;
+  if (tp_pp * p.dp() != gpus) {
+    std::string hint = gpus % tp_pp == 0 ? "; with tp " + Str(p.tp()) + " and pp " + Str(p.pp()) +
+                                               ", dp would be " + Str(gpus / tp_pp)
+                                         : "";
+    return Err("parallelism.dp", "tp x pp x dp = " + Str(p.tp()) + " x " + Str(p.pp()) + " x " +
+                                     Str(p.dp()) + " = " + Str(tp_pp * p.dp()) +
+                                     " must equal the " + gpu_text + hint);
+  }
+  if (m.heads() % p.tp() != 0) {
+    return Err("parallelism.tp", "heads " + Str(m.heads()) + " is not divisible by tp " +
+                                     Str(p.tp()) + "; tp must divide heads (one of " +
+                                     Divisors(m.heads()) + ")");
+  }
+  if (m.kv_heads() % p.tp() != 0) {
+    return Err("parallelism.tp", "kv_heads " + Str(m.kv_heads()) + " is not divisible by tp " +
+                                     Str(p.tp()) + " (Megatron splits query groups across TP)");
+  }
+  if (m.ffn_hidden() % p.tp() != 0) {
+    return Err("parallelism.tp",
+               "ffn_hidden " + Str(m.ffn_hidden()) + " is not divisible by tp " + Str(p.tp()));
+  }
+  if (auto e = Range("parallelism.virtual_stages", p.virtual_stages(), 1, 1024, "virtual_stages")) {
+    return e;
+  }
+  if (p.virtual_stages() > 1 && p.schedule() == pb::Parallelism::GPIPE) {
+    return Err("parallelism.virtual_stages",
+               "virtual_stages > 1 (interleaving) needs schedule ONE_F_ONE_B, not GPIPE");
+  }
+  if (p.virtual_stages() > 1 && p.pp() < 2) {
+    return Err("parallelism.virtual_stages", "virtual_stages " + Str(p.virtual_stages()) +
+                                                 " needs pipeline parallelism (pp >= 2)");
+  }
+  int64_t chunks = static_cast<int64_t>(p.pp()) * p.virtual_stages();
+  if (m.layers() % chunks != 0) {
+    std::string what = p.virtual_stages() > 1 ? "pp x virtual_stages = " + Str(p.pp()) + " x " +
+                                                    Str(p.virtual_stages()) + " = " + Str(chunks)
+                                              : "pp " + Str(p.pp());
+    return Err(p.virtual_stages() > 1 ? "parallelism.virtual_stages" : "parallelism.pp",
+               "layers " + Str(m.layers()) + " is not divisible by " + what +
+                   "; each pipeline chunk needs the same number of layers (divisors of " +
+                   Str(m.layers()) + ": " + Divisors(m.layers()) + ")");
+  }
+  if (auto e = Range("parallelism.micro_batch", p.micro_batch(), 1, 1 << 20, "micro_batch")) {
+    return e;
+  }
+  if (!p.has_global_batch()) {
+    return Err("parallelism.global_batch", "micro_batch x dp overflows; set global_batch");
+  }
+  if (auto e = Range("parallelism.global_batch", p.global_batch(), 1, 1 << 30, "global_batch")) {
+    return e;
+  }
+  int64_t per_step = static_cast<int64_t>(p.micro_batch()) * p.dp();
+  if (p.global_batch() % per_step != 0) {
+    return Err("parallelism.global_batch",
+               "global_batch " + Str(p.global_batch()) +
+                   " is not divisible by micro_batch x dp = " + Str(p.micro_batch()) + " x " +
+                   Str(p.dp()) + " = " + Str(per_step) + "; use a multiple of " + Str(per_step) +
+                   " (e.g. " + Str(std::max<int64_t>(1, p.global_batch() / per_step) * per_step) +
+                   ")");
+  }
+  int64_t micro_batches = p.global_batch() / per_step;
+  if (p.virtual_stages() > 1 && micro_batches % p.pp() != 0) {
+    return Err("parallelism.global_batch",
+               "the interleaved schedule needs the micro-batches per step (" + Str(micro_batches) +
+                   " = global_batch / (micro_batch x dp)) to be a multiple of pp " + Str(p.pp()) +
+                   " (Megatron-LM's requirement)");
+  }
+  if (p.sequence_parallel() && p.tp() < 2) {
+    return Err("parallelism.sequence_parallel",
+               "sequence parallelism splits activations across tensor-parallel ranks and needs "
+               "tp >= 2 (tp is " +
+                   Str(p.tp()) + ")");
+  }
+  if (auto e = Range("parallelism.zero_stage", p.zero_stage(), 0, 3, "zero_stage")) return e;
+  if (auto e = Range("parallelism.dp_bucket_bytes", p.dp_bucket_bytes(), 1, int64_t{1} << 40,
+                     "dp_bucket_bytes")) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+Error ValidateTraining(const pb::Scenario& s, std::optional<sim::Time>* end) {
+  const pb::Training& t = s.training();
+  switch (t.goal_case()) {
+    case pb::Training::kTokens:
+      return Range("training.tokens", t.tokens(), 1, int64_t{1} << 60, "tokens");
+    case pb::Training::kSteps:
+      return Range("training.steps", t.steps(), 1, int64_t{1} << 40, "steps");
+    case pb::Training::kDuration: {
+      sim::Time d;
+      if (auto e = Duration("training.duration", t.duration(), true, &d)) return e;
+      *end = d;
+      return std::nullopt;
+    }
+    case pb::Training::GOAL_NOT_SET:
+      break;
+  }
+  return Err("training",
+             "set how long to train: one of tokens, steps or duration (e.g. "
+             "training { duration: \"21d\" })");
+}
+
+Error ValidateCheckpoint(const pb::Scenario& s) {
+  const pb::Checkpoint& c = s.checkpoint();
+  auto interval = ParseCheckpointIntervalImpl(c.interval());
+  if (!interval.ok()) return Err("checkpoint.interval", interval.status().message());
+  if (auto e = Range("checkpoint.persistent_every", c.persistent_every(), 1, 1000000,
+                     "persistent_every")) {
+    return e;
+  }
+  return Finite("checkpoint.bytes_per_param", c.bytes_per_param(), 0, 1000, true,
+                "bytes per parameter (14 = bf16 weights + fp32 master + Adam moments)");
+}
+
+Error ValidateRecovery(const pb::Scenario& s) {
+  const pb::Recovery& r = s.recovery();
+  if (auto e = Duration("recovery.detection_delay", r.detection_delay(), false)) return e;
+  if (auto e = Duration("recovery.requeue", r.requeue(), false)) return e;
+  if (auto e = Duration("recovery.process_start", r.process_start(), false)) return e;
+  if (auto e = Duration("recovery.comm_init_base", r.comm_init_base(), false)) return e;
+  if (auto e = Duration("recovery.comm_init_per_1k_gpus", r.comm_init_per_1k_gpus(), false)) {
+    return e;
+  }
+  if (auto e = Duration("recovery.repair_time", r.repair_time(), false)) return e;
+  return Range("recovery.min_dp", r.min_dp(), 1, s.parallelism().dp(),
+               "min_dp (the smallest data-parallel degree ELASTIC continues with)");
+}
+
+Error ValidateFailures(const pb::Scenario& s) {
+  const pb::Failures& f = s.failures();
+  if (auto e = Finite("failures.node_day_rate", f.node_day_rate(), 0, 1000, false,
+                      "failures per node-day (Llama 3: 0.0038)")) {
+    return e;
+  }
+  if (auto e =
+          Finite("failures.weibull_shape", f.weibull_shape(), 0, 100, true, "Weibull shape k")) {
+    return e;
+  }
+  double sum = 0;
+  for (int i = 0; i < f.causes_size(); ++i) {
+    const pb::FailureCause& c = f.causes(i);
+    std::string path = "failures.causes[" + Str(i) + "]";
+    if (c.kind() == pb::Fault::KIND_UNSPECIFIED || c.kind() == pb::Fault::STRAGGLER) {
+      return Err(path + ".kind",
+                 "a failure cause takes out one of GPU, NODE, NIC, LINK, HANG or SOFTWARE");
+    }
+    if (auto e = Finite(path + ".fraction", c.fraction(), 0, 1, false, "fraction")) return e;
+    sum += c.fraction();
+  }
+  if (std::fabs(sum - 1.0) > 1e-3) {
+    return Err("failures.causes", "fractions sum to " + Num(sum) + "; they must sum to 1");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<CheckpointInterval> ParseCheckpointIntervalImpl(std::string_view text) {
+  CheckpointInterval out;
+  if (text == "auto") {
+    out.kind = CheckpointInterval::Kind::kAuto;
+    return out;
+  }
+  if (text.rfind("steps:", 0) == 0) {
+    std::string n(text.substr(6));
+    char* end = nullptr;
+    errno = 0;
+    long long v = n.empty() ? 0 : std::strtoll(n.c_str(), &end, 10);
+    if (n.empty() || errno != 0 || end != n.c_str() + n.size() || v <= 0) {
+      return Status::InvalidArgument("\"" + std::string(text) +
+                                     "\": steps:N needs a whole number N >= 1, e.g. steps:500");
+    }
+    out.kind = CheckpointInterval::Kind::kSteps;
+    out.steps = v;
+    return out;
+  }
+  auto t = sim::ParseDuration(text);
+  if (!t.ok()) {
+    return Status::InvalidArgument("\"" + std::string(text) +
+                                   "\" is not an interval: use a duration (\"1h\"), \"steps:N\" "
+                                   "or \"auto\" (" +
+                                   t.status().message() + ")");
+  }
+  if (*t == sim::Time::Zero()) {
+    return Status::InvalidArgument(
+        "an interval of 0 would checkpoint continuously; use a "
+        "duration > 0, \"steps:N\" or \"auto\"");
+  }
+  out.kind = CheckpointInterval::Kind::kTime;
+  out.every = *t;
+  return out;
+}
+
+std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f, int64_t nodes,
+                                                              int64_t gpus_per_node,
+                                                              int64_t nics_per_node,
+                                                              std::optional<sim::Time> end) {
+  using P = std::pair<std::string, std::string>;
+  if (f.kind() == pb::Fault::KIND_UNSPECIFIED) {
+    return P{"kind", "every fault needs a kind: GPU, NODE, NIC, LINK, STRAGGLER, HANG or SOFTWARE"};
+  }
+  if (f.at().empty()) return P{"at", "every fault needs a time, e.g. at: \"16h\""};
+  auto at = sim::ParseDuration(f.at());
+  if (!at.ok()) return P{"at", at.status().message()};
+  if (end && *at >= *end) {
+    return P{"at", "\"" + f.at() + "\" is at or after the end of training (" +
+                       sim::FormatDuration(*end) + ")"};
+  }
+  int64_t limit = 0;
+  std::string what;
+  switch (f.kind()) {
+    case pb::Fault::GPU:
+    case pb::Fault::STRAGGLER:
+    case pb::Fault::HANG:
+      limit = nodes * gpus_per_node;
+      what = "GPU";
+      break;
+    case pb::Fault::NODE:
+      limit = nodes;
+      what = "node";
+      break;
+    case pb::Fault::NIC:
+    case pb::Fault::LINK:
+      limit = nodes * nics_per_node;
+      what = "NIC";
+      break;
+    default:
+      break;
+  }
+  if (limit > 0) {
+    if (!f.has_id()) return P{"id", "a " + pb::Fault::Kind_Name(f.kind()) + " fault needs an id"};
+    if (f.id() < 0 || f.id() >= limit) {
+      return P{"id", pb::Fault::Kind_Name(f.kind()) + " id " + Str(f.id()) +
+                         " does not exist: " + what + " ids are 0.." + Str(limit - 1)};
+    }
+  }
+  if (!f.duration().empty()) {
+    auto d = sim::ParseDuration(f.duration());
+    if (!d.ok()) return P{"duration", d.status().message()};
+    if (*d == sim::Time::Zero()) return P{"duration", "must be longer than 0"};
+  }
+  if (f.kind() == pb::Fault::STRAGGLER &&
+      (!std::isfinite(f.slowdown()) || f.slowdown() <= 1.0 || f.slowdown() > 1000)) {
+    return P{"slowdown", Num(f.slowdown()) +
+                             " is not a slowdown: a straggler's step-time factor is > 1 and "
+                             "<= 1000 (e.g. 1.3)"};
+  }
+  if (f.kind() == pb::Fault::LINK &&
+      (!std::isfinite(f.degrade()) || f.degrade() <= 0 || f.degrade() > 1)) {
+    return P{"degrade",
+             Num(f.degrade()) + " is not a fraction of bandwidth lost: use (0, 1], 1 = link down"};
+  }
+  return std::nullopt;
+}
+
+std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
+  if (auto e = ValidateCluster(s)) return e;
+  if (auto e = ValidateModel(s)) return e;
+  if (auto e = ValidateParallelism(s)) return e;
+  std::optional<sim::Time> end;
+  if (auto e = ValidateTraining(s, &end)) return e;
+  if (auto e = ValidateCheckpoint(s)) return e;
+  if (auto e = ValidateRecovery(s)) return e;
+  if (auto e = ValidateFailures(s)) return e;
+  if (auto e = Finite("cost.usd_per_gpu_hour", s.cost().usd_per_gpu_hour(), 0, 1e6, false,
+                      "price per GPU-hour (USD)")) {
+    return e;
+  }
+  for (int i = 0; i < s.faults_size(); ++i) {
+    if (auto e = CheckFault(s.faults(i), s.cluster().nodes(), s.cluster().gpus_per_node(),
+                            s.cluster().nics_per_node(), end)) {
+      return Err("faults[" + Str(i) + "]." + e->first, e->second);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+Status ValidateScenario(const pb::Scenario& scenario) {
+  if (auto err = detail::ValidateDetailed(scenario)) return detail::ToStatus(*err, "", nullptr);
+  return Status::Ok();
+}
+
+}  // namespace trainsim::scenarios
