@@ -84,7 +84,13 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
                                                               std::optional<sim::Time> end);
 
 // Builds a Status from a FieldError: "PREFIX:LINE:COL: path: message" when the map locates it.
-Status ToStatus(const FieldError& error, const std::string& name_for_errors, const SourceMap* map);
+// A path that a --set override assigned ("faults.0.at" is given as "faults[0].at") is not
+// located in the file (the file's value was replaced) and is marked "(set by --set)".
+Status ToStatus(const FieldError& error, const std::string& name_for_errors, const SourceMap* map,
+                const std::vector<std::string>& overridden = {});
+
+// "faults.0.at=16h" -> "faults[0].at".
+std::string OverridePath(std::string_view assignment);
 
 bool LooksLikeJson(std::string_view text);
 

@@ -389,14 +389,41 @@ std::optional<std::pair<int, int>> SourceMap::Find(const gp::Descriptor& root,
   return found;
 }
 
-Status ToStatus(const FieldError& error, const std::string& name_for_errors, const SourceMap* map) {
+std::string OverridePath(std::string_view assignment) {
+  std::string_view path = assignment.substr(0, assignment.find('='));
+  std::string out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t dot = path.find('.', start);
+    std::string_view seg = path.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    bool index = !seg.empty() && std::all_of(seg.begin(), seg.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
+    if (index) {
+      out += '[';
+      out.append(seg);
+      out += ']';
+    } else {
+      if (!out.empty()) out += '.';
+      out.append(seg);
+    }
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
+Status ToStatus(const FieldError& error, const std::string& name_for_errors, const SourceMap* map,
+                const std::vector<std::string>& overridden) {
   std::string prefix = name_for_errors;
-  if (map != nullptr && !name_for_errors.empty()) {
+  bool from_set = std::find(overridden.begin(), overridden.end(), error.path) != overridden.end();
+  if (map != nullptr && !name_for_errors.empty() && !from_set) {
     auto lc = map->Find(*pb::Scenario::descriptor(), error.path);
     if (lc) prefix = At(name_for_errors, *lc);
   }
   std::string msg = (prefix.empty() ? "" : prefix + ": ") +
-                    (error.path.empty() ? "" : error.path + ": ") + error.message;
+                    (error.path.empty() ? "" : error.path + ": ") + error.message +
+                    (from_set ? " (set by --set)" : "");
   switch (error.code) {
     case Status::Code::kNotFound:
       return Status::NotFound(msg);
@@ -469,8 +496,10 @@ Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& nam
   pb::Scenario scenario;
   detail::SourceMap map;
   TRAINSIM_RETURN_IF_ERROR(detail::ParseMessage(text, name, json, &scenario, &map));
+  std::vector<std::string> overridden;
   for (const std::string& assignment : set_overrides) {
     TRAINSIM_RETURN_IF_ERROR(ApplyOverride(&scenario, assignment));
+    overridden.push_back(detail::OverridePath(assignment));
   }
   const std::string& calibration = scenario.cluster().calibration();
   if (!base_dir.empty() && !calibration.empty() &&
@@ -479,9 +508,11 @@ Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& nam
         (base_dir / calibration).lexically_normal().string());
   }
   if (auto err = detail::FillDefaultsDetailed(&scenario)) {
-    return detail::ToStatus(*err, name, &map);
+    return detail::ToStatus(*err, name, &map, overridden);
   }
-  if (auto err = detail::ValidateDetailed(scenario)) return detail::ToStatus(*err, name, &map);
+  if (auto err = detail::ValidateDetailed(scenario)) {
+    return detail::ToStatus(*err, name, &map, overridden);
+  }
   return scenario;
 }
 

@@ -41,6 +41,15 @@ std::string TypeName(const gp::FieldDescriptor& f) {
   return "a value";
 }
 
+// "\"text\"", built by appending: GCC 12 gives a false -Wrestrict for "literal" +
+// std::string&& (GCC bug 105329).
+std::string Q(std::string_view text) {
+  std::string out = "\"";
+  out.append(text);
+  out += '"';
+  return out;
+}
+
 bool ParseInt(std::string_view text, int64_t lo, int64_t hi, int64_t* out) {
   std::string s(text);
   if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return false;
@@ -64,7 +73,7 @@ bool ParseUint(std::string_view text, uint64_t* out) {
 }
 
 Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_view value,
-                 const std::string& where) {
+                 const std::string& path, const std::string& where) {
   const gp::Reflection* r = msg->GetReflection();
   auto bad = [&](const std::string& why) { return Status::InvalidArgument(where + ": " + why); };
   switch (f.cpp_type()) {
@@ -72,8 +81,7 @@ Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_vie
       int64_t v;
       if (!ParseInt(value, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(),
                     &v)) {
-        return bad("\"" + std::string(value) + "\" is not a 32-bit integer; " + f.name() +
-                   " takes " + TypeName(f));
+        return bad(Q(value) + " is not a 32-bit integer; " + path + " takes " + TypeName(f));
       }
       r->SetInt32(msg, &f, static_cast<int32_t>(v));
       return Status::Ok();
@@ -82,8 +90,7 @@ Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_vie
       int64_t v;
       if (!ParseInt(value, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
                     &v)) {
-        return bad("\"" + std::string(value) + "\" is not a 64-bit integer; " + f.name() +
-                   " takes " + TypeName(f));
+        return bad(Q(value) + " is not a 64-bit integer; " + path + " takes " + TypeName(f));
       }
       r->SetInt64(msg, &f, v);
       return Status::Ok();
@@ -93,8 +100,7 @@ Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_vie
       uint64_t v;
       if (!ParseUint(value, &v) || (f.cpp_type() == gp::FieldDescriptor::CPPTYPE_UINT32 &&
                                     v > std::numeric_limits<uint32_t>::max())) {
-        return bad("\"" + std::string(value) + "\" is not a non-negative integer; " + f.name() +
-                   " takes " + TypeName(f));
+        return bad(Q(value) + " is not a non-negative integer; " + path + " takes " + TypeName(f));
       }
       if (f.cpp_type() == gp::FieldDescriptor::CPPTYPE_UINT32) {
         r->SetUInt32(msg, &f, static_cast<uint32_t>(v));
@@ -111,7 +117,7 @@ Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_vie
       double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
       if (s.empty() || std::isspace(static_cast<unsigned char>(s.front())) || errno != 0 ||
           end != s.c_str() + s.size() || !std::isfinite(v)) {
-        return bad("\"" + s + "\" is not a finite number; " + f.name() + " takes a number");
+        return bad(Q(s) + " is not a finite number; " + path + " takes a number");
       }
       if (f.cpp_type() == gp::FieldDescriptor::CPPTYPE_DOUBLE) {
         r->SetDouble(msg, &f, v);
@@ -126,8 +132,7 @@ Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_vie
       } else if (value == "false" || value == "0") {
         r->SetBool(msg, &f, false);
       } else {
-        return bad("\"" + std::string(value) + "\" is not a boolean; " + f.name() +
-                   " takes true or false");
+        return bad(Q(value) + " is not a boolean; " + path + " takes true or false");
       }
       return Status::Ok();
     }
@@ -137,7 +142,7 @@ Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_vie
       const gp::EnumValueDescriptor* v = f.enum_type()->FindValueByName(upper);
       if (v == nullptr) {
         std::vector<std::string> names = detail::EnumNames(*f.enum_type());
-        std::string msg = "unknown value \"" + std::string(value) + "\"";
+        std::string msg = "unknown value " + Q(value) + " for " + path;
         std::string closest = detail::ClosestName(value, names);
         if (!closest.empty()) msg += "; did you mean " + closest + "?";
         return bad(msg + " (valid: " + detail::JoinNames(names) + ")");
@@ -179,9 +184,9 @@ Status ApplyOverride(pb::Scenario* scenario, std::string_view assignment) {
     const gp::FieldDescriptor* f = d->FindFieldByName(segment);
     if (f == nullptr) {
       std::vector<std::string> names = detail::FieldNames(*d);
-      std::string m = "unknown field \"" + segment + "\" in " + section;
+      std::string m = "unknown field " + Q(segment) + " in " + section;
       std::string closest = detail::ClosestName(segment, names);
-      if (!closest.empty()) m += "; did you mean \"" + closest + "\"?";
+      if (!closest.empty()) m += "; did you mean " + Q(closest) + "?";
       return Status::InvalidArgument(where + ": " + m + " (valid: " + detail::JoinNames(names) +
                                      ")");
     }
@@ -200,7 +205,7 @@ Status ApplyOverride(pb::Scenario* scenario, std::string_view assignment) {
       int64_t index;
       int size = r->FieldSize(*msg, f);
       if (!ParseInt(index_text, 0, size, &index)) {
-        return Status::InvalidArgument(where + ": \"" + index_text + "\" is not an index of " +
+        return Status::InvalidArgument(where + ": " + Q(index_text) + " is not an index of " +
                                        walked + " (it has " + std::to_string(size) +
                                        " entries; use 0.." + std::to_string(size) + ", where " +
                                        std::to_string(size) + " adds one)");
@@ -229,7 +234,7 @@ Status ApplyOverride(pb::Scenario* scenario, std::string_view assignment) {
       return Status::InvalidArgument(where + ": " + walked + " is " + TypeName(*f) +
                                      " field, not a section");
     }
-    return SetScalar(msg, *f, value, where);
+    return SetScalar(msg, *f, value, walked, where);
   }
 }
 

@@ -79,7 +79,7 @@ def main():
     rows = []
     curves = [("all_reduce", "ring", 8), ("all_reduce", "tree", 8), ("all_reduce", "ring", 4),
               ("reduce_scatter", "ring", 8), ("all_gather", "ring", 8), ("broadcast", "ring", 8),
-              ("send_recv", "p2p", 8)]
+              ("send_recv", "direct", 8)]
     for op, algo, n in curves:
         for s in sizes:
             t = coll_time_s(op, algo, n, s)
