@@ -1,0 +1,89 @@
+#include "checkpoint/checkpoint_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace trainsim::checkpoint {
+
+namespace {
+
+bool PositiveFinite(double v) { return std::isfinite(v) && v > 0; }
+
+Status RequirePositive(double v, const char* field) {
+  if (!PositiveFinite(v)) {
+    return Status::InvalidArgument(std::string(field) + " must be a positive finite number, got " +
+                                   std::to_string(v));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+sim::Time TransferTime(double bytes, double GBps) {
+  const double ns = std::ceil(bytes / GBps);  // bytes / (GB/s) = ns, since 1 GB/s = 1 byte/ns
+  return sim::Time::Nanos(static_cast<int64_t>(ns));
+}
+
+Result<CheckpointCosts> ComputeCheckpointCosts(const CheckpointSpec& spec,
+                                               const CheckpointHardware& hw) {
+  if (spec.parameters <= 0) {
+    return Status::InvalidArgument("checkpoint: the model has no parameters (got " +
+                                   std::to_string(spec.parameters) + ")");
+  }
+  TRAINSIM_RETURN_IF_ERROR(RequirePositive(spec.bytes_per_param, "checkpoint.bytes_per_param"));
+  if (hw.nodes <= 0 || hw.gpus_per_node <= 0) {
+    return Status::InvalidArgument("checkpoint: nodes and gpus_per_node must be positive");
+  }
+  if (spec.writer_nodes < 0 || spec.writer_nodes > hw.nodes) {
+    return Status::InvalidArgument(
+        "checkpoint: writer_nodes must be in [0, nodes=" + std::to_string(hw.nodes) + "], got " +
+        std::to_string(spec.writer_nodes));
+  }
+  TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.node_net_GBps, "cluster.node_net_GBps"));
+  TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.pcie_GBps_per_gpu, "cluster.pcie_GBps"));
+  TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.storage_write_GBps, "cluster.storage.write_GBps"));
+  TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.storage_read_GBps, "cluster.storage.read_GBps"));
+  if (!PositiveFinite(hw.peer_copy_share) || hw.peer_copy_share > 1) {
+    return Status::InvalidArgument("checkpoint.peer_copy_share must be in (0, 1]");
+  }
+  const double size_bytes = static_cast<double>(spec.parameters) * spec.bytes_per_param;
+  if (!std::isfinite(size_bytes) || size_bytes > 1e18) {
+    return Status::OutOfRange("checkpoint size " + std::to_string(size_bytes) +
+                              " bytes is beyond the supported range");
+  }
+  const int writers = spec.writer_nodes == 0 ? hw.nodes : spec.writer_nodes;
+  CheckpointCosts c;
+  c.size_bytes = size_bytes;
+  c.bytes_per_node = size_bytes / writers;
+  c.node_write_GBps = std::min(hw.node_net_GBps, hw.gpus_per_node * hw.pcie_GBps_per_gpu);
+  const double write_GBps = std::min(hw.storage_write_GBps, writers * c.node_write_GBps);
+  c.persistent_write = TransferTime(size_bytes, write_GBps);
+  // Every GPU of a writing node copies its share of the node's bytes over its own PCIe link.
+  c.snapshot = TransferTime(c.bytes_per_node / hw.gpus_per_node, hw.pcie_GBps_per_gpu);
+  c.peer_copy = TransferTime(c.bytes_per_node, hw.node_net_GBps * hw.peer_copy_share);
+  const double read_GBps = std::min(hw.storage_read_GBps, hw.nodes * c.node_write_GBps);
+  c.storage_load = TransferTime(size_bytes, read_GBps);
+  c.peer_load = TransferTime(c.bytes_per_node, hw.node_net_GBps);
+  // Each writer streams at write_GBps / writers; that is this share of its network bandwidth.
+  c.background_write_share = std::min(1.0, (write_GBps / writers) / hw.node_net_GBps);
+  c.peer_copy_traffic_share = hw.peer_copy_share;
+  return c;
+}
+
+double YoungIntervalSeconds(double delta_s, double mtbf_s) {
+  return std::sqrt(2.0 * delta_s * mtbf_s);
+}
+
+double DalyIntervalSeconds(double delta_s, double mtbf_s) {
+  if (delta_s >= 2.0 * mtbf_s) return mtbf_s;
+  const double r = delta_s / (2.0 * mtbf_s);
+  return std::sqrt(2.0 * delta_s * mtbf_s) * (1.0 + std::sqrt(r) / 3.0 + r / 9.0) - delta_s;
+}
+
+double DalyUsefulFraction(double tau_s, double delta_s, double mtbf_s, double restart_s) {
+  return std::exp(-restart_s / mtbf_s) * (tau_s / mtbf_s) /
+         (std::exp((tau_s + delta_s) / mtbf_s) - 1.0);
+}
+
+}  // namespace trainsim::checkpoint

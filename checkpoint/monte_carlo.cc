@@ -1,0 +1,144 @@
+#include "checkpoint/monte_carlo.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace trainsim::checkpoint {
+
+Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCache& step_times,
+                                            int64_t begin, int64_t end) {
+  if (begin < 0 || end < begin) {
+    return Status::InvalidArgument("trials: need 0 <= begin <= end, got [" + std::to_string(begin) +
+                                   ", " + std::to_string(end) + ")");
+  }
+  TRAINSIM_RETURN_IF_ERROR(ValidateRunConfig(config));
+  TRAINSIM_RETURN_IF_ERROR(detail::CheckFaultsBeforeEnd(config, step_times));
+  RunConfig quiet = config;
+  quiet.record_events = false;
+  std::vector<TrialOutcome> out;
+  out.reserve(static_cast<size_t>(end - begin));
+  for (int64_t k = begin; k < end; ++k) {
+    Result<RunReport> r = detail::SimulateRunUnchecked(quiet, step_times, k, true);
+    if (!r.ok()) return r.status().WithPrefix("trial " + std::to_string(k));
+    TrialOutcome o;
+    o.trial = k;
+    o.wall_time_s = r->wall_time.seconds();
+    o.goodput = r->goodput;
+    o.ettr = r->ettr;
+    o.cost_usd = r->cost_usd;
+    o.lost_work_s = r->breakdown.lost.seconds();
+    o.failures = r->failures;
+    o.checkpoints = r->checkpoints;
+    o.breakdown = r->breakdown;
+    out.push_back(o);
+  }
+  return out;
+}
+
+double NearestRankPercentile(const std::vector<double>& sorted, double p) {
+  const double n = static_cast<double>(sorted.size());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * n));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+namespace {
+
+template <typename F>
+Stat StatOf(const std::vector<TrialOutcome>& v, F get) {
+  Stat s;
+  if (v.empty()) return s;
+  std::vector<double> x;
+  x.reserve(v.size());
+  double sum = 0;
+  for (const TrialOutcome& o : v) {
+    x.push_back(get(o));
+    sum += x.back();
+  }
+  s.mean = sum / static_cast<double>(x.size());
+  std::sort(x.begin(), x.end());
+  s.p50 = NearestRankPercentile(x, 50);
+  s.p90 = NearestRankPercentile(x, 90);
+  s.p99 = NearestRankPercentile(x, 99);
+  return s;
+}
+
+}  // namespace
+
+MonteCarloSummary Summarize(std::vector<TrialOutcome> outcomes) {
+  std::sort(outcomes.begin(), outcomes.end(),
+            [](const TrialOutcome& a, const TrialOutcome& b) { return a.trial < b.trial; });
+  MonteCarloSummary s;
+  s.trials = static_cast<int64_t>(outcomes.size());
+  s.wall_time_s = StatOf(outcomes, [](const TrialOutcome& o) { return o.wall_time_s; });
+  s.goodput = StatOf(outcomes, [](const TrialOutcome& o) { return o.goodput; });
+  s.ettr = StatOf(outcomes, [](const TrialOutcome& o) { return o.ettr; });
+  s.cost_usd = StatOf(outcomes, [](const TrialOutcome& o) { return o.cost_usd; });
+  s.lost_work_s = StatOf(outcomes, [](const TrialOutcome& o) { return o.lost_work_s; });
+  s.failures = StatOf(outcomes, [](const TrialOutcome& o) { return double(o.failures); });
+  return s;
+}
+
+Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
+                                                   StepTimeCache& step_times, int64_t trials,
+                                                   std::vector<double> grid_s) {
+  if (trials <= 0) return Status::InvalidArgument("trials must be positive");
+  TRAINSIM_RETURN_IF_ERROR(ValidateRunConfig(config));
+  IntervalOptimum opt;
+  opt.mtbf_s = ClusterMtbfSeconds(config);
+  if (!std::isfinite(opt.mtbf_s)) {
+    return Status::FailedPrecondition(
+        "optimising the checkpoint interval needs the stochastic failure model "
+        "(failures.enabled with node_day_rate > 0)");
+  }
+  Result<double> delta = CheckpointBlockingCostSeconds(config, step_times);
+  if (!delta.ok()) return delta.status();
+  opt.delta_s = delta.value();
+  opt.young_s = YoungIntervalSeconds(opt.delta_s, opt.mtbf_s);
+  opt.daly_s = DalyIntervalSeconds(opt.delta_s, opt.mtbf_s);
+  if (grid_s.empty()) {
+    constexpr int kPoints = 21;
+    for (int i = 0; i < kPoints; ++i) {
+      grid_s.push_back(opt.daly_s * std::pow(16.0, double(i) / (kPoints - 1)) / 4.0);
+    }
+  }
+  std::sort(grid_s.begin(), grid_s.end());
+  for (double g : grid_s) {
+    if (!(g > 0) || !std::isfinite(g)) {
+      return Status::InvalidArgument("checkpoint interval grid points must be positive");
+    }
+    RunConfig c = config;
+    c.checkpoint.interval.kind = CheckpointInterval::Kind::kTrainingTime;
+    c.checkpoint.interval.every = sim::Time::FromSeconds(g);
+    Result<std::vector<TrialOutcome>> r = RunTrials(c, step_times, 0, trials);
+    if (!r.ok()) return r.status();
+    double sum = 0;
+    for (const TrialOutcome& o : r.value()) sum += o.wall_time_s;
+    opt.scan.push_back({g, sum / static_cast<double>(trials)});
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < opt.scan.size(); ++i) {
+    if (opt.scan[i].mean_wall_time_s < opt.scan[best].mean_wall_time_s) best = i;
+  }
+  opt.best_grid_s = opt.scan[best].interval_s;
+  opt.fitted_s = opt.best_grid_s;
+  if (best > 0 && best + 1 < opt.scan.size()) {
+    // Vertex of the parabola through three points (x = log interval).
+    const double x0 = std::log(opt.scan[best - 1].interval_s),
+                 y0 = opt.scan[best - 1].mean_wall_time_s;
+    const double x1 = std::log(opt.scan[best].interval_s), y1 = opt.scan[best].mean_wall_time_s;
+    const double x2 = std::log(opt.scan[best + 1].interval_s),
+                 y2 = opt.scan[best + 1].mean_wall_time_s;
+    const double den = (x0 - x1) * (x0 - x2) * (x1 - x2);
+    const double a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / den;
+    const double b = (x2 * x2 * (y0 - y1) + x1 * x1 * (y2 - y0) + x0 * x0 * (y1 - y2)) / den;
+    if (a > 0) {
+      const double xv = std::clamp(-b / (2 * a), x0, x2);
+      opt.fitted_s = std::exp(xv);
+    }
+  }
+  return opt;
+}
+
+}  // namespace trainsim::checkpoint

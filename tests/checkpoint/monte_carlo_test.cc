@@ -1,0 +1,97 @@
+#include "checkpoint/monte_carlo.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/checkpoint/run_test_util.h"
+
+namespace trainsim::checkpoint {
+namespace {
+
+using sim::Time;
+
+TEST(MonteCarloTest, SplittingTheTrialRangeGivesIdenticalResults) {
+  RunConfig c = testing::DemoLikeConfig();
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 0.1;
+  StepTimeCache cache(testing::SimpleStep());
+  Result<std::vector<TrialOutcome>> all = RunTrials(c, cache, 0, 10);
+  Result<std::vector<TrialOutcome>> lo = RunTrials(c, cache, 0, 4);
+  Result<std::vector<TrialOutcome>> hi = RunTrials(c, cache, 4, 10);
+  ASSERT_TRUE(all.ok() && lo.ok() && hi.ok());
+  std::vector<TrialOutcome> joined = hi.value();  // gathered out of order on purpose
+  joined.insert(joined.end(), lo->begin(), lo->end());
+  MonteCarloSummary a = Summarize(all.value()), b = Summarize(joined);
+  EXPECT_EQ(a.wall_time_s.mean, b.wall_time_s.mean);
+  EXPECT_EQ(a.goodput.p90, b.goodput.p90);
+  EXPECT_EQ(a.cost_usd.p99, b.cost_usd.p99);
+  EXPECT_EQ(a.trials, 10);
+  // Different trials draw different histories.
+  EXPECT_NE(all->at(0).wall_time_s, all->at(1).wall_time_s);
+}
+
+TEST(MonteCarloTest, PercentilesAreNearestRank) {
+  std::vector<TrialOutcome> v;
+  for (int i = 100; i >= 1; --i) {
+    TrialOutcome o;
+    o.trial = i;
+    o.wall_time_s = i;
+    v.push_back(o);
+  }
+  MonteCarloSummary s = Summarize(v);
+  EXPECT_DOUBLE_EQ(s.wall_time_s.mean, 50.5);
+  EXPECT_DOUBLE_EQ(s.wall_time_s.p50, 50);
+  EXPECT_DOUBLE_EQ(s.wall_time_s.p90, 90);
+  EXPECT_DOUBLE_EQ(s.wall_time_s.p99, 99);
+  EXPECT_DOUBLE_EQ(NearestRankPercentile({3.0}, 99), 3.0);
+}
+
+TEST(MonteCarloTest, RejectsABackwardsRange) {
+  RunConfig c = testing::DemoLikeConfig();
+  StepTimeCache cache(testing::SimpleStep());
+  EXPECT_FALSE(RunTrials(c, cache, 5, 4).ok());
+}
+
+// The check: under exponential failures the Monte Carlo optimum checkpoint interval is
+// within 10% of Daly's formula, over a grid of (checkpoint cost δ, MTBF M).
+TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
+  struct Case {
+    double delta_s, mtbf_s;
+  };
+  for (Case k : {Case{60, 3600}, Case{300, 4 * 3600}, Case{1800, 3 * 3600}}) {
+    RunConfig c;
+    c.nodes = 1;
+    c.gpus_per_node = 1;
+    c.nics_per_node = 1;
+    // 1 s steps; work = 150 MTBFs, so each trial sees ~150 failures.
+    c.total_steps = static_cast<int64_t>(150 * k.mtbf_s);
+    c.checkpoint.policy = CheckpointPolicy::kSync;
+    c.checkpoint.spec.parameters = static_cast<int64_t>(k.delta_s * 1e9);
+    c.checkpoint.spec.bytes_per_param = 1;
+    c.checkpoint.hardware.storage_write_GBps = 1;  // write = δ
+    c.checkpoint.hardware.storage_read_GBps = 1e6;
+    // Daly's model: failures restart in place after a fixed restart time, no detection delay.
+    c.failures.enabled = true;
+    c.failures.node_day_rate = 86400.0 / k.mtbf_s;
+    c.failures.causes = {FailureCause{"crash", "software", 1, false, Time()}};
+    c.recovery.collective_timeout = Time();
+    c.recovery.scheduler_requeue = Time::Seconds(60);
+    c.recovery.process_start = Time();
+    c.recovery.comm_init_base = Time();
+    c.recovery.comm_init_per_gpu = Time();
+    StepTimeCache cache([](const ClusterState&) -> Result<StepTiming> {
+      return StepTiming{Time::Seconds(1), Time(), Time()};
+    });
+    Result<IntervalOptimum> opt = OptimizeCheckpointInterval(c, cache, 40);
+    ASSERT_TRUE(opt.ok()) << opt.status().message();
+    EXPECT_DOUBLE_EQ(opt->delta_s, k.delta_s);
+    EXPECT_DOUBLE_EQ(opt->mtbf_s, k.mtbf_s);
+    EXPECT_NEAR(opt->fitted_s / opt->daly_s, 1.0, 0.10)
+        << "δ=" << k.delta_s << " M=" << k.mtbf_s << " fitted " << opt->fitted_s << " grid best "
+        << opt->best_grid_s << " Daly " << opt->daly_s << " Young " << opt->young_s;
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::checkpoint

@@ -1,0 +1,142 @@
+// Property test: over many random scenarios (policies, intervals, recovery, scheduled and
+// stochastic faults at high rates), every nanosecond of wall time lands in exactly one category
+// and every step is kept exactly once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "checkpoint/run_simulation.h"
+#include "sim/random.h"
+
+namespace trainsim::checkpoint {
+namespace {
+
+using sim::Time;
+
+constexpr Time kUsefulPerStep = Time::Seconds(14);
+
+// Useful compute is the same in every state; what a state changes goes to comm or bubble, so
+// total useful time must be exactly total_steps × 14 s whatever happened.
+Result<StepTiming> PropertyStep(const ClusterState& s) {
+  StepTiming t{kUsefulPerStep, Time::Seconds(2), Time::Seconds(4)};
+  double slow = 1.0;
+  for (const auto& p : s.gpu_slowdown) slow = std::max(slow, p.second);
+  double link = 1.0;
+  for (const auto& p : s.node_link_factor) link = std::min(link, p.second);
+  t.exposed_comm = Time::FromSeconds(2.0 / link * (1.0 + s.checkpoint_traffic_share));
+  t.bubble = Time::FromSeconds(4.0 * slow + 20.0 * (8 - s.live_dp_replicas) / 8.0);
+  return t;
+}
+
+RunConfig RandomConfig(sim::Rng& rng) {
+  RunConfig c;
+  const int shapes[][3] = {{2, 1, 2}, {4, 2, 2}, {4, 1, 4}, {8, 1, 8}, {8, 4, 2}, {2, 2, 1}};
+  const auto& sh = shapes[rng.UniformInt(6)];
+  c.nodes = sh[0];
+  c.gpus_per_node = 8;
+  c.tp = 8;
+  c.pp = sh[1];
+  c.dp = sh[2];
+  c.total_steps = 200 + static_cast<int64_t>(rng.UniformInt(3000));
+  c.spare_nodes = static_cast<int>(rng.UniformInt(3));
+  c.checkpoint.policy = static_cast<CheckpointPolicy>(rng.UniformInt(3));
+  c.checkpoint.persistent_every = 1 + static_cast<int>(rng.UniformInt(4));
+  c.checkpoint.spec.parameters =
+      1'000'000'000 + static_cast<int64_t>(rng.UniformInt(50)) * 1'000'000'000;
+  c.checkpoint.hardware.storage_write_GBps = 5 + rng.Uniform() * 100;
+  c.checkpoint.hardware.storage_read_GBps = 5 + rng.Uniform() * 100;
+  switch (rng.UniformInt(4)) {
+    case 0:
+      c.checkpoint.interval.kind = CheckpointInterval::Kind::kSteps;
+      c.checkpoint.interval.steps = 5 + static_cast<int64_t>(rng.UniformInt(300));
+      break;
+    case 1:
+      c.checkpoint.interval.kind = CheckpointInterval::Kind::kTrainingTime;
+      c.checkpoint.interval.every = Time::Minutes(10 + static_cast<int64_t>(rng.UniformInt(170)));
+      break;
+    case 2:
+      c.checkpoint.interval.kind = CheckpointInterval::Kind::kAuto;
+      break;
+    default:
+      c.checkpoint.interval.kind = CheckpointInterval::Kind::kNever;
+  }
+  c.recovery.policy = static_cast<RecoveryPolicy>(rng.UniformInt(3));
+  c.recovery.detection = static_cast<DetectionMechanism>(rng.UniformInt(2));
+  c.recovery.scheduled_repair_time = Time::Minutes(30 + static_cast<int64_t>(rng.UniformInt(600)));
+  c.failures.enabled = rng.UniformInt(4) != 0;
+  c.failures.node_day_rate = 0.05 + rng.Uniform() * 2.0;
+  c.failures.distribution = static_cast<FailureDistribution>(rng.UniformInt(2));
+  c.failures.weibull_shape = 0.6 + rng.Uniform();
+  c.failures.causes = DefaultFailureCauses();
+  for (FailureCause& cause : c.failures.causes) {
+    if (cause.needs_replacement) {
+      cause.repair_time = Time::Minutes(20 + static_cast<int64_t>(rng.UniformInt(300)));
+    }
+  }
+  // Scheduled faults in the first half of the fault-free run (steps take >= 20 s).
+  const int64_t horizon_s = c.total_steps * 10;
+  const int nfaults = static_cast<int>(rng.UniformInt(5));
+  for (int i = 0; i < nfaults; ++i) {
+    ScheduledFault f;
+    f.kind = static_cast<ScheduledFault::Kind>(rng.UniformInt(6));
+    f.at = Time::Seconds(static_cast<int64_t>(rng.UniformInt(static_cast<uint64_t>(horizon_s))));
+    f.duration = Time::Seconds(static_cast<int64_t>(rng.UniformInt(20000)));
+    const int gpus = c.nodes * c.gpus_per_node;
+    switch (f.kind) {
+      case ScheduledFault::Kind::kGpu:
+      case ScheduledFault::Kind::kStraggler:
+        f.id = static_cast<int>(rng.UniformInt(gpus));
+        f.factor = 1.0 + rng.Uniform();
+        break;
+      case ScheduledFault::Kind::kNic:
+        f.id = static_cast<int>(rng.UniformInt(gpus));
+        break;
+      case ScheduledFault::Kind::kLinkDegraded:
+        f.id = static_cast<int>(rng.UniformInt(c.nodes));
+        f.factor = 0.1 + 0.9 * rng.Uniform();
+        break;
+      default:
+        f.id = static_cast<int>(rng.UniformInt(c.nodes));
+    }
+    c.faults.push_back(f);
+  }
+  c.seed = rng.NextU64();
+  c.record_events = rng.UniformInt(2) == 0;
+  return c;
+}
+
+TEST(RunAccountingPropertyTest, EverySecondIsCountedOnceAndEveryStepKeptOnce) {
+  sim::Rng rng = sim::RandomStreams(20261130).Stream("property");
+  int with_failures = 0;
+  for (int i = 0; i < 400; ++i) {
+    RunConfig c = RandomConfig(rng);
+    StepTimeCache cache(PropertyStep);
+    Result<RunReport> r = SimulateRun(c, cache, i);
+    ASSERT_TRUE(r.ok()) << "scenario " << i << ": " << r.status().message();
+    const Breakdown& b = r->breakdown;
+    ASSERT_EQ(b.Total(), r->wall_time) << "scenario " << i;
+    ASSERT_EQ(r->steps_executed - r->steps_rolled_back, c.total_steps) << "scenario " << i;
+    ASSERT_EQ(b.useful, kUsefulPerStep * c.total_steps) << "scenario " << i;
+    for (Time t : {b.useful, b.exposed_comm, b.bubble, b.checkpoint_stall, b.lost, b.detection,
+                   b.restart, b.waiting}) {
+      ASSERT_GE(t, Time()) << "scenario " << i;
+    }
+    if (r->failures == 0) {
+      EXPECT_EQ(b.lost, Time());
+      EXPECT_EQ(r->steps_rolled_back, 0);
+    }
+    with_failures += r->failures > 0;
+    // Same scenario and trial → identical result.
+    if (i % 20 == 0) {
+      StepTimeCache again_cache(PropertyStep);
+      Result<RunReport> again = SimulateRun(c, again_cache, i);
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(again->wall_time, r->wall_time);
+      EXPECT_EQ(again->failures, r->failures);
+    }
+  }
+  EXPECT_GT(with_failures, 200);  // the property was exercised under failures
+}
+
+}  // namespace
+}  // namespace trainsim::checkpoint

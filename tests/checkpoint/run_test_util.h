@@ -1,0 +1,61 @@
+// Configs and step-time callbacks shared by the run simulation tests. The callbacks are simple
+// enough that every expected number in the tests can be worked out by hand.
+#ifndef TRAINSIM_TESTS_CHECKPOINT_RUN_TEST_UTIL_H_
+#define TRAINSIM_TESTS_CHECKPOINT_RUN_TEST_UTIL_H_
+
+#include <algorithm>
+
+#include "checkpoint/run_simulation.h"
+
+namespace trainsim::checkpoint::testing {
+
+// The default demo's shape: a 175B model on 16 nodes × 8 H100 (TP 8, PP 8, DP 2), hourly
+// synchronous checkpoints, two spares, the stochastic model off.
+inline RunConfig DemoLikeConfig() {
+  RunConfig c;
+  c.total_steps = 5000;
+  c.nodes = 16;
+  c.gpus_per_node = 8;
+  c.tp = 8;
+  c.pp = 8;
+  c.dp = 2;
+  c.spare_nodes = 2;
+  c.checkpoint.policy = CheckpointPolicy::kSync;
+  c.checkpoint.interval.kind = CheckpointInterval::Kind::kTrainingTime;
+  c.checkpoint.interval.every = sim::Time::Hours(1);
+  c.checkpoint.spec.parameters = 175'000'000'000;
+  c.checkpoint.hardware.storage_write_GBps = 100;
+  c.checkpoint.hardware.storage_read_GBps = 400;
+  c.failures.enabled = false;
+  return c;
+}
+
+// Healthy step: 20 s = 14 useful + 2 exposed comm + 4 bubble; every slowed GPU stretches the
+// step by its factor (as a whole), a missing DP replica doubles the bubble's share of the work.
+inline StepTimeFn SimpleStep(sim::Time useful = sim::Time::Seconds(14),
+                             sim::Time comm = sim::Time::Seconds(2),
+                             sim::Time bubble = sim::Time::Seconds(4)) {
+  return [=](const ClusterState& s) -> Result<StepTiming> {
+    double f = 1.0;
+    for (const auto& [gpu, x] : s.gpu_slowdown) f = std::max(f, x);
+    StepTiming t{useful, comm, bubble};
+    const sim::Time total = t.total();
+    t.bubble += sim::Time::FromSeconds(total.seconds() * (f - 1.0));
+    return t;
+  };
+}
+
+inline ScheduledFault Fault(ScheduledFault::Kind kind, int id, sim::Time at,
+                            sim::Time duration = sim::Time(), double factor = 1.0) {
+  ScheduledFault f;
+  f.kind = kind;
+  f.id = id;
+  f.at = at;
+  f.duration = duration;
+  f.factor = factor;
+  return f;
+}
+
+}  // namespace trainsim::checkpoint::testing
+
+#endif  // TRAINSIM_TESTS_CHECKPOINT_RUN_TEST_UTIL_H_
