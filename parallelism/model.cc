@@ -176,6 +176,11 @@ std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit spl
     out.push_back({"tp_reduce_scatter_attn", K::kReduceScatter, bytes, true});
     out.push_back({"tp_all_gather_mlp", K::kAllGather, bytes, true});
     out.push_back({"tp_reduce_scatter_mlp", K::kReduceScatter, bytes, true});
+    // Backward: the weight gradients need the full-sequence layer-norm outputs again, which SP
+    // did not keep, so Megatron re-all-gathers them (LinearWithGradAccumulationAndAsync-
+    // Communication) besides the all-gather/reduce-scatter pair that mirrors the forward.
+    out.push_back({"tp_all_gather_mlp_input_bwd", K::kAllGather, bytes, false});
+    out.push_back({"tp_all_gather_attn_input_bwd", K::kAllGather, bytes, false});
     out.push_back({"tp_all_gather_mlp_bwd", K::kAllGather, bytes, false});
     out.push_back({"tp_reduce_scatter_mlp_bwd", K::kReduceScatter, bytes, false});
     out.push_back({"tp_all_gather_attn_bwd", K::kAllGather, bytes, false});

@@ -88,7 +88,8 @@ std::vector<Op> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch);
 // nccl-tests "size" of the call: the full b·s·h tensor for all-reduce, all-gather (output) and
 // reduce-scatter (input). Without SP: an all-reduce after attention and after the MLP forward,
 // and one before each backward (Megatron's f/g operators). With SP each all-reduce becomes an
-// all-gather and a reduce-scatter (Korthikanti §4.2.2). Skipped when tp == 1.
+// all-gather and a reduce-scatter (Korthikanti §4.2.2), and backward all-gathers the two
+// layer-norm outputs once more for the weight gradients. Skipped when tp == 1.
 enum class TpCollectiveKind { kAllReduce, kReduceScatter, kAllGather };
 struct TpCollective {
   std::string name;

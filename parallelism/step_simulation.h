@@ -1,0 +1,131 @@
+// parallelism/step_simulation.h — one training iteration, operation by operation, on the engine.
+//
+// What it is: every pipeline stage of the simulated data-parallel replica(s) runs its schedule
+// (parallelism/schedule.h) on the discrete-event engine. A task (the forward or backward of one
+// model chunk for one micro-batch) lasts the sum of its kernels' times (parallelism/compute.h,
+// scaled by the GPU's slowdown) plus its tensor-parallel collectives, timed with comm's closed
+// form as single events (a TP group sits inside one non-blocking NVSwitch node, so nothing else
+// contends with it). Pipeline sends/receives and the data-parallel gradient reduction are flows
+// on comm's FlowNetwork, so they contend on NICs and switches with each other; the DP
+// reduction runs in buckets (launched as the last micro-batch's backward produces them when
+// overlap_dp is set, else after the last backward), serialised on one communicator as NCCL
+// does, and couples every replica to the slowest. The gradient-norm reduction that precedes
+// Megatron's optimizer acts as a barrier across stages; then each stage runs its optimizer
+// (memory-bound) and, with ZeRO ≥ 1, the all-gather of updated weights.
+//
+// Representative simulation: replicas whose GPUs are all healthy behave identically, so one
+// healthy replica is simulated for all of them, plus every replica holding a slowed GPU (all
+// replicas when a link is degraded). Inside a stage all TP ranks are identical except for their
+// slowdown: the stage runs at its slowest TP rank (TP collectives synchronise them every
+// layer). Flows are started for TP rank 0; when a node has fewer NICs than GPUs, its bytes are
+// scaled by the TP peers sharing the NIC. StepResult::simulation_note says what was simulated.
+//
+// Accounting: for the reported GPU the breakdown categories add up to the step time exactly:
+// compute (kernels, incl. recomputation), exposed TP communication, exposed DP communication
+// (gradient reduction not hidden behind backward, ZeRO gathers), PP wait (input in flight on the
+// network), bubble (input not yet produced: pipeline fill/drain, and waiting at the gradient-
+// norm barrier for other stages), optimizer, other (waiting at the end for slower stages).
+//
+// Determinism: no randomness; same config and state → identical result.
+#ifndef TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
+#define TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
+
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/topology.h"
+#include "parallelism/compute.h"
+#include "parallelism/layout.h"
+#include "parallelism/memory.h"
+#include "parallelism/model.h"
+#include "sim/status.h"
+
+namespace trainsim::parallelism {
+
+struct StepConfig {
+  ModelSpec model;
+  ParallelConfig parallel;
+  GpuSpec gpu;
+  ComputeParams compute;
+  MemoryParams memory;
+  comm::TopologySpec topology;
+  // Simulate a layout that does not fit in memory anyway (result says fits = false and why).
+  bool allow_oom = false;
+  int report_gpu = 0;  // whose step breakdown to report
+};
+
+struct LinkDegradation {
+  comm::LinkId link = 0;
+  double bandwidth_factor = 1.0;  // 0 = down (flows on it stall)
+};
+
+// The state of the cluster the step runs on (the run simulation varies it).
+struct ClusterState {
+  // (GPU id, factor ≥ 1): that GPU's kernels take `factor` times longer.
+  std::vector<std::pair<int, double>> gpu_slowdown;
+  std::vector<LinkDegradation> links;
+};
+
+struct StepBreakdown {
+  double compute_s = 0;
+  double exposed_tp_comm_s = 0;
+  double exposed_dp_comm_s = 0;
+  double pp_wait_s = 0;
+  double bubble_s = 0;
+  double optimizer_s = 0;
+  double other_s = 0;
+  double total_s() const {
+    return compute_s + exposed_tp_comm_s + exposed_dp_comm_s + pp_wait_s + bubble_s + optimizer_s +
+           other_s;
+  }
+};
+
+// One slice of the Chrome/Perfetto trace.
+struct TraceSlice {
+  int gpu = 0;
+  int track = 0;  // 0 = compute stream, 1 = communication
+  std::string name;
+  std::string category;
+  double start_s = 0;
+  double duration_s = 0;
+};
+
+struct StepResult {
+  double time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;  // hardware FLOPs (incl. recomputation; Narayanan's convention)
+  double mfu = 0;             // model FLOPs / (time · GPUs · peak)
+  double hfu = 0;             // hardware FLOPs / (time · GPUs · peak)
+  double model_flops = 0;     // per iteration, all GPUs
+  double hardware_flops = 0;
+  MemoryReport memory;
+  int report_gpu = 0;
+  std::string report_gpu_place;                // Layout::Describe
+  StepBreakdown breakdown;                     // of report_gpu
+  std::vector<StepBreakdown> stage_breakdown;  // report_gpu's replica, index = pp rank
+  int simulated_replicas = 0;
+  std::string simulation_note;
+  uint64_t events = 0;
+  uint64_t flows = 0;
+  std::vector<TraceSlice> trace;  // when SimulateOptions::record_trace
+};
+
+struct SimulateOptions {
+  bool record_trace = false;
+};
+
+// Validates the layout against the model and the topology (InvalidArgument, naming the
+// values), checks memory (FailedPrecondition with the stage, excess and fixes unless
+// allow_oom), then simulates one step.
+Result<StepResult> SimulateStep(const StepConfig& config, const ClusterState& state = {},
+                                const SimulateOptions& options = {});
+
+// Writes the trace as Chrome trace-event JSON (opens in ui.perfetto.dev): one process per GPU,
+// a compute and a communication thread, slices in µs.
+void WriteChromeTrace(const StepResult& result, std::ostream& out);
+
+}  // namespace trainsim::parallelism
+
+#endif  // TRAINSIM_PARALLELISM_STEP_SIMULATION_H_

@@ -1,0 +1,203 @@
+#include "parallelism/step_simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace trainsim::parallelism {
+namespace {
+
+// DGX A100 nodes: 8 GPUs, NVLink 3 (300 GB/s per direction), 8× HDR 200 Gb/s.
+comm::TopologySpec DgxA100(int nodes) {
+  comm::TopologySpec t;
+  t.nodes = nodes;
+  t.gpus_per_node = 8;
+  t.nvlink_GBps = 300;
+  t.nics_per_node = 8;
+  t.nic_Gbps = 200;
+  t.pcie_GBps = 32;
+  return t;
+}
+
+// A GPT small enough to simulate quickly, with a tiny vocabulary so that every pipeline stage
+// does the same work (the embedding and logits are negligible).
+StepConfig Small(int nodes, int tp, int pp, int dp, int64_t global_batch) {
+  StepConfig c;
+  c.model.num_layers = 8;
+  c.model.hidden = 2048;
+  c.model.heads = 16;
+  c.model.seq_len = 1024;
+  c.model.vocab = 256;
+  c.parallel.tp = tp;
+  c.parallel.pp = pp;
+  c.parallel.dp = dp;
+  c.parallel.global_batch = global_batch;
+  c.topology = DgxA100(nodes);
+  return c;
+}
+
+void ExpectBreakdownAddsUp(const StepResult& r) {
+  for (const StepBreakdown& b : r.stage_breakdown) {
+    EXPECT_NEAR(b.total_s(), r.time_s, 1e-6 * r.time_s);
+    EXPECT_GE(b.compute_s, 0);
+    EXPECT_GE(b.bubble_s, -1e-12);
+    EXPECT_GE(b.pp_wait_s, -1e-12);
+    EXPECT_GE(b.exposed_dp_comm_s, -1e-12);
+    EXPECT_GE(b.other_s, -1e-12);
+  }
+}
+
+TEST(StepSimulationTest, SingleGpuStepIsForwardBackwardAndOptimizer) {
+  StepConfig c = Small(1, 1, 1, 1, 1);
+  c.topology.gpus_per_node = 1;
+  c.topology.nics_per_node = 1;
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const TensorSplit one{1, false};
+  double expected = 0;
+  for (const Op& op : LayerOps(c.model, one, 1)) {
+    expected += c.model.num_layers * (OpTimeSeconds(c.gpu, c.compute, op, true) +
+                                      OpTimeSeconds(c.gpu, c.compute, op, false));
+  }
+  for (const auto& ops : {EmbeddingOps(c.model, one, 1), HeadOps(c.model, one, 1)}) {
+    for (const Op& op : ops) {
+      expected +=
+          OpTimeSeconds(c.gpu, c.compute, op, true) + OpTimeSeconds(c.gpu, c.compute, op, false);
+    }
+  }
+  const double compute = expected;
+  expected += OptimizerTimeSeconds(c.gpu, c.compute, ParametersPerGpu(c.model, c.parallel, 0));
+  EXPECT_NEAR(r->time_s, expected, 1e-6);  // ns rounding per event
+  EXPECT_NEAR(r->breakdown.compute_s, compute, 1e-6);
+  EXPECT_DOUBLE_EQ(r->breakdown.bubble_s, 0);
+  EXPECT_DOUBLE_EQ(r->breakdown.exposed_dp_comm_s, 0);
+  ExpectBreakdownAddsUp(*r);
+}
+
+TEST(StepSimulationTest, OneF1BBubbleMatchesClosedForm) {
+  // p stages, m micro-batches of equal work: step ≈ (m + p − 1)·(t_F + t_B) + optimizer + the
+  // point-to-point transfers on the critical path (small here: NVLink inside one node).
+  const int p = 4;
+  const int64_t m = 16;
+  StepConfig c = Small(1, 1, p, 1, m);
+  c.topology.gpus_per_node = 4;
+  c.topology.nics_per_node = 4;
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const StepBreakdown& last = r->stage_breakdown[p - 1];
+  const double per_mb = last.compute_s / m;  // t_F + t_B of one stage
+  const double ideal = (m + p - 1) * per_mb;
+  EXPECT_GT(r->time_s, ideal);
+  EXPECT_LT(r->time_s, ideal * 1.03 + r->breakdown.optimizer_s);
+  // Every stage idles (p − 1)·(t_F + t_B) in fill and drain.
+  for (const StepBreakdown& b : r->stage_breakdown) {
+    // (the transfers and the slightly heavier last stage add a few percent)
+    EXPECT_NEAR(b.bubble_s + b.pp_wait_s, (p - 1) * per_mb, 0.1 * (p - 1) * per_mb);
+  }
+  ExpectBreakdownAddsUp(*r);
+
+  // GPipe has the same bubble; interleaving with v chunks divides it by v.
+  c.parallel.schedule = Schedule::kGpipe;
+  Result<StepResult> g = SimulateStep(c);
+  ASSERT_TRUE(g.ok());
+  EXPECT_NEAR(g->time_s, r->time_s, 0.03 * r->time_s);
+  c.parallel.schedule = Schedule::kInterleaved1F1B;
+  c.parallel.virtual_stages = 2;
+  Result<StepResult> in = SimulateStep(c);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  const double bubble_1f1b = r->stage_breakdown[0].bubble_s + r->stage_breakdown[0].pp_wait_s;
+  const double bubble_inter = in->stage_breakdown[0].bubble_s + in->stage_breakdown[0].pp_wait_s;
+  EXPECT_NEAR(bubble_inter, bubble_1f1b / 2, 0.1 * bubble_1f1b);
+  ExpectBreakdownAddsUp(*in);
+}
+
+TEST(StepSimulationTest, SlowGpuSlowsEveryReplica) {
+  StepConfig c = Small(2, 2, 2, 4, 32);
+  Result<StepResult> healthy = SimulateStep(c);
+  ASSERT_TRUE(healthy.ok()) << healthy.status().message();
+  EXPECT_EQ(healthy->simulated_replicas, 1);
+  ClusterState state;
+  state.gpu_slowdown.push_back({13, 1.5});  // tp 1, dp 2, pp 1
+  Result<StepResult> slow = SimulateStep(c, state);
+  ASSERT_TRUE(slow.ok()) << slow.status().message();
+  EXPECT_EQ(slow->simulated_replicas, 2);
+  EXPECT_GT(slow->time_s, 1.2 * healthy->time_s);
+  // GPU 0 is in a healthy replica: it waits for the slow one in the gradient reduction.
+  EXPECT_GT(slow->breakdown.exposed_dp_comm_s + slow->breakdown.bubble_s,
+            healthy->breakdown.exposed_dp_comm_s + healthy->breakdown.bubble_s);
+  EXPECT_NEAR(slow->breakdown.compute_s, healthy->breakdown.compute_s, 1e-6);
+  ExpectBreakdownAddsUp(*slow);
+}
+
+TEST(StepSimulationTest, OverlappedGradientReductionHidesBehindBackward) {
+  // One micro-batch per replica: the reduction can hide behind that backward only.
+  StepConfig c = Small(2, 1, 1, 16, 16);
+  c.parallel.overlap_dp = false;
+  Result<StepResult> serial = SimulateStep(c);
+  ASSERT_TRUE(serial.ok()) << serial.status().message();
+  c.parallel.overlap_dp = true;
+  Result<StepResult> overlap = SimulateStep(c);
+  ASSERT_TRUE(overlap.ok());
+  EXPECT_GT(serial->breakdown.exposed_dp_comm_s, 0);
+  EXPECT_LT(overlap->breakdown.exposed_dp_comm_s, serial->breakdown.exposed_dp_comm_s);
+  EXPECT_LT(overlap->time_s, serial->time_s);
+  // At most the backward (≈ 2/3 of compute) can be hidden.
+  EXPECT_GT(overlap->breakdown.exposed_dp_comm_s,
+            serial->breakdown.exposed_dp_comm_s - overlap->breakdown.compute_s);
+  ExpectBreakdownAddsUp(*serial);
+  ExpectBreakdownAddsUp(*overlap);
+}
+
+TEST(StepSimulationTest, OverMemoryLayoutIsExplainedOrSimulatedOnRequest) {
+  StepConfig c = Small(1, 1, 1, 8, 8);
+  c.model.num_layers = 48;
+  c.model.hidden = 6144;
+  c.model.heads = 48;
+  c.model.seq_len = 2048;
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("stage 0"), std::string::npos) << r.status().message();
+  c.allow_oom = true;
+  Result<StepResult> forced = SimulateStep(c);
+  ASSERT_TRUE(forced.ok()) << forced.status().message();
+  EXPECT_FALSE(forced->memory.fits);
+  EXPECT_FALSE(forced->memory.reason.empty());
+}
+
+TEST(StepSimulationTest, ImpossibleLayoutIsInvalidArgument) {
+  StepConfig c = Small(1, 8, 1, 2, 8);  // 16 GPUs on one node of 8
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST(StepSimulationTest, SameInputGivesIdenticalResultAndTrace) {
+  StepConfig c = Small(2, 2, 2, 4, 32);
+  SimulateOptions o;
+  o.record_trace = true;
+  Result<StepResult> a = SimulateStep(c, {}, o);
+  Result<StepResult> b = SimulateStep(c, {}, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->time_s, b->time_s);
+  std::ostringstream ta, tb;
+  WriteChromeTrace(*a, ta);
+  WriteChromeTrace(*b, tb);
+  EXPECT_EQ(ta.str(), tb.str());
+  EXPECT_NE(ta.str().find("\"process_name\""), std::string::npos);
+  EXPECT_NE(ta.str().find("\"ph\":\"X\""), std::string::npos);
+}
+
+TEST(StepSimulationTest, MfuAndThroughputFollowFromStepTime) {
+  StepConfig c = Small(1, 2, 2, 2, 16);
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(r->tokens_per_s, 16.0 * 1024 / r->time_s, 1e-6 * r->tokens_per_s);
+  EXPECT_NEAR(r->mfu, ModelFlopsPerIteration(c.model, 16) / (r->time_s * 8 * 312e12), 1e-9);
+  EXPECT_GT(r->mfu, 0.05);
+  EXPECT_LT(r->mfu, 0.85);
+}
+
+}  // namespace
+}  // namespace trainsim::parallelism
