@@ -241,10 +241,11 @@ Result<CollectiveSample> ReadCollective(const Json& row, const std::string& wher
     return Status::InvalidArgument(r.Field("algo") + ": unknown algorithm \"" + *algo +
                                    "\" (valid: " + JoinList(kCalibAlgos) + ")");
   }
-  if ((*op == "send_recv") != (*algo == "p2p")) {
+  const bool direct_op = *op == "send_recv" || *op == "all_to_all";
+  if (direct_op != (*algo == "direct")) {
     return Status::InvalidArgument(r.Field("algo") +
-                                   ": send_recv uses algo \"p2p\", and \"p2p\" "
-                                   "is only for send_recv (got op \"" +
+                                   ": send_recv and all_to_all use algo \"direct\", and "
+                                   "\"direct\" is only for them (got op \"" +
                                    *op + "\", algo \"" + *algo + "\")");
   }
   auto nranks = r.Int("nranks", 1, kMaxRanks);
@@ -425,6 +426,49 @@ Result<Calibration> LoadCalibration(const std::string& path) {
   buf << in.rdbuf();
   if (in.bad()) return Status::NotFound(path + ": cannot read calibration file");
   return ParseCalibration(buf.str(), path);
+}
+
+std::optional<sim::Time> Calibration::CollectiveTime(Op op, Algo algo, int nranks,
+                                                     int64_t bytes) const {
+  // Spelled out here rather than through comm::OpName so the loader does not depend on the
+  // collective models' object files; the names are the same.
+  std::string_view op_name;
+  switch (op) {
+    case Op::kAllReduce:
+      op_name = "all_reduce";
+      break;
+    case Op::kReduceScatter:
+      op_name = "reduce_scatter";
+      break;
+    case Op::kAllGather:
+      op_name = "all_gather";
+      break;
+    case Op::kBroadcast:
+      op_name = "broadcast";
+      break;
+    case Op::kAllToAll:
+      op_name = "all_to_all";
+      break;
+    case Op::kSendRecv:
+      op_name = "send_recv";
+      break;
+  }
+  std::string_view algo_name;
+  switch (algo) {
+    case Algo::kRing:
+      algo_name = "ring";
+      break;
+    case Algo::kTree:
+      algo_name = "tree";
+      break;
+    case Algo::kDirect:
+      algo_name = "direct";
+      break;
+    case Algo::kAuto:
+    case Algo::kHierarchical:
+      return std::nullopt;
+  }
+  return CollectiveTime(op_name, algo_name, nranks, bytes);
 }
 
 bool Calibration::HasCollective(std::string_view op, std::string_view algo, int nranks) const {

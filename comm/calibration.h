@@ -27,17 +27,19 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/collective.h"
 #include "sim/status.h"
 #include "sim/time.h"
 
 namespace trainsim::comm {
 
-// Collective names as they appear in calibration files (nccl-tests' names without "_perf").
+// Collective names as they appear in calibration files: comm::OpName's (nccl-tests' names).
 inline constexpr std::string_view kCalibOps[] = {"all_reduce", "reduce_scatter", "all_gather",
-                                                 "broadcast", "send_recv"};
-// Algorithm names: NCCL_ALGO values in lower case, plus "p2p" for send/recv (no algorithm).
-inline constexpr std::string_view kCalibAlgos[] = {"ring",    "tree", "nvls", "nvlstree",
-                                                   "collnet", "pat",  "p2p"};
+                                                 "broadcast",  "all_to_all",     "send_recv"};
+// Algorithm names: NCCL_ALGO values in lower case (ring and tree are comm::AlgoName's), and
+// comm::AlgoName(kDirect) = "direct" for send/recv and all-to-all, which have no NCCL algorithm.
+inline constexpr std::string_view kCalibAlgos[] = {"ring",    "tree", "nvls",  "nvlstree",
+                                                   "collnet", "pat",  "direct"};
 // Matrix-product input types.
 inline constexpr std::string_view kCalibDtypes[] = {"bf16", "fp16", "fp8"};
 
@@ -78,6 +80,9 @@ class Calibration {
   // extrapolating a measurement.
   std::optional<sim::Time> CollectiveTime(std::string_view op, std::string_view algo, int nranks,
                                           int64_t bytes) const;
+  // The same for the simulator's enums (Algo::kDirect is "direct"; kAuto and kHierarchical
+  // are never measured as such and give nullopt).
+  std::optional<sim::Time> CollectiveTime(Op op, Algo algo, int nranks, int64_t bytes) const;
   // True when some row has this op, algo and nranks (whatever the sizes).
   bool HasCollective(std::string_view op, std::string_view algo, int nranks) const;
 

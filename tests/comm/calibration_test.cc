@@ -72,6 +72,19 @@ TEST(CalibrationTest, InterpolatesLogLogBetweenTheBracketingSizes) {
   EXPECT_NEAR(mid->seconds(), 2.1035e-3, 0.0005e-3);
 }
 
+TEST(CalibrationTest, SimulatorEnumsMapToTheFileNames) {
+  Calibration c = LoadSample();
+  auto t = c.CollectiveTime(Op::kAllReduce, Algo::kRing, 8, int64_t{1} << 30);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->nanos(), 5757000);
+  // send/recv's row at 1 GiB: 3.27 ms.
+  auto p2p = c.CollectiveTime(Op::kSendRecv, Algo::kDirect, 8, int64_t{1} << 30);
+  ASSERT_TRUE(p2p.has_value());
+  EXPECT_EQ(p2p->nanos(), 3270000);
+  EXPECT_FALSE(c.CollectiveTime(Op::kAllReduce, Algo::kAuto, 8, 1024).has_value());
+  EXPECT_FALSE(c.CollectiveTime(Op::kAllReduce, Algo::kHierarchical, 8, 1024).has_value());
+}
+
 TEST(CalibrationTest, LatencyBoundEndStaysFlat) {
   Calibration c = LoadSample();
   // 8 B and 64 B were both measured at 15.0 us: anything between is 15.0 us.
