@@ -1,0 +1,53 @@
+// trainsim: the command-line entry point. Subcommands register themselves through
+// Add<Name>Command (see cli/commands.h for the pattern and the exit-code conventions).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/check_command.h"
+#include "cli/commands.h"
+
+#ifndef TRAINSIM_VERSION
+#define TRAINSIM_VERSION "unknown"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "trainsim: a discrete-event simulator of distributed LLM training on GPU clusters "
+      "(TP x PP x DP layouts, collectives, checkpoints, faults, recovery).",
+      "trainsim"};
+  app.set_version_flag("--version", std::string("trainsim ") + TRAINSIM_VERSION);
+  app.require_subcommand(1);
+  int exit_code = trainsim::cli::kExitOk;
+
+  // One line per command (cli/commands.h).
+  trainsim::cli::AddCheckCommand(app, &exit_code);
+
+  // A first word that is neither an option nor a command is the commonest slip; say so plainly.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+    }
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      std::cerr << "trainsim: error: unknown command \"" << argv[1] << "\" (commands: " << list
+                << ")\nRun 'trainsim --help' for usage.\n";
+      return trainsim::cli::kExitBadInput;
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive as "errors" with exit code 0; everything else is bad input
+    // (exit 2), not CLI11's own codes (100+).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "trainsim: error: " << e.what() << "\nRun 'trainsim --help' for usage.\n";
+    return trainsim::cli::kExitBadInput;
+  }
+  return exit_code;
+}
