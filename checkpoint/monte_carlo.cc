@@ -123,19 +123,38 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
   }
   opt.best_grid_s = opt.scan[best].interval_s;
   opt.fitted_s = opt.best_grid_s;
-  if (best > 0 && best + 1 < opt.scan.size()) {
-    // Vertex of the parabola through three points (x = log interval).
-    const double x0 = std::log(opt.scan[best - 1].interval_s),
-                 y0 = opt.scan[best - 1].mean_wall_time_s;
-    const double x1 = std::log(opt.scan[best].interval_s), y1 = opt.scan[best].mean_wall_time_s;
-    const double x2 = std::log(opt.scan[best + 1].interval_s),
-                 y2 = opt.scan[best + 1].mean_wall_time_s;
-    const double den = (x0 - x1) * (x0 - x2) * (x1 - x2);
-    const double a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / den;
-    const double b = (x2 * x2 * (y0 - y1) + x1 * x1 * (y2 - y0) + x0 * x0 * (y1 - y2)) / den;
-    if (a > 0) {
-      const double xv = std::clamp(-b / (2 * a), x0, x2);
-      opt.fitted_s = std::exp(xv);
+  // Least-squares parabola y = a·x² + b·x + c in x = log(interval) over the best point and up to
+  // two neighbours on each side; its vertex, kept within the fitted points, is the optimum.
+  const size_t lo = best >= 2 ? best - 2 : 0;
+  const size_t hi = std::min(opt.scan.size() - 1, best + 2);
+  if (best > 0 && best + 1 < opt.scan.size() && hi - lo >= 2) {
+    const double x_mid = std::log(opt.scan[best].interval_s);  // centre for conditioning
+    double s[5] = {0, 0, 0, 0, 0}, t[3] = {0, 0, 0};           // Σx^k, Σx^k·y
+    for (size_t i = lo; i <= hi; ++i) {
+      const double x = std::log(opt.scan[i].interval_s) - x_mid;
+      const double y = opt.scan[i].mean_wall_time_s;
+      double xk = 1;
+      for (int k = 0; k < 5; ++k) {
+        if (k < 3) t[k] += xk * y;
+        s[k] += xk;
+        xk *= x;
+      }
+    }
+    // Normal equations [s4 s3 s2; s3 s2 s1; s2 s1 s0]·[a b c] = [t2 t1 t0], by Cramer's rule.
+    auto det3 = [](double m00, double m01, double m02, double m10, double m11, double m12,
+                   double m20, double m21, double m22) {
+      return m00 * (m11 * m22 - m12 * m21) - m01 * (m10 * m22 - m12 * m20) +
+             m02 * (m10 * m21 - m11 * m20);
+    };
+    const double d = det3(s[4], s[3], s[2], s[3], s[2], s[1], s[2], s[1], s[0]);
+    if (d != 0) {
+      const double a = det3(t[2], s[3], s[2], t[1], s[2], s[1], t[0], s[1], s[0]) / d;
+      const double b = det3(s[4], t[2], s[2], s[3], t[1], s[1], s[2], t[0], s[0]) / d;
+      if (a > 0) {
+        const double x_lo = std::log(opt.scan[lo].interval_s) - x_mid;
+        const double x_hi = std::log(opt.scan[hi].interval_s) - x_mid;
+        opt.fitted_s = std::exp(x_mid + std::clamp(-b / (2 * a), x_lo, x_hi));
+      }
     }
   }
   return opt;

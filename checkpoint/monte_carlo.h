@@ -61,8 +61,9 @@ struct IntervalScanPoint {
 struct IntervalOptimum {
   std::vector<IntervalScanPoint> scan;
   double best_grid_s = 0;  // the grid point with the smallest mean wall time
-  // The minimum of a parabola in log(interval) through the best grid point and its neighbours
-  // (the grid point itself when it lies on the grid's edge): smooths Monte Carlo noise.
+  // The vertex of a least-squares parabola in log(interval) over the best grid point and up to
+  // two neighbours each side (the grid point itself when it lies on the grid's edge): smooths
+  // Monte Carlo noise.
   double fitted_s = 0;
   double young_s = 0;
   double daly_s = 0;

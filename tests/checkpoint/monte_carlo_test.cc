@@ -83,7 +83,13 @@ TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
     StepTimeCache cache([](const ClusterState&) -> Result<StepTiming> {
       return StepTiming{Time::Seconds(1), Time(), Time()};
     });
-    Result<IntervalOptimum> opt = OptimizeCheckpointInterval(c, cache, 40);
+    // A grid that knows nothing of Young or Daly: 10^(k/8) s (ratio 1.33) within [M/50, M].
+    std::vector<double> grid;
+    for (int e = 0; e <= 48; ++e) {
+      const double g = std::pow(10.0, e / 8.0);
+      if (g >= k.mtbf_s / 50 && g <= k.mtbf_s) grid.push_back(g);
+    }
+    Result<IntervalOptimum> opt = OptimizeCheckpointInterval(c, cache, 40, grid);
     ASSERT_TRUE(opt.ok()) << opt.status().message();
     EXPECT_DOUBLE_EQ(opt->delta_s, k.delta_s);
     EXPECT_DOUBLE_EQ(opt->mtbf_s, k.mtbf_s);
