@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <tuple>
 #include <utility>
 
 namespace trainsim::comm {
@@ -38,12 +37,15 @@ FlowNetwork::FlowNetwork(sim::Engine* engine, const Topology* topology)
 }
 
 FlowId FlowNetwork::StartFlow(const std::vector<LinkId>& path, uint64_t bytes,
-                              std::function<void()> on_done, sim::Time extra_latency) {
-  return StartFlow(std::span<const LinkId>(path), bytes, std::move(on_done), extra_latency);
+                              std::function<void()> on_done, sim::Time extra_latency,
+                              bool charge_path_latency) {
+  return StartFlow(std::span<const LinkId>(path), bytes, std::move(on_done), extra_latency,
+                   charge_path_latency);
 }
 
 FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
-                              std::function<void()> on_done, sim::Time extra_latency) {
+                              std::function<void()> on_done, sim::Time extra_latency,
+                              bool charge_path_latency) {
   ++flows_started_;
   uint32_t slot;
   if (!free_slots_.empty()) {
@@ -57,7 +59,9 @@ FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
   }
   const FlowId id = MakeId(slot, ++generation_[slot]);
   sim::Time latency = extra_latency;
-  for (LinkId l : path) latency += topology_->link(l).latency;
+  if (charge_path_latency) {
+    for (LinkId l : path) latency += topology_->link(l).latency;
+  }
 
   if (path.empty() || bytes == 0) {
     // Nothing to share: only the latency. The slot is released at once (the id stays unique).
@@ -165,21 +169,23 @@ void FlowNetwork::OnDrainEvent() {
   drain_event_ns_ = -1;
   const int64_t now_ns = engine_->now().nanos();
   Advance(now_ns);
-  // (delivery time, start order, slot) of every flow drained by now.
-  std::vector<std::tuple<int64_t, uint64_t, uint32_t>> done;
+  // Flows drained by now, in start order (active_ is kept in start order), grouped by delivery
+  // time; usually they share one.
+  done_.clear();
   for (uint32_t slot : active_) {
-    Flow& f = flows_[slot];
-    if (f.active && f.finish_ns <= now_ns) {
-      done.emplace_back(now_ns + f.delivery_delay_ns, f.start_seq, slot);
-    }
+    const Flow& f = flows_[slot];
+    if (f.active && f.finish_ns <= now_ns) done_.emplace_back(now_ns + f.delivery_delay_ns, slot);
   }
-  std::sort(done.begin(), done.end());
+  auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(done_.begin(), done_.end(), by_time)) {
+    std::stable_sort(done_.begin(), done_.end(), by_time);
+  }
   size_t i = 0;
-  while (i < done.size()) {
-    const int64_t at = std::get<0>(done[i]);
+  while (i < done_.size()) {
+    const int64_t at = done_[i].first;
     auto callbacks = std::make_shared<std::vector<std::function<void()>>>();
-    for (; i < done.size() && std::get<0>(done[i]) == at; ++i) {
-      const uint32_t slot = std::get<2>(done[i]);
+    for (; i < done_.size() && done_[i].first == at; ++i) {
+      const uint32_t slot = done_[i].second;
       Flow& f = flows_[slot];
       callbacks->push_back(std::move(f.on_done));
       f.on_done = nullptr;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "comm/max_min.h"
@@ -39,11 +40,13 @@ class FlowNetwork {
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
 
-  // Starts a flow now. An empty path or 0 bytes completes after the latency alone.
+  // Starts a flow now. An empty path or 0 bytes completes after the latency alone. With
+  // charge_path_latency = false only extra_latency is added (for callers that account latency
+  // themselves, like the collectives, which charge NCCL's end-to-end hop latencies).
   FlowId StartFlow(const std::vector<LinkId>& path, uint64_t bytes, std::function<void()> on_done,
-                   sim::Time extra_latency = sim::Time::Zero());
+                   sim::Time extra_latency = sim::Time::Zero(), bool charge_path_latency = true);
   FlowId StartFlow(std::span<const LinkId> path, uint64_t bytes, std::function<void()> on_done,
-                   sim::Time extra_latency = sim::Time::Zero());
+                   sim::Time extra_latency = sim::Time::Zero(), bool charge_path_latency = true);
 
   // Scales link bandwidth; factor >= 0 (0 = down). Takes effect at the current instant.
   void SetLinkBandwidthFactor(LinkId link, double factor);
@@ -97,6 +100,7 @@ class FlowNetwork {
   int64_t drain_event_ns_ = -1;
   uint64_t recomputations_ = 0;
 
+  std::vector<std::pair<int64_t, uint32_t>> done_;  // (delivery ns, slot) scratch
   MaxMinSolver solver_;
   std::vector<std::span<const LinkId>> solver_paths_;
   std::vector<double> solver_rates_;

@@ -70,19 +70,22 @@ struct TopologySpec {
   // NVLink 4: 18 links × 25 GB/s = 450 GB/s per GPU per direction (H100 datasheet, "900 GB/s"
   // bidirectional).
   double nvlink_GBps = 450.0;
-  double nvlink_latency_us = 0.7;
+  // Physical latencies (wire + port): a GPU→GPU NVLink path crosses two links; a cross-node
+  // path two PCIe links, two NIC links and one to three switches. NCCL's end-to-end hop latencies
+  // (comm/nccl_model.h) are floors on top of these.
+  double nvlink_latency_us = 0.25;
   int nics_per_node = 8;
   double nic_Gbps = 400.0;  // ConnectX-7 NDR InfiniBand, per NIC per direction
-  double nic_latency_us = 1.0;
+  double nic_latency_us = 0.5;
   bool rail_optimized = true;
   int fat_tree_levels = 2;        // 2 (leaf–spine) or 3 (leaf–spine–core)
   int nodes_per_leaf = 32;        // DGX SuperPOD scalable unit: 32 nodes per rail leaf
   int leaves_per_pod = 8;         // three-level trees only: leaves (per rail) under one spine group
   double oversubscription = 1.0;  // leaf down-link bandwidth / up-link bandwidth
   double spine_oversubscription = 1.0;  // three-level trees only: spine down / up
-  double switch_latency_us = 0.3;       // per switch traversal (leaf, spine, core)
+  double switch_latency_us = 0.15;      // per switch traversal (leaf, spine, core)
   double pcie_GBps = 64.0;              // PCIe Gen5 x16, per direction
-  double pcie_latency_us = 1.0;
+  double pcie_latency_us = 0.3;
   bool pxn = true;  // route via NVLink to the destination's rail first (NCCL PXN)
 
   // Achievable fraction of each link's datasheet bandwidth for bulk transfers.

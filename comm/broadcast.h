@@ -1,0 +1,28 @@
+// comm broadcast — NCCL's ring broadcast: a pipelined chain from the root around the ring.
+//
+// C channels (one per NIC rail across nodes, as for rings), each carrying 1/C of the data along
+// its ring order rotated to start at the root (gpus[0]); the data is cut into P chunks of
+// 512 KiB (NCCL's Simple step size: 4 MiB buffer / 8 steps), capped by the expansion's flow
+// budget; chunk i crosses hop j at wave i + j, so the chain finishes after P + n − 2 waves.
+//
+// Closed form: T = base + Σ over hops of NCCL's Ring hop latency (paid by the first chunk) +
+// (P + n − 2) · c / (f · r) (plus physical path latency per later chunk), r the bottleneck
+// share. nccl-tests busbw = algbw for broadcast. Expansion: the same waves as flows.
+#ifndef TRAINSIM_COMM_BROADCAST_H_
+#define TRAINSIM_COMM_BROADCAST_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/schedule.h"
+#include "comm/topology.h"
+
+namespace trainsim::comm {
+
+// REQUIRES: gpus distinct, size >= 2, root = gpus[0]; bytes > 0.
+Schedule BuildBroadcastSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                uint64_t bytes);
+
+}  // namespace trainsim::comm
+
+#endif  // TRAINSIM_COMM_BROADCAST_H_

@@ -1,0 +1,269 @@
+#include "comm/collective.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "comm/broadcast.h"
+#include "comm/direct.h"
+#include "comm/hierarchical.h"
+#include "comm/nccl_model.h"
+#include "comm/ring.h"
+#include "comm/schedule.h"
+#include "comm/tree.h"
+
+namespace trainsim::comm {
+
+namespace {
+
+constexpr Op kOps[] = {Op::kAllReduce, Op::kReduceScatter, Op::kAllGather,
+                       Op::kBroadcast, Op::kAllToAll,      Op::kSendRecv};
+constexpr Algo kAlgos[] = {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kHierarchical,
+                           Algo::kDirect};
+
+template <typename T, size_t N, typename NameFn>
+std::string Names(const T (&values)[N], NameFn name) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    if (i > 0) out += ", ";
+    out += name(values[i]);
+  }
+  return out;
+}
+
+Result<Schedule> BuildSchedule(const Topology& topology, Op op, Algo algo,
+                               const std::vector<int>& gpus, uint64_t bytes) {
+  switch (algo) {
+    case Algo::kRing:
+      if (op == Op::kBroadcast) return BuildBroadcastSchedule(topology, gpus, bytes);
+      return BuildRingSchedule(topology, op, gpus, bytes);
+    case Algo::kTree:
+      return BuildTreeSchedule(topology, gpus, bytes);
+    case Algo::kHierarchical:
+      return BuildHierarchicalSchedule(topology, gpus, bytes);
+    case Algo::kDirect:
+      if (op == Op::kSendRecv) return BuildSendRecvSchedule(topology, gpus, bytes);
+      return BuildAllToAllSchedule(topology, gpus, bytes);
+    case Algo::kAuto:
+      break;
+  }
+  return Status::Internal("BuildSchedule called with algo auto");
+}
+
+struct Choice {
+  Algo algo = Algo::kRing;
+  Protocol protocol = Protocol::kSimple;
+  double time_s = std::numeric_limits<double>::infinity();
+  Schedule schedule;
+};
+
+// Prices every candidate (algorithm, protocol) and keeps the fastest; the first wins ties.
+Result<Choice> Choose(const Topology& topology, const CollectiveSpec& spec) {
+  std::vector<Algo> candidates;
+  if (spec.algo == Algo::kAuto) {
+    candidates = AlgorithmsFor(spec.op);
+  } else {
+    candidates = {spec.algo};
+  }
+  const std::vector<Protocol> protocols(std::begin(kAllProtocols), std::end(kAllProtocols));
+  Choice best;
+  Status last_error = Status::Ok();
+  bool found = false;
+  for (Algo algo : candidates) {
+    Result<Schedule> schedule = BuildSchedule(topology, spec.op, algo, spec.gpus, spec.bytes);
+    if (!schedule.ok()) {
+      last_error = schedule.status();
+      continue;
+    }
+    const std::vector<double> times = EvaluateSchedule(topology, *schedule, protocols);
+    bool improved = false;
+    for (size_t k = 0; k < protocols.size(); ++k) {
+      if (times[k] < best.time_s) {
+        best.time_s = times[k];
+        best.algo = algo;
+        best.protocol = protocols[k];
+        improved = true;
+      }
+    }
+    if (improved) best.schedule = std::move(schedule).value();
+    found = true;
+  }
+  if (!found) return last_error;
+  return best;
+}
+
+}  // namespace
+
+std::string_view OpName(Op op) {
+  switch (op) {
+    case Op::kAllReduce:
+      return "all_reduce";
+    case Op::kReduceScatter:
+      return "reduce_scatter";
+    case Op::kAllGather:
+      return "all_gather";
+    case Op::kBroadcast:
+      return "broadcast";
+    case Op::kAllToAll:
+      return "all_to_all";
+    case Op::kSendRecv:
+      return "send_recv";
+  }
+  return "?";
+}
+
+std::string_view AlgoName(Algo algo) {
+  switch (algo) {
+    case Algo::kAuto:
+      return "auto";
+    case Algo::kRing:
+      return "ring";
+    case Algo::kTree:
+      return "tree";
+    case Algo::kHierarchical:
+      return "hierarchical";
+    case Algo::kDirect:
+      return "direct";
+  }
+  return "?";
+}
+
+std::string_view ProtocolName(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::kLL:
+      return "LL";
+    case Protocol::kLL128:
+      return "LL128";
+    case Protocol::kSimple:
+      return "Simple";
+  }
+  return "?";
+}
+
+Result<Op> ParseOp(std::string_view name) {
+  for (Op op : kOps) {
+    if (OpName(op) == name) return op;
+  }
+  return Status::InvalidArgument("unknown op '" + std::string(name) + "'; valid ops: " +
+                                 Names(kOps, [](Op o) { return std::string(OpName(o)); }));
+}
+
+Result<Algo> ParseAlgo(std::string_view name) {
+  for (Algo algo : kAlgos) {
+    if (AlgoName(algo) == name) return algo;
+  }
+  return Status::InvalidArgument(
+      "unknown algorithm '" + std::string(name) +
+      "'; valid algorithms: " + Names(kAlgos, [](Algo a) { return std::string(AlgoName(a)); }));
+}
+
+std::vector<Algo> AlgorithmsFor(Op op) {
+  switch (op) {
+    case Op::kAllReduce:
+      return {Algo::kRing, Algo::kTree, Algo::kHierarchical};
+    case Op::kReduceScatter:
+    case Op::kAllGather:
+    case Op::kBroadcast:
+      return {Algo::kRing};
+    case Op::kAllToAll:
+    case Op::kSendRecv:
+      return {Algo::kDirect};
+  }
+  return {};
+}
+
+double BusBandwidthFactor(Op op, int n) {
+  const double nd = static_cast<double>(n);
+  switch (op) {
+    case Op::kAllReduce:
+      return 2.0 * (nd - 1.0) / nd;
+    case Op::kReduceScatter:
+    case Op::kAllGather:
+    case Op::kAllToAll:
+      return (nd - 1.0) / nd;
+    case Op::kBroadcast:
+    case Op::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+std::vector<int> FirstGpus(int n) {
+  std::vector<int> gpus(static_cast<size_t>(std::max(n, 0)));
+  for (int i = 0; i < n; ++i) gpus[static_cast<size_t>(i)] = i;
+  return gpus;
+}
+
+Status ValidateCollective(const Topology& topology, const CollectiveSpec& spec) {
+  if (spec.algo != Algo::kAuto) {
+    const std::vector<Algo> valid = AlgorithmsFor(spec.op);
+    if (std::find(valid.begin(), valid.end(), spec.algo) == valid.end()) {
+      std::string names = "auto";
+      for (Algo a : valid) names += ", " + std::string(AlgoName(a));
+      return Status::InvalidArgument("algorithm '" + std::string(AlgoName(spec.algo)) +
+                                     "' does not implement " + std::string(OpName(spec.op)) +
+                                     "; valid: " + names);
+    }
+  }
+  if (spec.gpus.empty()) return Status::InvalidArgument("the group has no GPUs");
+  if (spec.op == Op::kSendRecv && spec.gpus.size() != 2) {
+    return Status::InvalidArgument("send_recv needs exactly two GPUs {src, dst}, got " +
+                                   std::to_string(spec.gpus.size()));
+  }
+  if (spec.gpus.size() > static_cast<size_t>(topology.num_gpus())) {
+    return Status::InvalidArgument("group of " + std::to_string(spec.gpus.size()) +
+                                   " GPUs is larger than the cluster (" +
+                                   std::to_string(topology.num_gpus()) + " GPUs)");
+  }
+  std::vector<int> sorted = spec.gpus;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 0 || sorted.back() >= topology.num_gpus()) {
+    return Status::InvalidArgument("GPU id out of range: the cluster has GPUs 0.." +
+                                   std::to_string(topology.num_gpus() - 1));
+  }
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return Status::InvalidArgument(
+        "the group lists GPU " + std::to_string(*std::adjacent_find(sorted.begin(), sorted.end())) +
+        " twice");
+  }
+  if (spec.bytes == 0) return Status::InvalidArgument("size must be > 0 bytes");
+  return Status::Ok();
+}
+
+Result<CollectiveEstimate> EstimateCollective(const Topology& topology,
+                                              const CollectiveSpec& spec) {
+  TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
+  if (spec.gpus.size() == 1) {
+    const std::vector<Algo> algos = AlgorithmsFor(spec.op);
+    return CollectiveEstimate{spec.algo == Algo::kAuto ? algos.front() : spec.algo,
+                              Protocol::kSimple, sim::Time::Zero()};
+  }
+  Result<Choice> choice = Choose(topology, spec);
+  if (!choice.ok()) return choice.status();
+  const auto time = sim::Time::FromSecondsChecked(choice->time_s);
+  if (!time.has_value()) {
+    return Status::FailedPrecondition("collective never completes: a link on its path is down");
+  }
+  return CollectiveEstimate{choice->algo, choice->protocol, *time};
+}
+
+Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
+                                         std::function<void()> on_done) {
+  const Topology& topology = network->topology();
+  TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
+  if (spec.gpus.size() == 1) {
+    network->engine()->Schedule(sim::Time::Zero(), std::move(on_done));
+    const std::vector<Algo> algos = AlgorithmsFor(spec.op);
+    return CollectiveEstimate{spec.algo == Algo::kAuto ? algos.front() : spec.algo,
+                              Protocol::kSimple, sim::Time::Zero()};
+  }
+  Result<Choice> choice = Choose(topology, spec);
+  if (!choice.ok()) return choice.status();
+  const auto time = sim::Time::FromSecondsChecked(choice->time_s);
+  RunSchedule(network, choice->schedule, choice->protocol, std::move(on_done));
+  return CollectiveEstimate{choice->algo, choice->protocol,
+                            time.has_value() ? *time : sim::Time::Max()};
+}
+
+}  // namespace trainsim::comm

@@ -1,0 +1,48 @@
+#include "comm/ring.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace trainsim::comm {
+
+Schedule BuildRingSchedule(const Topology& topology, Op op, const std::vector<int>& gpus,
+                           uint64_t bytes) {
+  const auto segments = SplitByNode(topology, gpus);
+  const int channels = ChannelCount(topology, segments);
+  const int64_t n = static_cast<int64_t>(gpus.size());
+  const int64_t steps = op == Op::kAllReduce ? 2 * (n - 1) : n - 1;
+  const uint64_t chunk = CeilDiv(bytes, static_cast<uint64_t>(n) * static_cast<uint64_t>(channels));
+  Schedule s;
+  s.family = LatencyFamily::kRing;
+  s.transfers.reserve(static_cast<size_t>(n * channels));
+  // Hops of each channel's ring, for the chain latency: K consecutive hops of the ring.
+  auto rings = std::make_shared<std::vector<std::vector<Hop>>>();
+  for (int c = 0; c < channels; ++c) {
+    const std::vector<int> order = RingOrder(topology, segments, c);
+    rings->emplace_back();
+    for (int64_t j = 0; j < n; ++j) {
+      rings->back().push_back(MakeHop(topology, order[static_cast<size_t>(j)],
+                                      order[static_cast<size_t>((j + 1) % n)]));
+      PipelinedTransfer t;
+      t.src_gpu = order[static_cast<size_t>(j)];
+      t.dst_gpu = order[static_cast<size_t>((j + 1) % n)];
+      t.payload_bytes = chunk;
+      t.first_wave = 0;
+      t.num_waves = steps;
+      s.transfers.push_back(t);
+    }
+  }
+  s.chain_latency_s = [rings, steps](const ProtocolCosts& costs) {
+    double worst = 0;
+    std::vector<double> lat;
+    for (const auto& ring : *rings) {
+      lat.clear();
+      for (const Hop& h : ring) lat.push_back(HopLatency(costs, h));
+      worst = std::max(worst, MaxCyclicWindowSum(lat, steps));
+    }
+    return worst;
+  };
+  return s;
+}
+
+}  // namespace trainsim::comm

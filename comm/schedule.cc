@@ -1,0 +1,288 @@
+#include "comm/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <utility>
+
+#include "comm/max_min.h"
+
+namespace trainsim::comm {
+
+namespace {
+
+// Wave boundaries where the active set changes.
+std::vector<int64_t> Boundaries(const Schedule& s) {
+  std::vector<int64_t> b;
+  b.reserve(s.transfers.size() * 3 + 1);
+  b.push_back(0);
+  for (const auto& t : s.transfers) {
+    b.push_back(t.first_wave);
+    b.push_back(t.first_wave + t.num_waves);
+  }
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
+bool ActiveAt(const PipelinedTransfer& t, int64_t wave) {
+  return t.first_wave <= wave && wave < t.first_wave + t.num_waves;
+}
+
+}  // namespace
+
+Hop MakeHop(const Topology& topology, int src_gpu, int dst_gpu) {
+  return Hop{HopClassOf(topology, src_gpu, dst_gpu),
+             topology.PathLatency(topology.Route(src_gpu, dst_gpu)).seconds()};
+}
+
+double HopLatency(const ProtocolCosts& costs, const Hop& hop) {
+  const double nccl = hop.hop_class == HopClass::kNvlink ? costs.nvlink_hop_s : costs.network_hop_s;
+  return std::max(nccl, hop.path_latency_s);
+}
+
+double MaxCyclicWindowSum(const std::vector<double>& values, int64_t k) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  if (n == 0 || k <= 0) return 0;
+  double total = 0;
+  for (double v : values) total += v;
+  const int64_t turns = k / n;
+  const int64_t rest = k % n;
+  double best = 0;
+  if (rest > 0) {
+    double window = 0;
+    for (int64_t i = 0; i < rest; ++i) window += values[static_cast<size_t>(i)];
+    best = window;
+    for (int64_t start = 1; start < n; ++start) {
+      window += values[static_cast<size_t>((start + rest - 1) % n)] -
+                values[static_cast<size_t>(start - 1)];
+      best = std::max(best, window);
+    }
+  }
+  return static_cast<double>(turns) * total + best;
+}
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+int64_t Schedule::total_waves() const {
+  int64_t w = 0;
+  for (const auto& t : transfers) w = std::max(w, t.first_wave + t.num_waves);
+  return w;
+}
+
+uint64_t Schedule::total_flows() const {
+  uint64_t n = 0;
+  for (const auto& t : transfers) n += static_cast<uint64_t>(t.num_waves);
+  return n;
+}
+
+HopClass HopClassOf(const Topology& topology, int src_gpu, int dst_gpu) {
+  return topology.node_of(src_gpu) == topology.node_of(dst_gpu) ? HopClass::kNvlink
+                                                                : HopClass::kNetwork;
+}
+
+std::vector<std::vector<int>> SplitByNode(const Topology& topology, std::vector<int> gpus) {
+  std::sort(gpus.begin(), gpus.end());
+  std::vector<std::vector<int>> segments;
+  for (int g : gpus) {
+    if (segments.empty() || topology.node_of(segments.back().front()) != topology.node_of(g)) {
+      segments.emplace_back();
+    }
+    segments.back().push_back(g);
+  }
+  return segments;
+}
+
+namespace {
+
+std::vector<int> DistinctNics(const Topology& topology, const std::vector<int>& segment) {
+  std::vector<int> nics;
+  for (int g : segment) {
+    const int nic = topology.nic_of(g);
+    if (std::find(nics.begin(), nics.end(), nic) == nics.end()) nics.push_back(nic);
+  }
+  return nics;
+}
+
+}  // namespace
+
+int ChannelCount(const Topology& topology, const std::vector<std::vector<int>>& segments) {
+  if (segments.size() <= 1) return 1;
+  return static_cast<int>(DistinctNics(topology, segments.front()).size());
+}
+
+std::vector<int> RingOrder(const Topology& topology, const std::vector<std::vector<int>>& segments,
+                           int channel) {
+  std::vector<int> order;
+  for (const auto& seg : segments) {
+    const std::vector<int> nics = DistinctNics(topology, seg);
+    const int want = nics[static_cast<size_t>(channel) % nics.size()];
+    size_t start = 0;
+    while (topology.nic_of(seg[start]) != want) ++start;
+    for (size_t k = 0; k < seg.size(); ++k) order.push_back(seg[(start + k) % seg.size()]);
+  }
+  return order;
+}
+
+int64_t PipelineChunks(uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t min_chunk_bytes,
+                       int64_t min_chunks, int64_t num_transfers) {
+  // NCCL (enqueue.cc) halves the tree chunk while there are fewer than depth·8 chunks, down to
+  // 128 KiB; we follow the same rule.
+  while (chunk_bytes > min_chunk_bytes &&
+         static_cast<int64_t>(CeilDiv(payload_bytes, chunk_bytes)) < min_chunks) {
+    chunk_bytes /= 2;
+  }
+  int64_t chunks = static_cast<int64_t>(CeilDiv(payload_bytes, std::max<uint64_t>(chunk_bytes, 1)));
+  chunks = std::max<int64_t>(chunks, 1);
+  // Simulation budget: at most kFlowBudget flows in the expansion (documented in
+  // docs/collectives.md; it only coarsens the chunking of very large pipelined collectives on
+  // very large groups).
+  const int64_t max_chunks =
+      std::max<int64_t>(1, static_cast<int64_t>(kFlowBudget) / std::max<int64_t>(num_transfers, 1));
+  return std::min(chunks, max_chunks);
+}
+
+std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& schedule,
+                                     const std::vector<Protocol>& protocols) {
+  const size_t np = protocols.size();
+  std::vector<double> total(np, 0.0);
+  for (size_t k = 0; k < np; ++k) {
+    const ProtocolCosts costs = NcclCosts(schedule.family, protocols[k]);
+    total[k] = schedule.launches * costs.base_s +
+               (schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
+  }
+  if (schedule.transfers.empty()) return total;
+
+  const size_t n = schedule.transfers.size();
+  std::vector<std::vector<LinkId>> paths(n);
+  for (size_t i = 0; i < n; ++i) {
+    topology.RouteInto(schedule.transfers[i].src_gpu, schedule.transfers[i].dst_gpu, &paths[i]);
+  }
+  std::vector<double> capacity(static_cast<size_t>(topology.num_links()));
+  for (size_t l = 0; l < capacity.size(); ++l) {
+    capacity[l] = topology.link(static_cast<LinkId>(l)).bandwidth_Bps;
+  }
+  const std::vector<int64_t> bounds = Boundaries(schedule);
+  const int64_t end_wave = schedule.total_waves();
+  MaxMinSolver solver;
+  std::vector<std::span<const LinkId>> active_paths;
+  std::vector<size_t> active;
+  std::vector<double> rates;
+  for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
+    const int64_t wave = bounds[b];
+    const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
+    active.clear();
+    active_paths.clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (ActiveAt(schedule.transfers[i], wave)) {
+        active.push_back(i);
+        active_paths.emplace_back(paths[i]);
+      }
+    }
+    if (active.empty()) continue;
+    solver.Solve(active_paths, capacity, &rates);
+    // Every transfer of a wave carries the same payload, so the slowest drain is at the lowest
+    // rate.
+    double min_rate = std::numeric_limits<double>::infinity();
+    for (double r : rates) min_rate = std::min(min_rate, r);
+    const uint64_t payload = schedule.transfers[active.front()].payload_bytes;
+    for (size_t k = 0; k < np; ++k) {
+      const double wire = static_cast<double>(WireBytes(payload, protocols[k]));
+      const double drain = min_rate > 0 ? wire / min_rate : std::numeric_limits<double>::infinity();
+      total[k] += static_cast<double>(next - wave) * drain;
+    }
+  }
+  return total;
+}
+
+namespace {
+
+// The expansion's state; owns itself and is deleted after on_done.
+class ScheduleRun {
+ public:
+  ScheduleRun(FlowNetwork* network, const Schedule& schedule, Protocol protocol,
+              std::function<void()> on_done)
+      : network_(network),
+        transfers_(schedule.transfers),
+        bounds_(Boundaries(schedule)),
+        end_wave_(schedule.total_waves()),
+        on_done_(std::move(on_done)) {
+    const Topology& topo = network->topology();
+    const ProtocolCosts costs = NcclCosts(schedule.family, protocol);
+    chain_latency_ =
+        sim::Time::FromSeconds(schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
+    const size_t n = transfers_.size();
+    paths_.resize(n);
+    wire_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& t = transfers_[i];
+      topo.RouteInto(t.src_gpu, t.dst_gpu, &paths_[i]);
+      wire_[i] = WireBytes(t.payload_bytes, protocol);
+    }
+  }
+
+  void Start() { StartWave(); }
+
+ private:
+  void StartWave() {
+    while (wave_ < end_wave_) {
+      if (bound_index_ < bounds_.size() && bounds_[bound_index_] == wave_) {
+        ++bound_index_;
+        active_.clear();
+        for (size_t i = 0; i < transfers_.size(); ++i) {
+          if (ActiveAt(transfers_[i], wave_)) active_.push_back(i);
+        }
+      }
+      if (!active_.empty()) break;
+      ++wave_;  // an empty wave (never produced by the algorithms) costs nothing
+    }
+    if (wave_ >= end_wave_) {
+      auto done = std::move(on_done_);
+      const sim::Time latency = chain_latency_;
+      sim::Engine* engine = network_->engine();
+      delete this;
+      engine->Schedule(latency, [done = std::move(done)] {
+        if (done) done();
+      });
+      return;
+    }
+    pending_ = active_.size();
+    for (size_t i : active_) {
+      // The chain latency stands for every hop's latency, so flows add none of their own.
+      network_->StartFlow(
+          std::span<const LinkId>(paths_[i]), wire_[i], [this] { OnDelivered(); },
+          sim::Time::Zero(), /*charge_path_latency=*/false);
+    }
+  }
+
+  void OnDelivered() {
+    if (--pending_ > 0) return;
+    ++wave_;
+    StartWave();
+  }
+
+  FlowNetwork* network_;
+  std::vector<PipelinedTransfer> transfers_;
+  std::vector<int64_t> bounds_;
+  int64_t end_wave_;
+  std::function<void()> on_done_;
+  std::vector<std::vector<LinkId>> paths_;
+  std::vector<uint64_t> wire_;
+  sim::Time chain_latency_;
+  std::vector<size_t> active_;
+  size_t bound_index_ = 0;
+  int64_t wave_ = 0;
+  size_t pending_ = 0;
+};
+
+}  // namespace
+
+void RunSchedule(FlowNetwork* network, const Schedule& schedule, Protocol protocol,
+                 std::function<void()> on_done) {
+  auto* run = new ScheduleRun(network, schedule, protocol, std::move(on_done));
+  const double base_s = schedule.launches * NcclCosts(schedule.family, protocol).base_s;
+  network->engine()->Schedule(sim::Time::FromSeconds(base_s), [run] { run->Start(); });
+}
+
+}  // namespace trainsim::comm

@@ -1,0 +1,213 @@
+#include "comm/tree.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace trainsim::comm {
+
+namespace {
+
+// ncclGetBtree's parent rule.
+int BtreeParent(int rank, int n) {
+  if (rank == 0) return -1;
+  int bit = 1;
+  while (bit < n && (bit & rank) == 0) bit <<= 1;
+  int up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  return up;
+}
+
+}  // namespace
+
+std::vector<int> DoubleBinaryTreeParents(int n, int which) {
+  std::vector<int> parent(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    int p;
+    if (which == 0) {
+      p = BtreeParent(r, n);
+    } else if (n % 2 == 1) {  // shift by one
+      const int u = BtreeParent((r - 1 + n) % n, n);
+      p = u == -1 ? -1 : (u + 1) % n;
+    } else {  // mirror
+      const int u = BtreeParent(n - 1 - r, n);
+      p = u == -1 ? -1 : n - 1 - u;
+    }
+    parent[static_cast<size_t>(r)] = p;
+  }
+  return parent;
+}
+
+Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpus, uint64_t bytes) {
+  const auto segments = SplitByNode(topology, gpus);
+  const int channels = ChannelCount(topology, segments);
+  const int nodes = static_cast<int>(segments.size());
+  int64_t max_m = 0;
+  for (const auto& seg : segments)
+    max_m = std::max<int64_t>(max_m, static_cast<int64_t>(seg.size()));
+
+  // Per tree: parent, depth, height.
+  struct TreeShape {
+    std::vector<int> parent, depth, height;
+    int root_height = 0, max_depth = 0;
+  };
+  TreeShape trees[2];
+  for (int t = 0; t < 2; ++t) {
+    TreeShape& ts = trees[t];
+    ts.parent = DoubleBinaryTreeParents(nodes, t);
+    ts.depth.assign(static_cast<size_t>(nodes), 0);
+    ts.height.assign(static_cast<size_t>(nodes), 0);
+    for (int v = 0; v < nodes; ++v) {
+      int d = 0;
+      for (int u = v; ts.parent[static_cast<size_t>(u)] != -1;
+           u = ts.parent[static_cast<size_t>(u)])
+        ++d;
+      ts.depth[static_cast<size_t>(v)] = d;
+      ts.max_depth = std::max(ts.max_depth, d);
+    }
+    std::vector<int> by_depth(static_cast<size_t>(nodes));
+    for (int v = 0; v < nodes; ++v) by_depth[static_cast<size_t>(v)] = v;
+    std::stable_sort(by_depth.begin(), by_depth.end(), [&](int a, int b) {
+      return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
+    });
+    for (int v : by_depth) {
+      const int p = ts.parent[static_cast<size_t>(v)];
+      if (p >= 0) {
+        ts.height[static_cast<size_t>(p)] =
+            std::max(ts.height[static_cast<size_t>(p)], ts.height[static_cast<size_t>(v)] + 1);
+      } else {
+        ts.root_height = ts.height[static_cast<size_t>(v)];
+      }
+    }
+  }
+  // Transfers per (channel, tree, chunk): 2(n−1) (up and down edges).
+  const int64_t n = static_cast<int64_t>(gpus.size());
+  const int64_t transfers = 2 * channels * 2 * (n - 1);
+  const int depth_hops =
+      static_cast<int>(max_m - 1) + std::max(trees[0].max_depth, trees[1].max_depth);
+  const uint64_t per_tree = CeilDiv(bytes, 2 * static_cast<uint64_t>(channels));
+  const int64_t chunks =
+      PipelineChunks(per_tree, 512 * 1024, 128 * 1024, 8 * std::max(depth_hops, 1), transfers);
+  const uint64_t chunk = CeilDiv(per_tree, static_cast<uint64_t>(chunks));
+
+  Schedule s;
+  s.family = LatencyFamily::kTree;
+  s.transfers.reserve(static_cast<size_t>(transfers));
+  auto add = [&](int src, int dst, int64_t first_wave) {
+    PipelinedTransfer t;
+    t.src_gpu = src;
+    t.dst_gpu = dst;
+    t.payload_bytes = chunk;
+    t.first_wave = first_wave;
+    t.num_waves = chunks;
+    s.transfers.push_back(t);
+  };
+  // For the chain latency, per (channel, tree): each node's chain hops up and down, and the hop
+  // between its head and its parent's head (both directions).
+  struct NodeHops {
+    std::vector<Hop> chain_up, chain_down;
+    Hop to_parent, from_parent;
+  };
+  struct TreeHops {
+    std::vector<int> parent;
+    std::vector<int> deepest_first;  // nodes by decreasing depth
+    std::vector<NodeHops> nodes;
+  };
+  auto latency_trees = std::make_shared<std::vector<TreeHops>>();
+  for (int c = 0; c < channels; ++c) {
+    const std::vector<int> order = RingOrder(topology, segments, c);
+    // Chains per node: the channel's rotation of the node's GPUs; chain[0] is the head.
+    std::vector<std::vector<int>> chains;
+    size_t pos = 0;
+    for (const auto& seg : segments) {
+      chains.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(pos),
+                          order.begin() + static_cast<std::ptrdiff_t>(pos + seg.size()));
+      pos += seg.size();
+    }
+    for (int t = 0; t < 2; ++t) {
+      const TreeShape& ts = trees[t];
+      const int64_t down_start = (max_m - 1) + ts.root_height;
+      TreeHops th;
+      th.parent = ts.parent;
+      th.deepest_first.resize(static_cast<size_t>(nodes));
+      for (int v = 0; v < nodes; ++v) th.deepest_first[static_cast<size_t>(v)] = v;
+      std::stable_sort(th.deepest_first.begin(), th.deepest_first.end(), [&](int a, int b) {
+        return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
+      });
+      th.nodes.resize(static_cast<size_t>(nodes));
+      for (int v = 0; v < nodes; ++v) {
+        const auto& chain = chains[static_cast<size_t>(v)];
+        NodeHops& nh = th.nodes[static_cast<size_t>(v)];
+        for (size_t j = 1; j < chain.size(); ++j) {
+          nh.chain_up.push_back(MakeHop(topology, chain[j], chain[j - 1]));
+          nh.chain_down.push_back(MakeHop(topology, chain[j - 1], chain[j]));
+        }
+        const int p = ts.parent[static_cast<size_t>(v)];
+        if (p >= 0) {
+          nh.to_parent = MakeHop(topology, chain[0], chains[static_cast<size_t>(p)][0]);
+          nh.from_parent = MakeHop(topology, chains[static_cast<size_t>(p)][0], chain[0]);
+        }
+      }
+      latency_trees->push_back(std::move(th));
+      for (int v = 0; v < nodes; ++v) {
+        const auto& chain = chains[static_cast<size_t>(v)];
+        const int64_t m = static_cast<int64_t>(chain.size());
+        const int depth = ts.depth[static_cast<size_t>(v)];
+        // Reduce: chain towards the head.
+        for (int64_t j = 1; j < m; ++j) {
+          add(chain[static_cast<size_t>(j)], chain[static_cast<size_t>(j - 1)], (max_m - 1) - j);
+        }
+        const int p = ts.parent[static_cast<size_t>(v)];
+        if (p >= 0) {
+          const int head = chain[0];
+          const int parent_head = chains[static_cast<size_t>(p)][0];
+          add(head, parent_head, (max_m - 1) + ts.height[static_cast<size_t>(v)]);  // reduce up
+          add(parent_head, head, down_start + depth - 1);                           // bcast down
+        }
+        // Broadcast: head down the chain.
+        for (int64_t j = 0; j + 1 < m; ++j) {
+          add(chain[static_cast<size_t>(j)], chain[static_cast<size_t>(j + 1)],
+              down_start + depth + j);
+        }
+      }
+    }
+  }
+  // Leaf → root → leaf: a head can send up once its chain and all its children have reported;
+  // the root then sends down, and each node passes the result down its chain.
+  s.chain_latency_s = [latency_trees](const ProtocolCosts& costs) {
+    double worst = 0;
+    std::vector<double> up, down;
+    for (const TreeHops& th : *latency_trees) {
+      const size_t nodes = th.nodes.size();
+      up.assign(nodes, 0.0);
+      down.assign(nodes, 0.0);
+      for (size_t v = 0; v < nodes; ++v) {
+        for (const Hop& h : th.nodes[v].chain_up) up[v] += HopLatency(costs, h);
+      }
+      double root_ready = 0;
+      for (int v : th.deepest_first) {  // children before parents
+        const int p = th.parent[static_cast<size_t>(v)];
+        if (p >= 0) {
+          const double arrive = up[static_cast<size_t>(v)] +
+                                HopLatency(costs, th.nodes[static_cast<size_t>(v)].to_parent);
+          up[static_cast<size_t>(p)] = std::max(up[static_cast<size_t>(p)], arrive);
+        } else {
+          root_ready = up[static_cast<size_t>(v)];
+        }
+      }
+      // Parents before children: reverse of deepest-first.
+      for (auto it = th.deepest_first.rbegin(); it != th.deepest_first.rend(); ++it) {
+        const size_t v = static_cast<size_t>(*it);
+        const int p = th.parent[v];
+        down[v] = p < 0 ? root_ready
+                        : down[static_cast<size_t>(p)] + HopLatency(costs, th.nodes[v].from_parent);
+        double chain = 0;
+        for (const Hop& h : th.nodes[v].chain_down) chain += HopLatency(costs, h);
+        worst = std::max(worst, down[v] + chain);
+      }
+    }
+    return worst;
+  };
+  return s;
+}
+
+}  // namespace trainsim::comm
