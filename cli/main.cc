@@ -9,8 +9,6 @@
 #include "cli/calibrate_command.h"
 #include "cli/check_command.h"
 #include "cli/commands.h"
-#include "cli/run_command.h"
-#include "cli/validate_command.h"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
@@ -27,8 +25,6 @@ int main(int argc, char** argv) {
 
   // One line per command (cli/commands.h).
   trainsim::cli::AddCheckCommand(app, &exit_code);
-  trainsim::cli::AddRunCommand(app, &exit_code);
-  trainsim::cli::AddValidateCommand(app, &exit_code);
   trainsim::cli::AddCalibrateCommand(app, &exit_code);
 
   // A first word that is neither an option nor a command is the commonest slip; say so plainly.
