@@ -10,10 +10,10 @@
 //
 // Mapping to recovery (stated here, used by default): causes in the GPU, network and host
 // categories take their node out of the job until it is repaired (needs_replacement = true,
-// repair 24 h); software causes (bugs, NCCL watchdog timeouts, dependencies) restart in place
-// (needs_replacement = false, repair 0). The 24 h is an assumption, not a measurement: a failed
-// node is drained, diagnosed, has its part swapped and passes burn-in before it returns; it only
-// matters once spares run out, so it is configurable per cause.
+// repair 4 h); software causes (bugs, NCCL watchdog timeouts, dependencies) restart in place
+// (needs_replacement = false, repair 0). The 4 h is an assumption, not a measurement (the same
+// as scenario.proto's recovery.repair_time default): a reboot-diagnose-swap cycle; no single
+// published figure exists. It only matters once spares run out; set it for your site.
 //
 // Processes. EXPONENTIAL: every node fails as a Poisson process of rate λ; the superposition over
 // N nodes is Poisson with rate N·λ, so the process draws the next cluster-wide failure time and
@@ -23,7 +23,7 @@
 // node's clock restarts at each of its failures (a replaced node is new; a software restart is
 // treated the same, an approximation). All nodes start at age 0 (a freshly started cluster), so
 // with k < 1 the first days see more failures than the long-run rate (infant mortality).
-// Default shape 0.8: Schroeder & Gibson (DSN'06) fit Weibull shapes of 0.7–0.8 to HPC node
+// Default shape 0.75: Schroeder & Gibson (DSN'06) fit Weibull shapes of 0.7–0.8 to HPC node
 // inter-failure times.
 //
 // Invariants: arrivals come in non-decreasing time order; the cause and node of each arrival are
@@ -48,9 +48,9 @@ namespace trainsim::checkpoint {
 // Llama 3: 419 unexpected interruptions / (54 days × 2,048 nodes).
 inline constexpr double kLlama3NodeDayRate = 419.0 / (54.0 * 2048.0);
 // Default repair time for a cause that takes its node out (see the header comment).
-inline constexpr int64_t kDefaultRepairHours = 24;
+inline constexpr int64_t kDefaultRepairHours = 4;
 // Default Weibull shape (Schroeder & Gibson, DSN'06: 0.7–0.8 for node inter-failure times).
-inline constexpr double kDefaultWeibullShape = 0.8;
+inline constexpr double kDefaultWeibullShape = 0.75;
 
 struct FailureCause {
   std::string name;      // "Faulty GPU"

@@ -25,8 +25,8 @@ std::string ClusterState::Key() const {
     key += buf;
   }
   key += ";link=";
-  for (const auto& [node, f] : node_link_factor) {
-    std::snprintf(buf, sizeof(buf), "%d:%.17g,", node, f);
+  for (const auto& [nic, f] : nic_link_factor) {
+    std::snprintf(buf, sizeof(buf), "%d:%.17g,", nic, f);
     key += buf;
   }
   std::snprintf(buf, sizeof(buf), ";ckpt=%.17g", checkpoint_traffic_share);
@@ -118,11 +118,14 @@ std::string ScheduledFault::Describe() const {
     case Kind::kNic:
       return "nic " + std::to_string(id) + " goes down at " + at_s;
     case Kind::kLinkDegraded:
-      return "node " + std::to_string(id) + "'s network runs at " + f + "x from " + at_s + dur;
+      return "nic " + std::to_string(id) + "'s link runs at " + f + "x bandwidth from " + at_s +
+             dur;
     case Kind::kStraggler:
       return "gpu " + std::to_string(id) + " slows by " + f + "x from " + at_s + dur;
     case Kind::kSoftwareHang:
-      return "software hang at " + at_s;
+      return "software crash at " + at_s;
+    case Kind::kHang:
+      return "gpu " + std::to_string(id) + " hangs at " + at_s;
   }
   return "?";
 }
@@ -173,7 +176,15 @@ CheckpointHardware HardwareOf(const RunConfig& c) {
 }  // namespace
 
 Status ValidateRunConfig(const RunConfig& c) {
-  if (c.total_steps <= 0) {
+  if (c.wall_time_limit) {
+    if (*c.wall_time_limit <= sim::Time()) {
+      return Status::InvalidArgument("training.duration must be positive, got " +
+                                     sim::FormatDuration(*c.wall_time_limit));
+    }
+    if (c.total_steps < 0) {
+      return Status::InvalidArgument("training: the step cap must be >= 0 (0 = none)");
+    }
+  } else if (c.total_steps <= 0) {
     return Status::InvalidArgument("training: the number of steps must be positive, got " +
                                    Str(c.total_steps));
   }
@@ -187,6 +198,9 @@ Status ValidateRunConfig(const RunConfig& c) {
   if (int64_t{c.tp} * c.pp * c.dp != gpus) {
     return Status::InvalidArgument("parallelism: tp*pp*dp = " + Str(int64_t{c.tp} * c.pp * c.dp) +
                                    " must equal the job's GPUs (" + Str(gpus) + ")");
+  }
+  if (c.max_wall_time <= sim::Time()) {
+    return Status::InvalidArgument("max_wall_time must be positive");
   }
   if (c.spare_nodes < 0) {
     return Status::InvalidArgument("cluster.spare_nodes must be >= 0, got " + Str(c.spare_nodes));
@@ -225,6 +239,10 @@ Status ValidateRunConfig(const RunConfig& c) {
   TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.comm_init_per_gpu, "recovery.comm_init_per_gpu"));
   TRAINSIM_RETURN_IF_ERROR(
       CheckNonNegative(r.scheduled_repair_time, "recovery.scheduled_repair_time"));
+  if (r.min_dp < 1 || r.min_dp > c.dp) {
+    return Status::InvalidArgument("recovery.min_dp must be in [1, dp=" + Str(c.dp) + "], got " +
+                                   Str(r.min_dp));
+  }
   TRAINSIM_RETURN_IF_ERROR(c.failures.Validate());
   if (!std::isfinite(c.usd_per_gpu_hour) || c.usd_per_gpu_hour < 0) {
     return Status::InvalidArgument("cost.usd_per_gpu_hour must be >= 0");
@@ -239,15 +257,16 @@ Status ValidateRunConfig(const RunConfig& c) {
     switch (f.kind) {
       case ScheduledFault::Kind::kGpu:
       case ScheduledFault::Kind::kStraggler:
+      case ScheduledFault::Kind::kHang:
         limit = gpus;
         what = "gpu";
         break;
       case ScheduledFault::Kind::kNode:
-      case ScheduledFault::Kind::kLinkDegraded:
         limit = c.nodes;
         what = "node";
         break;
       case ScheduledFault::Kind::kNic:
+      case ScheduledFault::Kind::kLinkDegraded:
         limit = int64_t{c.nodes} * c.nics_per_node;
         what = "nic";
         break;
@@ -268,6 +287,11 @@ Status ValidateRunConfig(const RunConfig& c) {
         !(std::isfinite(f.factor) && f.factor > 0 && f.factor <= 1)) {
       return Status::InvalidArgument(where +
                                      "a degraded link's bandwidth factor must be in (0, 1]");
+    }
+    if (c.wall_time_limit && f.at >= *c.wall_time_limit) {
+      return Status::InvalidArgument(where + f.Describe() +
+                                     " is at or after the end of training (training.duration " +
+                                     sim::FormatDuration(*c.wall_time_limit) + ")");
     }
   }
   return Status::Ok();
@@ -323,6 +347,7 @@ namespace {
 constexpr int kPrioProgress = 0;
 constexpr int kPrioState = 1;
 constexpr int kPrioFailure = 2;
+constexpr int kPrioEnd = 3;  // the wall-time limit comes after everything at that instant
 
 struct Snapshot {
   int index = 0;  // 0 = the start of training
@@ -409,6 +434,10 @@ class RunSim {
   bool NodeInService(int node) const;
   void ScheduleNextStochastic();
   void ScheduleFaults();
+  void OnWallTimeLimit();
+  int64_t StepGoal() const {
+    return c_.total_steps > 0 ? c_.total_steps : std::numeric_limits<int64_t>::max();
+  }
 
   const RunConfig& c_;
   const CheckpointCosts costs_;
@@ -499,7 +528,7 @@ void RunSim::Rollback(const Snapshot& s) {
 }
 
 bool RunSim::CheckpointDue() const {
-  if (!bg_.empty() || step_ >= c_.total_steps) return false;
+  if (!bg_.empty() || step_ >= StepGoal()) return false;
   switch (interval_.kind) {
     case CheckpointInterval::Kind::kSteps:
       return step_ >= next_ckpt_step_;
@@ -516,7 +545,7 @@ void RunSim::ResetInterval() {
 }
 
 void RunSim::PlanBlock() {
-  if (step_ >= c_.total_steps) {
+  if (step_ >= StepGoal()) {
     phase_ = Phase::kDone;
     return;
   }
@@ -533,7 +562,7 @@ void RunSim::PlanBlock() {
       if (p.second != 1.0) s.gpu_slowdown.push_back(p);
     }
     for (const auto& p : link) {
-      if (p.second != 1.0) s.node_link_factor.push_back(p);
+      if (p.second != 1.0) s.nic_link_factor.push_back(p);
     }
     double share = 0;
     for (const BackgroundOp& op : bg_) share += op.share;
@@ -545,7 +574,12 @@ void RunSim::PlanBlock() {
     state_dirty_ = false;
   }
   if (CheckpointDue()) return StartCheckpoint();
-  int64_t n = c_.total_steps - step_;
+  int64_t n = StepGoal() - step_;
+  if (c_.wall_time_limit) {
+    // No need to plan past the limit (its event ends the run).
+    const int64_t rem = (*c_.wall_time_limit - engine_.now()).nanos();
+    n = std::min(n, std::max<int64_t>(1, (rem + tau_.nanos() - 1) / tau_.nanos()));
+  }
   if (bg_.empty()) {
     if (interval_.kind == CheckpointInterval::Kind::kSteps) {
       n = std::min(n, next_ckpt_step_ - step_);
@@ -796,7 +830,7 @@ void RunSim::TryRecover() {
         }
       }
     }
-    if (live_ - static_cast<int>(drop.size()) >= 1) {
+    if (live_ - static_cast<int>(drop.size()) >= std::max(1, c_.recovery.min_dp)) {
       for (int r : drop) replica_dropped_[r] = 1;
       live_ -= static_cast<int>(drop.size());
       for (int n : incident_nodes_) {
@@ -900,6 +934,30 @@ void RunSim::Rejoin(const Snapshot& s) {
   StartRestart(false);
 }
 
+void RunSim::OnWallTimeLimit() {
+  // The job's time is up: the step in flight is lost, an unfinished phase counts as what it was.
+  const sim::Time now = engine_.now();
+  switch (phase_) {
+    case Phase::kRunning:
+    case Phase::kStall:
+      InterruptProgress();
+      break;
+    case Phase::kDetecting:
+      cum_.detection += now - phase_start_;
+      break;
+    case Phase::kWaiting:
+      cum_.waiting += now - phase_start_;
+      break;
+    case Phase::kRestarting:
+      cum_.restart += now - phase_start_;
+      break;
+    case Phase::kDone:
+      return;
+  }
+  Log("training.duration reached at step " + Str(step_));
+  phase_ = Phase::kDone;
+}
+
 void RunSim::ScheduleNextStochastic() {
   FailureProcess::Arrival a = process_->Next();
   if (a.at.is_max()) return;
@@ -926,9 +984,11 @@ void RunSim::ScheduleFaults() {
       case ScheduledFault::Kind::kGpu:
       case ScheduledFault::Kind::kNode:
       case ScheduledFault::Kind::kNic:
-      case ScheduledFault::Kind::kSoftwareHang: {
+      case ScheduledFault::Kind::kSoftwareHang:
+      case ScheduledFault::Kind::kHang: {
         FailureInput in;
-        in.needs_replacement = f.kind != ScheduledFault::Kind::kSoftwareHang;
+        in.needs_replacement =
+            f.kind != ScheduledFault::Kind::kSoftwareHang && f.kind != ScheduledFault::Kind::kHang;
         in.repair_time = c_.recovery.scheduled_repair_time;
         if (f.kind == ScheduledFault::Kind::kGpu) {
           in.node = f.id / c_.gpus_per_node;
@@ -938,12 +998,15 @@ void RunSim::ScheduleFaults() {
           in.node = f.id;
           in.cause = "scheduled node";
           in.what = "node " + Str(f.id);
+        } else if (f.kind == ScheduledFault::Kind::kHang) {
+          in.cause = "scheduled hang";
+          in.what = "gpu " + Str(f.id) + " (node " + Str(f.id / c_.gpus_per_node) + ") hang";
         } else if (f.kind == ScheduledFault::Kind::kNic) {
           in.node = f.id / c_.nics_per_node;
           in.cause = "scheduled nic";
           in.what = "nic " + Str(f.id) + " (node " + Str(in.node) + ")";
         } else {
-          in.cause = "scheduled software hang";
+          in.cause = "scheduled software crash";
           in.what = "software";
         }
         engine_.ScheduleAt(
@@ -1008,6 +1071,23 @@ Result<RunReport> RunSim::Run() {
     ScheduleNextStochastic();
   }
   ScheduleFaults();
+  if (c_.wall_time_limit) {
+    engine_.ScheduleAt(
+        *c_.wall_time_limit, [this] { OnWallTimeLimit(); }, kPrioEnd);
+  }
+  if (!c_.wall_time_limit || *c_.wall_time_limit > c_.max_wall_time) {
+    engine_.ScheduleAt(
+        c_.max_wall_time,
+        [this] {
+          Fail(Status::FailedPrecondition(
+              "the run had not finished after " + sim::FormatDuration(c_.max_wall_time) +
+              " of simulated time (step " + Str(step_) + " of " + Str(c_.total_steps) + ", " +
+              Str(report_.failures) +
+              " failures): failures undo progress faster than checkpoints save it; checkpoint "
+              "more often, or lower the failure rate"));
+        },
+        kPrioEnd);
+  }
   ResetInterval();
   phase_ = Phase::kRunning;
   PlanBlock();
@@ -1021,7 +1101,7 @@ Result<RunReport> RunSim::Run() {
   const sim::Time wall = engine_.now();
   report_.wall_time = wall;
   report_.breakdown = cum_;
-  report_.total_steps = c_.total_steps;
+  report_.total_steps = step_;
   report_.checkpoint_costs = costs_;
   report_.interval_used = interval_;
   report_.interval_used_s =
@@ -1030,11 +1110,13 @@ Result<RunReport> RunSim::Run() {
     report_.goodput = cum_.useful.seconds() / wall.seconds();
     report_.ettr = (cum_.useful + cum_.exposed_comm + cum_.bubble).seconds() / wall.seconds();
   }
-  report_.gpu_hours = gpus * wall.seconds() / 3600.0;
+  const int billed_nodes = c_.nodes + (c_.bill_spares ? c_.spare_nodes : 0);
+  report_.gpu_hours = double(billed_nodes) * c_.gpus_per_node * wall.seconds() / 3600.0;
   report_.cost_usd = report_.gpu_hours * c_.usd_per_gpu_hour;
   report_.distinct_step_states = cache_->distinct_states();
   if (report_.breakdown.Total() != wall ||
-      report_.steps_executed - report_.steps_rolled_back != c_.total_steps) {
+      report_.steps_executed - report_.steps_rolled_back != step_ ||
+      (!c_.wall_time_limit && step_ != c_.total_steps)) {
     return Status::Internal("run accounting does not add up (a bug)");
   }
   return std::move(report_);
@@ -1073,7 +1155,7 @@ Result<RunReport> SimulateRunUnchecked(const RunConfig& config, StepTimeCache& s
 
 // Rejects scheduled faults at or after the end of the fault-free run.
 Status CheckFaultsBeforeEnd(const RunConfig& config, StepTimeCache& step_times) {
-  if (config.faults.empty()) return Status::Ok();
+  if (config.faults.empty() || config.wall_time_limit) return Status::Ok();  // see Validate
   RunConfig clean = config;
   clean.faults.clear();
   clean.record_events = false;

@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,8 +66,9 @@ struct ClusterState {
   int live_dp_replicas = 0;  // data-parallel replicas training (DP when healthy)
   // Per-GPU slowdown factors (> 1 slower), sorted by GPU id, one entry per slowed GPU.
   std::vector<std::pair<int, double>> gpu_slowdown;
-  // Per-node network bandwidth factors (0 < f < 1 degraded), sorted by node id.
-  std::vector<std::pair<int, double>> node_link_factor;
+  // Per-NIC link bandwidth factors (0 < f < 1 degraded), sorted by NIC id (node ·
+  // nics_per_node + local index; the cable from that NIC to its leaf switch).
+  std::vector<std::pair<int, double>> nic_link_factor;
   // Fraction of each node's network bandwidth used by a background checkpoint write (0 = none).
   double checkpoint_traffic_share = 0;
 
@@ -117,7 +119,7 @@ struct CheckpointInterval {
 struct CheckpointConfig {
   CheckpointPolicy policy = CheckpointPolicy::kSync;
   CheckpointInterval interval;
-  int persistent_every = 4;  // IN_MEMORY: every k-th checkpoint also goes to storage
+  int persistent_every = 10;  // IN_MEMORY: every k-th checkpoint also goes to storage
   CheckpointSpec spec;
   CheckpointHardware hardware;  // nodes/gpus_per_node are filled from RunConfig
 };
@@ -129,19 +131,23 @@ struct RecoveryConfig {
   // reports 10–30 s). REFERENCES.md, "Failure detection and restart".
   sim::Time collective_timeout = sim::Time::Minutes(10);
   sim::Time heartbeat_delay = sim::Time::Seconds(30);
-  // Scheduler requeue and process start (loading the framework, CUDA context, data loaders):
-  // 3 + 2 min, so that with communicator init and checkpoint load a restart lands in Meta's
-  // u0 = 5–20 min (Kokolis et al., 2024).
-  sim::Time scheduler_requeue = sim::Time::Minutes(3);
-  sim::Time process_start = sim::Time::Minutes(2);
+  // Scheduler requeue and node allocation (2 min) and process start — container, imports,
+  // model construction, CUDA context (3 min): with communicator init and checkpoint load a
+  // restart lands in Meta's u0 = 5–20 min (Kokolis et al., 2024). Same defaults as
+  // scenarios/scenario.proto.
+  sim::Time scheduler_requeue = sim::Time::Minutes(2);
+  sim::Time process_start = sim::Time::Minutes(3);
   // NCCL communicator initialisation = base + per_gpu × GPUs. Linear because the bootstrap
-  // exchanges every rank's address through a ring/root (O(N) messages). 5 s + 1.5 ms per GPU
-  // gives 23 s at 12,288 GPUs, in line with MegaScale's "under 30 s at > 10k GPUs" after its
+  // exchanges every rank's address through a ring/root (O(N) messages). 10 s + 2 ms per GPU
+  // gives 35 s at 12,288 GPUs, the order of MegaScale's "under 30 s at > 10k GPUs" after its
   // optimisations (NSDI'24); unoptimised stacks were far slower (1,047 s at 2,048 GPUs).
-  sim::Time comm_init_base = sim::Time::Seconds(5);
-  sim::Time comm_init_per_gpu = sim::Time::Micros(1500);
+  sim::Time comm_init_base = sim::Time::Seconds(10);
+  sim::Time comm_init_per_gpu = sim::Time::Millis(2);
   // Repair time of a scheduled GPU/node/NIC failure (stochastic causes carry their own).
   sim::Time scheduled_repair_time = sim::Time::Hours(kDefaultRepairHours);
+  // ELASTIC: the smallest number of data-parallel replicas the job continues with; below it,
+  // the job waits for repairs instead.
+  int min_dp = 1;
 
   sim::Time DetectionDelay() const {
     return detection == DetectionMechanism::kHeartbeat ? heartbeat_delay : collective_timeout;
@@ -153,9 +159,10 @@ struct ScheduledFault {
     kGpu,           // GPU `id` fails: its node leaves the job until repaired
     kNode,          // node `id` fails
     kNic,           // NIC `id` goes down (node = id / nics_per_node): the node leaves the job
-    kLinkDegraded,  // node `id`'s network runs at `factor` (0 < f < 1) for `duration`
+    kLinkDegraded,  // NIC `id`'s link runs at `factor` (0 < f < 1) of its bandwidth for `duration`
     kStraggler,     // GPU `id` runs `factor` (> 1) times slower for `duration`
-    kSoftwareHang,  // the job hangs (id ignored): detection and restart in place
+    kSoftwareHang,  // the job crashes or hangs (id ignored): detection and restart in place
+    kHang,          // GPU `id`'s rank stops making progress: detection and restart in place
   };
   Kind kind = Kind::kGpu;
   int id = 0;
@@ -167,7 +174,11 @@ struct ScheduledFault {
 };
 
 struct RunConfig {
+  // Training goal: `total_steps` steps; or, when wall_time_limit is set, as many steps as fit
+  // in that wall time (total_steps, if > 0, still caps them). At the limit the step in flight is
+  // lost; progress since the last checkpoint is kept (the job ends on its own terms).
   int64_t total_steps = 0;
+  std::optional<sim::Time> wall_time_limit;
   int nodes = 0;  // nodes in the job
   int gpus_per_node = 8;
   int tp = 1, pp = 1, dp = 1;  // tp·pp·dp = nodes·gpus_per_node; rank order TP, DP, PP (Megatron)
@@ -179,9 +190,14 @@ struct RunConfig {
   RecoveryConfig recovery;
   FailureModelConfig failures;
   std::vector<ScheduledFault> faults;
-  double usd_per_gpu_hour = 2.0;  // for cost_usd; the job's GPUs are charged, spares are not
+  // Price per GPU-hour (USD). 2.50 is illustrative, not a quote (scenario.proto's default).
+  double usd_per_gpu_hour = 2.5;
+  bool bill_spares = true;  // spare nodes' GPUs are billed too
   uint64_t seed = 1;
   bool record_events = true;  // keep the event log (Monte Carlo turns it off)
+  // A run still unfinished after this much simulated wall time is reported as one that cannot
+  // finish (FailedPrecondition): failures undo progress faster than checkpoints save it.
+  sim::Time max_wall_time = sim::Time::Days(3650);
 };
 
 // Checks everything a user can get wrong, with messages that name the field and what is valid.
@@ -217,7 +233,7 @@ struct RunEvent {
 struct RunReport {
   sim::Time wall_time;
   Breakdown breakdown;
-  int64_t total_steps = 0;
+  int64_t total_steps = 0;  // steps kept (the goal, or what fit in wall_time_limit)
   int64_t steps_executed = 0;
   int64_t steps_rolled_back = 0;
   int checkpoints = 0;             // completed (persistent and in-memory)
@@ -233,14 +249,15 @@ struct RunReport {
   // Effective training time ratio (Meta): time spent in training iterations whose progress was
   // kept (useful + exposed_comm + bubble) over the wall time the job held its GPUs.
   double ettr = 0;
-  double gpu_hours = 0;  // job GPUs × wall hours
+  double gpu_hours = 0;  // billed GPUs (job, plus spares if bill_spares) × wall hours
   double cost_usd = 0;
   size_t distinct_step_states = 0;  // states the step time callback was asked about so far
 };
 
 // Runs trial `trial` (stochastic failures from stream "trial/<trial>/failures"). Returns
-// InvalidArgument for a bad config, a scheduled fault at or after the fault-free end of training,
-// or an error from the step time callback.
+// InvalidArgument for a bad config or a scheduled fault at or after the fault-free end of
+// training, FailedPrecondition for a run that has not finished by max_wall_time, or an error from
+// the step time callback.
 Result<RunReport> SimulateRun(const RunConfig& config, StepTimeCache& step_times,
                               int64_t trial = 0);
 

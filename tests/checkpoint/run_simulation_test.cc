@@ -98,9 +98,9 @@ TEST(RunSimulationTest, Gpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   const Time ckpt15 = (Time::Hours(1) + delta) * 15;
   const Time lost = Time::Hours(16) - ckpt15;  // 3,232.5 s
   const Time detection = Time::Minutes(10);
-  // requeue 3 min + process start 2 min + NCCL init 5 s + 1.5 ms × 128 + load 2.45 TB / 400 GB/s.
+  // requeue 2 min + process start 3 min + NCCL init 10 s + 2 ms × 128 + load 2.45 TB / 400 GB/s.
   const Time restart =
-      Time::Minutes(5) + Time::Seconds(5) + Time::Micros(1500) * 128 + Time::Micros(6125000);
+      Time::Minutes(5) + Time::Seconds(10) + Time::Millis(2) * 128 + Time::Micros(6125000);
   EXPECT_EQ(r->wall_time - base->wall_time, lost + detection + restart);
   EXPECT_EQ(r->breakdown.lost, lost);
   EXPECT_EQ(r->breakdown.detection, detection);
@@ -150,6 +150,52 @@ TEST(RunSimulationTest, SoftwareHangRestartsInPlaceWithoutASpare) {
   EXPECT_FALSE(r->failure_records[0].needs_replacement);
 }
 
+TEST(RunSimulationTest, HangOfOneRankRestartsInPlace) {
+  RunConfig c = DemoLikeConfig();
+  c.spare_nodes = 0;
+  c.faults.push_back(Fault(ScheduledFault::Kind::kHang, 9, Time::Hours(3)));
+  StepTimeCache cache(SimpleStep());
+  Result<RunReport> r = SimulateRun(c, cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ExpectAddsUp(*r);
+  EXPECT_EQ(r->breakdown.waiting, Time());
+  EXPECT_EQ(r->breakdown.detection, Time::Minutes(10));
+  EXPECT_EQ(r->failure_records.at(0).what, "gpu 9 (node 1) hang");
+}
+
+TEST(RunSimulationTest, WallTimeGoalTrainsAsManyStepsAsFit) {
+  RunConfig c = DemoLikeConfig();
+  c.total_steps = 0;  // no step cap
+  c.wall_time_limit = Time::Hours(10);
+  StepTimeCache cache(SimpleStep());
+  Result<RunReport> r = SimulateRun(c, cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Checkpoint k ends at k · 3,624.5 s; the 9th at 32,620.5 s. The remaining 3,379.5 s hold 168
+  // steps of 20 s and 19.5 s of a step that does not finish (lost).
+  EXPECT_EQ(r->wall_time, Time::Hours(10));
+  EXPECT_EQ(r->total_steps, 9 * 180 + 168);
+  EXPECT_EQ(r->breakdown.lost, Time::Millis(19500));
+  EXPECT_EQ(r->checkpoints, 9);
+  EXPECT_EQ(r->breakdown.Total(), r->wall_time);
+  // Billed: 16 job nodes + 2 spares, 8 GPUs each, for 10 h.
+  EXPECT_DOUBLE_EQ(r->gpu_hours, 18 * 8 * 10.0);
+  EXPECT_DOUBLE_EQ(r->cost_usd, 18 * 8 * 10.0 * 2.5);
+}
+
+TEST(RunSimulationTest, ElasticBelowMinDpWaitsForTheRepair) {
+  RunConfig c = DemoLikeConfig();  // DP 2
+  c.spare_nodes = 0;
+  c.recovery.policy = RecoveryPolicy::kElastic;
+  c.recovery.min_dp = 2;
+  c.recovery.scheduled_repair_time = Time::Hours(2);
+  c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 3, Time::Hours(16)));
+  StepTimeCache cache(SimpleStep());
+  Result<RunReport> r = SimulateRun(c, cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ExpectAddsUp(*r);
+  EXPECT_EQ(r->breakdown.waiting, Time::Hours(2) - Time::Minutes(10));
+}
+
 TEST(RunSimulationTest, StragglerSlowsEveryStepItTakesPartIn) {
   RunConfig c = DemoLikeConfig();
   c.total_steps = 3000;
@@ -183,6 +229,8 @@ TEST(RunSimulationTest, ElasticContinuesWithOneReplicaFewerUntilTheNodeReturns) 
   c.checkpoint.hardware.storage_write_GBps = 1;
   c.checkpoint.hardware.storage_read_GBps = 1;
   c.recovery.policy = RecoveryPolicy::kElastic;
+  c.recovery.scheduler_requeue = Time::Seconds(180);
+  c.recovery.process_start = Time::Seconds(120);
   c.recovery.comm_init_base = Time();
   c.recovery.comm_init_per_gpu = Time();
   c.recovery.scheduled_repair_time = Time::Hours(1);
@@ -299,6 +347,18 @@ TEST(RunSimulationTest, AutoIntervalIsDalysOptimum) {
   EXPECT_NEAR(r->interval_used_s, DalyIntervalSeconds(24.5, m), 1e-6);
 }
 
+TEST(RunSimulationTest, ARunThatCannotFinishIsReportedNotSimulatedForever) {
+  RunConfig c = DemoLikeConfig();
+  c.checkpoint.interval.kind = CheckpointInterval::Kind::kNever;
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 1.0;  // 16 failures a day; the run needs 28 h without one
+  StepTimeCache cache(SimpleStep());
+  Result<RunReport> r = SimulateRun(c, cache);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("checkpoint more often"), std::string::npos);
+}
+
 TEST(RunConfigValidationTest, RejectsBadInputWithClearMessages) {
   StepTimeCache cache(SimpleStep());
   auto message = [&](RunConfig c) {
@@ -328,6 +388,17 @@ TEST(RunConfigValidationTest, RejectsBadInputWithClearMessages) {
   c.cluster_nodes = 17;
   c.spare_nodes = 4;
   EXPECT_NE(message(c).find("more than the cluster can hold"), std::string::npos);
+
+  c = DemoLikeConfig();
+  c.total_steps = 0;
+  c.wall_time_limit = Time::Hours(20);
+  c.faults.push_back(Fault(ScheduledFault::Kind::kGpu, 3, Time::Hours(20)));
+  EXPECT_NE(message(c).find("after the end of training (training.duration 20h)"),
+            std::string::npos);
+
+  c = DemoLikeConfig();
+  c.recovery.min_dp = 3;
+  EXPECT_NE(message(c).find("min_dp"), std::string::npos);
 
   c = DemoLikeConfig();
   c.faults.push_back(Fault(ScheduledFault::Kind::kStraggler, 3, Time::Hours(1), Time(), 0.5));

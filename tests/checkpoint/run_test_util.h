@@ -4,8 +4,14 @@
 #define TRAINSIM_TESTS_CHECKPOINT_RUN_TEST_UTIL_H_
 
 #include <algorithm>
+#include <ostream>
 
 #include "checkpoint/run_simulation.h"
+
+namespace trainsim::sim {
+// Lets GoogleTest print Time in failure messages.
+inline void PrintTo(const Time& t, std::ostream* os) { *os << FormatDuration(t); }
+}  // namespace trainsim::sim
 
 namespace trainsim::checkpoint::testing {
 
