@@ -9,6 +9,8 @@
 #include "cli/calibrate_command.h"
 #include "cli/check_command.h"
 #include "cli/commands.h"
+#include "cli/run_command.h"
+#include "cli/validate_command.h"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
 
   // One line per command (cli/commands.h).
   trainsim::cli::AddCheckCommand(app, &exit_code);
+  trainsim::cli::AddRunCommand(app, &exit_code);
+  trainsim::cli::AddValidateCommand(app, &exit_code);
   trainsim::cli::AddCalibrateCommand(app, &exit_code);
 
   // A first word that is neither an option nor a command is the commonest slip; say so plainly.

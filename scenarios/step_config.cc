@@ -1,0 +1,120 @@
+#include "scenarios/step_config.h"
+
+#include <algorithm>
+#include <string>
+
+#include "scenarios/catalogue.h"
+
+namespace trainsim::scenarios {
+namespace {
+
+int SmsOf(const pb::GpuSpec& gpu) {
+  // Streaming multiprocessors per GPU (NVIDIA whitepapers: A100 108, H100 SXM 132, B200 148).
+  if (gpu.architecture() == "ampere") return 108;
+  if (gpu.architecture() == "hopper") return 132;
+  if (gpu.architecture() == "blackwell") return 148;
+  return 108;
+}
+
+}  // namespace
+
+comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
+  comm::TopologySpec t;
+  t.nodes = r.nodes;
+  t.gpus_per_node = r.gpus_per_node;
+  t.nvlink_GBps = r.gpu.nvlink_gbyte_per_s() > 0 ? r.gpu.nvlink_gbyte_per_s() : t.nvlink_GBps;
+  t.nics_per_node = r.nics_per_node;
+  t.nic_Gbps = r.nic.gbit_per_s() > 0 ? r.nic.gbit_per_s() : t.nic_Gbps;
+  if (r.nic.latency_us() > 0) t.nic_latency_us = r.nic.latency_us();
+  if (r.nic.switch_latency_ns() > 0) t.switch_latency_us = r.nic.switch_latency_ns() / 1000.0;
+  t.rail_optimized = r.scenario.cluster().topology().rail_optimized();
+  t.fat_tree_levels = r.topology_levels;
+  t.oversubscription = r.scenario.cluster().topology().has_oversubscription()
+                           ? r.scenario.cluster().topology().oversubscription()
+                           : 1.0;
+  // A leaf switch gives half its ports to end points; rail-optimised, each node puts one NIC
+  // on a given rail's leaf, otherwise all its NICs.
+  const int radix = r.nic.switch_radix() > 0 ? r.nic.switch_radix() : 64;
+  const int per_node = t.rail_optimized ? 1 : std::max(1, t.nics_per_node);
+  t.nodes_per_leaf = std::max(1, (radix / 2) / per_node);
+  if (r.gpu.pcie_gbyte_per_s() > 0) t.pcie_GBps = r.gpu.pcie_gbyte_per_s();
+  return t;
+}
+
+Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
+  namespace par = parallelism;
+  const pb::Scenario& s = r.scenario;
+  par::StepConfig c;
+  const pb::Model& m = s.model();
+  c.model.num_layers = m.layers();
+  c.model.hidden = m.hidden();
+  c.model.heads = m.heads();
+  c.model.seq_len = m.seq_len();
+  c.model.vocab = m.vocab();
+  c.model.ffn_hidden = m.has_ffn_hidden() ? m.ffn_hidden() : 0;
+  c.model.swiglu = m.swiglu();
+  c.model.flash_attention = m.flash_attention();
+  c.model.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
+
+  const pb::Parallelism& p = s.parallelism();
+  c.parallel.tp = r.tp;
+  c.parallel.pp = r.pp;
+  c.parallel.dp = r.dp;
+  c.parallel.micro_batch = p.micro_batch();
+  c.parallel.global_batch = p.global_batch();
+  c.parallel.virtual_stages = r.virtual_stages;
+  if (p.schedule() == pb::Parallelism::GPIPE) {
+    c.parallel.schedule = par::Schedule::kGpipe;
+  } else {
+    c.parallel.schedule =
+        r.virtual_stages > 1 ? par::Schedule::kInterleaved1F1B : par::Schedule::k1F1B;
+  }
+  switch (p.recompute()) {
+    case pb::Parallelism::SELECTIVE:
+      c.parallel.recompute = par::Recompute::kSelective;
+      break;
+    case pb::Parallelism::FULL:
+      c.parallel.recompute = par::Recompute::kFull;
+      break;
+    default:
+      c.parallel.recompute = par::Recompute::kNone;
+  }
+  c.parallel.sequence_parallel = p.sequence_parallel();
+  c.parallel.zero_stage = p.zero_stage();
+  c.parallel.dp_bucket_bytes = double(p.dp_bucket_bytes());
+  c.parallel.overlap_dp = p.has_overlap_grad_reduce() ? p.overlap_grad_reduce() : true;
+
+  c.gpu.name = r.gpu.name();
+  c.gpu.peak_flops = r.peak_tflops * 1e12;
+  c.gpu.hbm_bytes_per_s = r.gpu.hbm_gbyte_per_s() * 1e9;
+  c.gpu.memory_bytes = double(r.gpu.hbm_bytes());
+  c.gpu.num_sms = SmsOf(r.gpu);
+  if (c.gpu.peak_flops <= 0) {
+    return Status::InvalidArgument("model.precision: GPU " + r.gpu.name() +
+                                   " has no tensor-core peak at this precision");
+  }
+  c.topology = MakeTopologySpec(r);
+  return c;
+}
+
+parallelism::ClusterState MakeFaultedClusterState(const ResolvedScenario& r) {
+  parallelism::ClusterState state;
+  Result<comm::Topology> topo = comm::Topology::Build(MakeTopologySpec(r));
+  for (const ResolvedFault& f : r.faults) {
+    if (f.fault.kind() == pb::Fault::STRAGGLER) {
+      state.gpu_slowdown.push_back(
+          {f.fault.id(), f.fault.has_slowdown() ? f.fault.slowdown() : 2.0});
+    } else if (f.fault.kind() == pb::Fault::LINK && topo.ok()) {
+      const int nic = f.fault.id();
+      const int num_nics = r.nodes * r.nics_per_node;
+      if (nic < 0 || nic >= num_nics) continue;
+      // degrade is the fraction of bandwidth lost (default 1: the link is down).
+      const double factor = 1.0 - (f.fault.has_degrade() ? f.fault.degrade() : 1.0);
+      state.links.push_back({topo->nic_tx(nic), factor});
+      state.links.push_back({topo->nic_rx(nic), factor});
+    }
+  }
+  return state;
+}
+
+}  // namespace trainsim::scenarios
