@@ -92,6 +92,7 @@ void FlowNetwork::SetLinkBandwidthFactor(LinkId link, double factor) {
   const size_t l = static_cast<size_t>(link);
   factor_[l] = factor;
   capacity_Bps_[l] = topology_->link(link).bandwidth_Bps * factor;
+  ++capacity_version_;
   RequestRecompute();
 }
 
@@ -135,12 +136,27 @@ void FlowNetwork::Recompute() {
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [this](uint32_t s) { return !flows_[s].active; }),
                 active_.end());
-  solver_paths_.clear();
-  for (uint32_t slot : active_) solver_paths_.emplace_back(paths_[slot]);
-  solver_.Solve(solver_paths_, capacity_Bps_, &solver_rates_);
+  flat_paths_.clear();
+  flat_lengths_.clear();
+  for (uint32_t slot : active_) {
+    flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
+    flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
+  }
+  if (!active_.empty()) {
+    if (capacity_version_ != memo_capacity_version_ || flat_lengths_ != memo_lengths_ ||
+        flat_paths_ != memo_paths_) {
+      solver_paths_.clear();
+      for (uint32_t slot : active_) solver_paths_.emplace_back(paths_[slot]);
+      solver_.Solve(solver_paths_, capacity_Bps_, &memo_rates_);
+      memo_paths_.swap(flat_paths_);
+      memo_lengths_.swap(flat_lengths_);
+      memo_capacity_version_ = capacity_version_;
+    }
+  }
+  const std::vector<double>& rates = memo_rates_;
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
-    f.rate_Bps = solver_rates_[i];
+    f.rate_Bps = rates[i];
     if (f.rate_Bps > 0) {
       const double ns = std::ceil(f.remaining_bytes / f.rate_Bps * 1e9);
       f.finish_ns = ns < 9e18 ? now_ns + static_cast<int64_t>(ns) : kNever;

@@ -101,9 +101,17 @@ class FlowNetwork {
   uint64_t recomputations_ = 0;
 
   std::vector<std::pair<int64_t, uint32_t>> done_;  // (delivery ns, slot) scratch
+  // Memo of the last max-min solution: the same paths in the same order under the same
+  // capacities give the same rates (every step of a ring, for instance), so it is reused.
+  std::vector<LinkId> memo_paths_;
+  std::vector<uint32_t> memo_lengths_;
+  std::vector<double> memo_rates_;
+  uint64_t capacity_version_ = 0;
+  uint64_t memo_capacity_version_ = ~uint64_t{0};
+  std::vector<LinkId> flat_paths_;
+  std::vector<uint32_t> flat_lengths_;
   MaxMinSolver solver_;
   std::vector<std::span<const LinkId>> solver_paths_;
-  std::vector<double> solver_rates_;
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

@@ -49,12 +49,19 @@ void MaxMinSolver::Solve(const std::vector<std::span<const LinkId>>& paths,
     heap.emplace(cap_[li] / count_[li], l);
   }
   frozen_.assign(num_flows, 0);
+  // Freezing flows at the smallest share s only raises other links' shares ((c − s)/(k − 1) >= c/k
+  // when s <= c/k), so heap keys are lower bounds: a popped link whose share has grown since is
+  // pushed back with its current share instead of being updated on every change.
   while (!heap.empty()) {
-    const auto [share, l] = heap.top();
+    const auto [key, l] = heap.top();
     heap.pop();
     const size_t li = static_cast<size_t>(l);
     if (count_[li] <= 0) continue;
-    if (cap_[li] / count_[li] != share) continue;  // superseded by a later entry
+    const double share = cap_[li] / count_[li];
+    if (share > key) {
+      heap.emplace(share, l);
+      continue;
+    }
     for (uint32_t k = begin_[li]; k < cursor_[li]; ++k) {
       const uint32_t f = members_[k];
       if (frozen_[f]) continue;
@@ -64,7 +71,6 @@ void MaxMinSolver::Solve(const std::vector<std::span<const LinkId>>& paths,
         const size_t l2i = static_cast<size_t>(l2);
         cap_[l2i] = std::max(0.0, cap_[l2i] - share);
         --count_[l2i];
-        if (l2 != l && count_[l2i] > 0) heap.emplace(cap_[l2i] / count_[l2i], l2);
       }
     }
   }

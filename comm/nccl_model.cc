@@ -20,8 +20,9 @@ ProtocolCosts NcclCosts(LatencyFamily family, Protocol protocol) {
                        kBwFactor[p]};
 }
 
-uint64_t WireBytes(uint64_t payload, Protocol protocol) {
-  const double factor = NcclCosts(LatencyFamily::kRing, protocol).bw_factor;
+uint64_t WireBytes(uint64_t payload, Protocol protocol, LatencyFamily family) {
+  const double factor = NcclCosts(LatencyFamily::kRing, protocol).bw_factor *
+                        (family == LatencyFamily::kTree ? 0.92 : 1.0);
   if (factor >= 1.0) return payload;
   return static_cast<uint64_t>(std::ceil(static_cast<double>(payload) / factor));
 }

@@ -33,8 +33,10 @@ ProtocolCosts NcclCosts(LatencyFamily family, Protocol protocol);
 
 inline constexpr Protocol kAllProtocols[] = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
-// Bytes on the wire for `payload` bytes under the protocol (rounded up).
-uint64_t WireBytes(uint64_t payload, Protocol protocol);
+// Bytes on the wire for `payload` bytes under the protocol (rounded up): payload / bw_factor,
+// and for the tree family a further / 0.92 (tuning.cc caps Tree all-reduce at 0.92 of the bus
+// bandwidth, for the reduction's extra memory traffic at each interior node).
+uint64_t WireBytes(uint64_t payload, Protocol protocol, LatencyFamily family);
 
 }  // namespace trainsim::comm
 

@@ -188,7 +188,7 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& s
     for (double r : rates) min_rate = std::min(min_rate, r);
     const uint64_t payload = schedule.transfers[active.front()].payload_bytes;
     for (size_t k = 0; k < np; ++k) {
-      const double wire = static_cast<double>(WireBytes(payload, protocols[k]));
+      const double wire = static_cast<double>(WireBytes(payload, protocols[k], schedule.family));
       const double drain = min_rate > 0 ? wire / min_rate : std::numeric_limits<double>::infinity();
       total[k] += static_cast<double>(next - wave) * drain;
     }
@@ -218,7 +218,7 @@ class ScheduleRun {
     for (size_t i = 0; i < n; ++i) {
       const auto& t = transfers_[i];
       topo.RouteInto(t.src_gpu, t.dst_gpu, &paths_[i]);
-      wire_[i] = WireBytes(t.payload_bytes, protocol);
+      wire_[i] = WireBytes(t.payload_bytes, protocol, schedule.family);
     }
   }
 

@@ -1,0 +1,144 @@
+#include "comm/flow_network.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sim/engine.h"
+
+namespace trainsim::comm {
+namespace {
+
+class FlowNetworkTest : public ::testing::Test {
+ protected:
+  FlowNetworkTest() : topology_(Build()), network_(&engine_, &topology_) {}
+  static Topology Build() {
+    TopologySpec spec;
+    spec.nodes = 2;
+    return Topology::Build(spec).value();
+  }
+  double Bw(LinkId l) const { return topology_.link(l).bandwidth_Bps; }
+  sim::Engine engine_;
+  Topology topology_;
+  FlowNetwork network_;
+};
+
+TEST_F(FlowNetworkTest, OneFlowTakesBytesOverBandwidthPlusPathLatency) {
+  const std::vector<LinkId> path = topology_.Route(0, 1);
+  const uint64_t bytes = 360'000'000;  // 1 ms at 360 GB/s
+  sim::Time done;
+  network_.StartFlow(path, bytes, [&] { done = engine_.now(); });
+  engine_.Run();
+  const double expected = bytes / Bw(path[0]) + topology_.PathLatency(path).seconds();
+  EXPECT_NEAR(done.seconds(), expected, 2e-9);
+}
+
+TEST_F(FlowNetworkTest, TwoFlowsOnOneLinkEachGetHalf) {
+  const LinkId link = topology_.nvlink_up(0);
+  const std::vector<LinkId> path = {link};
+  const FlowId a = network_.StartFlow(path, 1'000'000'000, [] {});
+  const FlowId b = network_.StartFlow(path, 1'000'000'000, [] {});
+  engine_.RunUntil(sim::Time::Micros(1));
+  EXPECT_DOUBLE_EQ(network_.FlowRate(a), Bw(link) / 2);
+  EXPECT_DOUBLE_EQ(network_.FlowRate(b), Bw(link) / 2);
+}
+
+TEST_F(FlowNetworkTest, FlowBottleneckedElsewhereLeavesItsSpareShareToOthers) {
+  // A crosses the NVLink and a NIC (48 GB/s); B only the NVLink (360 GB/s). Max-min: A is held
+  // to the NIC's 48 GB/s and B takes the rest of the NVLink, not half of it.
+  const LinkId nvl = topology_.nvlink_up(0);
+  const LinkId nic = topology_.nic_tx(0);
+  const FlowId a = network_.StartFlow(std::vector<LinkId>{nvl, nic}, 1'000'000'000, [] {});
+  const FlowId b = network_.StartFlow(std::vector<LinkId>{nvl}, 1'000'000'000, [] {});
+  engine_.RunUntil(sim::Time::Micros(1));
+  EXPECT_DOUBLE_EQ(network_.FlowRate(a), Bw(nic));
+  EXPECT_DOUBLE_EQ(network_.FlowRate(b), Bw(nvl) - Bw(nic));
+}
+
+TEST_F(FlowNetworkTest, RatesAreRecomputedWhenAFlowEnds) {
+  const LinkId link = topology_.nvlink_up(0);
+  const std::vector<LinkId> path = {link};
+  const double bw = Bw(link);
+  const uint64_t small = 100'000'000, big = 300'000'000;
+  sim::Time small_done, big_done;
+  network_.StartFlow(path, small, [&] { small_done = engine_.now(); });
+  network_.StartFlow(path, big, [&] { big_done = engine_.now(); });
+  engine_.Run();
+  const double lat = topology_.link(link).latency.seconds();
+  // Both at bw/2 until the small one drains, then the big one alone at bw.
+  EXPECT_NEAR(small_done.seconds(), 2 * small / bw + lat, 2e-9);
+  EXPECT_NEAR(big_done.seconds(), 2 * small / bw + (big - small) / bw + lat, 3e-9);
+}
+
+TEST_F(FlowNetworkTest, FlowStartedLaterSlowsTheFirst) {
+  const LinkId link = topology_.nvlink_up(0);
+  const std::vector<LinkId> path = {link};
+  const double bw = Bw(link);
+  const uint64_t bytes = 360'000'000;  // 1 ms alone at 360 GB/s
+  sim::Time first_done;
+  network_.StartFlow(path, bytes, [&] { first_done = engine_.now(); });
+  engine_.Schedule(sim::Time::FromSeconds(0.5e-3), [&] { network_.StartFlow(path, bytes, [] {}); });
+  engine_.Run();
+  // Half drained alone in 0.5 ms, the other half at bw/2: 1 ms more.
+  EXPECT_NEAR(first_done.seconds(),
+              0.5e-3 + (bytes / 2.0) / (bw / 2) + topology_.link(link).latency.seconds(), 3e-9);
+}
+
+TEST_F(FlowNetworkTest, LinkDownStallsFlowsUntilItComesBack) {
+  const LinkId link = topology_.nvlink_up(0);
+  const std::vector<LinkId> path = {link};
+  const uint64_t bytes = 360'000'000;  // 1 ms at 360 GB/s
+  sim::Time done;
+  bool finished = false;
+  network_.StartFlow(path, bytes, [&] {
+    done = engine_.now();
+    finished = true;
+  });
+  engine_.Schedule(sim::Time::FromSeconds(0.25e-3),
+                   [&] { network_.SetLinkBandwidthFactor(link, 0.0); });
+  engine_.Schedule(sim::Time::FromSeconds(2.25e-3),
+                   [&] { network_.SetLinkBandwidthFactor(link, 0.5); });
+  engine_.RunUntil(sim::Time::FromSeconds(2e-3));
+  EXPECT_FALSE(finished);
+  engine_.Run();
+  ASSERT_TRUE(finished);
+  // 0.25 ms at full speed, 2 ms stalled, the remaining 0.75 ms of work at half speed.
+  EXPECT_NEAR(done.seconds(), 2.25e-3 + 1.5e-3 + topology_.link(link).latency.seconds(), 3e-9);
+}
+
+TEST_F(FlowNetworkTest, CallbacksOfOneInstantRunInStartOrder) {
+  const std::vector<LinkId> path = {topology_.nvlink_up(0)};
+  std::string order;
+  for (char c : std::string("abcd")) {
+    network_.StartFlow(path, 1000, [&order, c] { order += c; });
+  }
+  engine_.Run();
+  EXPECT_EQ(order, "abcd");
+  EXPECT_EQ(network_.active_flows(), 0u);
+}
+
+TEST_F(FlowNetworkTest, EmptyPathOrZeroBytesCompletesAfterLatencyOnly) {
+  sim::Time done;
+  network_.StartFlow(
+      std::vector<LinkId>{}, 1000, [&] { done = engine_.now(); }, sim::Time::Micros(3));
+  engine_.Run();
+  EXPECT_EQ(done, sim::Time::Micros(3));
+}
+
+TEST(MaxMinFairRatesTest, ClassicThreeFlowExample) {
+  // Two links of capacity C1 (NVLink, 360 GB/s) and C2 (NIC, 48 GB/s); flows: X over both,
+  // Y over the NIC only, Z over the NVLink only. NIC: X = Y = 24; NVLink: Z = 360 − 24 = 336.
+  TopologySpec spec;
+  spec.nodes = 1;
+  const Topology t = Topology::Build(spec).value();
+  const LinkId nvl = t.nvlink_up(0);
+  const LinkId nic = t.nic_tx(0);
+  const std::vector<double> rates = MaxMinFairRates(t, {{nvl, nic}, {nic}, {nvl}});
+  const double c2 = t.link(nic).bandwidth_Bps;
+  EXPECT_DOUBLE_EQ(rates[0], c2 / 2);
+  EXPECT_DOUBLE_EQ(rates[1], c2 / 2);
+  EXPECT_DOUBLE_EQ(rates[2], t.link(nvl).bandwidth_Bps - c2 / 2);
+}
+
+}  // namespace
+}  // namespace trainsim::comm
