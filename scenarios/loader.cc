@@ -172,6 +172,11 @@ std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descripto
       }
     }
   }
+  // At the end of the input the tokenizer reports "Expected identifier, got: " (nothing).
+  if (msg.size() >= 7 && msg.compare(msg.size() - 7, 7, ", got: ") == 0) {
+    return "unexpected end of file: " + msg.substr(0, msg.size() - 7) +
+           " (is a closing '}' missing?)";
+  }
   // Protobuf's messages end with '.', ours do not.
   if (!msg.empty() && msg.back() == '.') return msg.substr(0, msg.size() - 1);
   return msg;
@@ -447,6 +452,22 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
     if (!ok || errors.has_error_) {
       std::string msg =
           errors.has_error_ ? ImproveTextFormatMessage(errors.message_, root) : "could not parse";
+      // Protobuf reports an unknown field at the token after its name; point at the name.
+      static const std::string kUnknown = "unknown field \"";
+      if (msg.rfind(kUnknown, 0) == 0) {
+        std::string name =
+            msg.substr(kUnknown.size(), msg.find('"', kUnknown.size()) - kUnknown.size());
+        size_t line_start = 0;
+        for (int l = 0; l < errors.line_ && line_start != std::string_view::npos; ++l) {
+          line_start = text.find('\n', line_start);
+          if (line_start != std::string_view::npos) ++line_start;
+        }
+        if (line_start != std::string_view::npos) {
+          std::string_view line = text.substr(line_start, text.find('\n', line_start) - line_start);
+          size_t at = line.rfind(name, static_cast<size_t>(std::max(errors.column_, 0)));
+          if (at != std::string_view::npos) errors.column_ = static_cast<int>(at);
+        }
+      }
       return Status::InvalidArgument(At(name_for_errors, {errors.line_ + 1, errors.column_ + 1}) +
                                      ": " + msg);
     }

@@ -109,7 +109,10 @@ Result<pb::Fault> ParseFaultSpec(std::string_view spec) {
   fault.set_kind(kind);
   size_t plus = tail.find('+');
   std::string at = tail.substr(0, plus);
-  if (plus != std::string::npos) fault.set_duration(tail.substr(plus + 1));
+  if (plus != std::string::npos) {
+    if (plus + 1 == tail.size()) return bad("nothing after '+': give a duration, e.g. +4h");
+    fault.set_duration(tail.substr(plus + 1));
+  }
   auto t = sim::ParseDuration(at);
   if (!t.ok()) return bad(t.status().message());
   fault.set_at(at);

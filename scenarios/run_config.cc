@@ -1,0 +1,279 @@
+#include "scenarios/run_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "comm/topology.h"
+
+namespace trainsim::scenarios {
+namespace {
+
+namespace ck = trainsim::checkpoint;
+
+Result<sim::Time> Duration(const std::string& text, const char* field) {
+  Result<sim::Time> t = sim::ParseDuration(text);
+  if (!t.ok()) return t.status().WithPrefix(field);
+  return t;
+}
+
+const char* CategoryOf(pb::Fault::Kind kind) {
+  switch (kind) {
+    case pb::Fault::GPU:
+    case pb::Fault::STRAGGLER:
+      return "GPU";
+    case pb::Fault::NIC:
+    case pb::Fault::LINK:
+      return "network";
+    case pb::Fault::NODE:
+      return "host";
+    default:
+      return "software";
+  }
+}
+
+sim::Time Seconds(double s) {
+  return sim::Time::FromSecondsChecked(std::max(0.0, s)).value_or(sim::Time::Max());
+}
+
+}  // namespace
+
+ck::StepTiming ToStepTiming(const parallelism::StepBreakdown& b) {
+  ck::StepTiming t;
+  t.useful = Seconds(b.compute_s + b.optimizer_s);
+  t.exposed_comm = Seconds(b.exposed_tp_comm_s + b.exposed_dp_comm_s + b.pp_wait_s);
+  t.bubble = Seconds(b.bubble_s + b.other_s);
+  return t;
+}
+
+Result<ck::ScheduledFault> MakeScheduledFault(const ResolvedFault& rf) {
+  ck::ScheduledFault f;
+  f.id = rf.fault.id();
+  f.at = rf.at;
+  f.duration = rf.duration.value_or(sim::Time());
+  switch (rf.fault.kind()) {
+    case pb::Fault::GPU:
+      f.kind = ck::ScheduledFault::Kind::kGpu;
+      break;
+    case pb::Fault::NODE:
+      f.kind = ck::ScheduledFault::Kind::kNode;
+      break;
+    case pb::Fault::NIC:
+      f.kind = ck::ScheduledFault::Kind::kNic;
+      break;
+    case pb::Fault::LINK: {
+      const double degrade = rf.fault.has_degrade() ? rf.fault.degrade() : 1.0;
+      if (degrade >= 1.0) {
+        f.kind = ck::ScheduledFault::Kind::kNic;  // the link is down: its node leaves the job
+      } else {
+        f.kind = ck::ScheduledFault::Kind::kLinkDegraded;
+        f.factor = 1.0 - degrade;
+      }
+      break;
+    }
+    case pb::Fault::STRAGGLER:
+      f.kind = ck::ScheduledFault::Kind::kStraggler;
+      f.factor = rf.fault.has_slowdown() ? rf.fault.slowdown() : 2.0;
+      break;
+    case pb::Fault::HANG:
+      f.kind = ck::ScheduledFault::Kind::kHang;
+      break;
+    case pb::Fault::SOFTWARE:
+      f.kind = ck::ScheduledFault::Kind::kSoftwareHang;
+      f.id = 0;
+      break;
+    default:
+      return Status::InvalidArgument("faults: a fault needs a kind (gpu, node, nic, link, "
+                                     "straggler, hang, software)");
+  }
+  return f;
+}
+
+Result<ck::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
+  const pb::Scenario& s = r.scenario;
+  ck::RunConfig c;
+  if (r.total_steps) {
+    c.total_steps = *r.total_steps;
+  } else if (r.training_duration) {
+    c.wall_time_limit = *r.training_duration;
+  } else {
+    return Status::InvalidArgument(
+        "training: set one of training.tokens, training.steps or training.duration");
+  }
+  c.nodes = r.nodes;
+  c.gpus_per_node = r.gpus_per_node;
+  c.tp = r.tp;
+  c.pp = r.pp;
+  c.dp = r.dp;
+  c.nics_per_node = r.nics_per_node;
+  c.spare_nodes = r.spare_nodes;
+
+  // Checkpoints.
+  const pb::Checkpoint& cp = s.checkpoint();
+  switch (cp.policy()) {
+    case pb::Checkpoint::ASYNC:
+      c.checkpoint.policy = ck::CheckpointPolicy::kAsync;
+      break;
+    case pb::Checkpoint::IN_MEMORY:
+      c.checkpoint.policy = ck::CheckpointPolicy::kInMemory;
+      break;
+    default:
+      c.checkpoint.policy = ck::CheckpointPolicy::kSync;
+  }
+  if (cp.has_enabled() && !cp.enabled()) {
+    c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kNever;
+  } else {
+    switch (r.checkpoint_interval.kind) {
+      case CheckpointInterval::Kind::kSteps:
+        c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kSteps;
+        c.checkpoint.interval.steps = r.checkpoint_interval.steps;
+        break;
+      case CheckpointInterval::Kind::kAuto:
+        c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kAuto;
+        break;
+      case CheckpointInterval::Kind::kTime:
+        c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kTrainingTime;
+        c.checkpoint.interval.every = r.checkpoint_interval.every;
+        break;
+    }
+  }
+  if (cp.has_persistent_every()) c.checkpoint.persistent_every = cp.persistent_every();
+  c.checkpoint.spec.parameters = r.params;
+  if (cp.has_bytes_per_param()) c.checkpoint.spec.bytes_per_param = cp.bytes_per_param();
+  ck::CheckpointHardware& hw = c.checkpoint.hardware;
+  if (r.nic.gbit_per_s() > 0) hw.node_net_GBps = r.nics_per_node * r.nic.gbit_per_s() / 8.0;
+  if (r.gpu.pcie_gbyte_per_s() > 0) hw.pcie_GBps_per_gpu = r.gpu.pcie_gbyte_per_s();
+  const pb::Storage& st = s.cluster().storage();
+  if (st.has_write_gbyte_per_s()) hw.storage_write_GBps = st.write_gbyte_per_s();
+  if (st.has_read_gbyte_per_s()) hw.storage_read_GBps = st.read_gbyte_per_s();
+
+  // Recovery.
+  const pb::Recovery& rc = s.recovery();
+  switch (rc.policy()) {
+    case pb::Recovery::WAIT_FOR_REPAIR:
+      c.recovery.policy = ck::RecoveryPolicy::kWaitForRepair;
+      break;
+    case pb::Recovery::ELASTIC:
+      c.recovery.policy = ck::RecoveryPolicy::kElastic;
+      break;
+    default:
+      c.recovery.policy = ck::RecoveryPolicy::kRestartOnSpare;
+  }
+  if (rc.detection() == pb::Recovery::HEARTBEAT) {
+    c.recovery.detection = ck::DetectionMechanism::kHeartbeat;
+    c.recovery.heartbeat_delay = r.detection_delay;
+  } else {
+    c.recovery.detection = ck::DetectionMechanism::kCollectiveTimeout;
+    c.recovery.collective_timeout = r.detection_delay;
+  }
+  c.recovery.scheduler_requeue = r.requeue;
+  c.recovery.process_start = r.process_start;
+  if (!rc.comm_init_base().empty()) {
+    Result<sim::Time> base = Duration(rc.comm_init_base(), "recovery.comm_init_base");
+    if (!base.ok()) return base.status();
+    c.recovery.comm_init_base = base.value();
+  }
+  if (!rc.comm_init_per_1k_gpus().empty()) {
+    Result<sim::Time> per_1k = Duration(rc.comm_init_per_1k_gpus(), "recovery.comm_init_per_1k_gpus");
+    if (!per_1k.ok()) return per_1k.status();
+    c.recovery.comm_init_per_gpu = sim::Time::Nanos(per_1k->nanos() / 1000);
+  }
+  c.recovery.scheduled_repair_time = r.repair_time;
+  if (rc.has_min_dp()) c.recovery.min_dp = rc.min_dp();
+
+  // The stochastic failure model.
+  const pb::Failures& fm = s.failures();
+  c.failures.enabled = !fm.has_enabled() || fm.enabled();
+  if (fm.has_node_day_rate()) c.failures.node_day_rate = fm.node_day_rate();
+  c.failures.distribution = fm.distribution() == pb::Failures::WEIBULL
+                                ? ck::FailureDistribution::kWeibull
+                                : ck::FailureDistribution::kExponential;
+  if (fm.has_weibull_shape()) c.failures.weibull_shape = fm.weibull_shape();
+  if (fm.causes().empty()) {
+    c.failures.causes = ck::DefaultFailureCauses();
+  } else {
+    for (const pb::FailureCause& pc : fm.causes()) {
+      ck::FailureCause cause;
+      cause.name = pc.name();
+      cause.category = CategoryOf(pc.kind());
+      cause.weight = pc.fraction();
+      cause.needs_replacement = pc.needs_replacement();
+      c.failures.causes.push_back(cause);
+    }
+  }
+  for (ck::FailureCause& cause : c.failures.causes) {
+    cause.repair_time = cause.needs_replacement ? r.repair_time : sim::Time();
+  }
+
+  for (const ResolvedFault& rf : r.faults) {
+    Result<ck::ScheduledFault> f = MakeScheduledFault(rf);
+    if (!f.ok()) return f.status();
+    c.faults.push_back(f.value());
+  }
+  if (s.cost().has_usd_per_gpu_hour()) c.usd_per_gpu_hour = s.cost().usd_per_gpu_hour();
+  c.bill_spares = !s.cost().has_bill_spares() || s.cost().bill_spares();
+  if (s.has_seed()) c.seed = s.seed();
+  TRAINSIM_RETURN_IF_ERROR(ck::ValidateRunConfig(c));
+  return c;
+}
+
+ck::StepTimeFn MakeStepTimeFn(const parallelism::StepConfig& base) {
+  // Topologies by node count, built on first use (shared by all copies of the callback).
+  auto topologies = std::make_shared<std::map<int, std::shared_ptr<comm::Topology>>>();
+  return [base, topologies](const ck::ClusterState& state) -> Result<ck::StepTiming> {
+    parallelism::StepConfig cfg = base;
+    const int full_dp = base.parallel.dp;
+    const int live = state.live_dp_replicas > 0 ? state.live_dp_replicas : full_dp;
+    if (live != full_dp) {
+      const int gpn = base.topology.gpus_per_node;
+      const int64_t gpus = int64_t{base.parallel.tp} * base.parallel.pp * live;
+      if (gpn <= 0 || gpus % gpn != 0) {
+        return Status::FailedPrecondition(
+            "ELASTIC recovery needs every data-parallel replica to fill whole nodes (tp × pp = " +
+            std::to_string(base.parallel.tp * base.parallel.pp) + " GPUs, " +
+            std::to_string(gpn) + " per node)");
+      }
+      cfg.topology.nodes = static_cast<int>(gpus / gpn);
+      cfg.parallel.dp = live;
+      // Keep the global batch: the survivors take the lost replicas' micro-batches.
+      const int64_t per_replica = int64_t{cfg.parallel.micro_batch} * live;
+      int64_t micro = (base.parallel.global_batch + per_replica - 1) / per_replica;
+      if (cfg.parallel.virtual_stages > 1) {
+        micro = (micro + cfg.parallel.pp - 1) / cfg.parallel.pp * cfg.parallel.pp;
+      }
+      cfg.parallel.global_batch = micro * per_replica;
+    }
+    parallelism::ClusterState ps;
+    const int gpus = cfg.parallel.num_gpus();
+    for (const auto& [gpu, f] : state.gpu_slowdown) {
+      if (gpu < gpus) ps.gpu_slowdown.push_back({gpu, f});
+    }
+    if (!state.nic_link_factor.empty()) {
+      auto& slot = (*topologies)[cfg.topology.nodes];
+      if (!slot) {
+        Result<comm::Topology> topo = comm::Topology::Build(cfg.topology);
+        if (!topo.ok()) return topo.status();
+        slot = std::make_shared<comm::Topology>(std::move(topo).value());
+      }
+      const int nics = cfg.topology.nodes * cfg.topology.nics_per_node;
+      for (const auto& [nic, f] : state.nic_link_factor) {
+        if (nic >= nics) continue;
+        ps.links.push_back({slot->nic_tx(nic), f});
+        ps.links.push_back({slot->nic_rx(nic), f});
+      }
+    }
+    Result<parallelism::StepResult> r = parallelism::SimulateStep(cfg, ps);
+    if (!r.ok()) return r.status();
+    parallelism::StepBreakdown b = r->breakdown;
+    if (state.checkpoint_traffic_share > 0) {
+      const double stretch = 1.0 / (1.0 - std::min(0.9, state.checkpoint_traffic_share));
+      b.exposed_dp_comm_s *= stretch;
+      b.pp_wait_s *= stretch;
+    }
+    return ToStepTiming(b);
+  };
+}
+
+}  // namespace trainsim::scenarios
