@@ -1,0 +1,37 @@
+// checkpoint::SimulateWhatIf — the same training with and without added faults, side by side.
+//
+// Both sides train the same number of steps on the same stochastic failure history (trial k's
+// stream, common random numbers), so the difference is the added faults' alone. When the goal
+// is a wall-clock duration, the number of steps is what the baseline trains in that time, and
+// both sides then run to that many steps (so "extra wall time" means something).
+//
+// Promises: delta = whatif − baseline for wall time, cost and lost work; for each added fault
+// that interrupted training, whatif.failure_records holds which checkpoint was restored and when
+// training resumed. An added fault at or after the end of the baseline is an InvalidArgument.
+#ifndef TRAINSIM_CHECKPOINT_WHATIF_H_
+#define TRAINSIM_CHECKPOINT_WHATIF_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "checkpoint/run_simulation.h"
+#include "sim/status.h"
+
+namespace trainsim::checkpoint {
+
+struct WhatIfReport {
+  RunReport baseline;
+  RunReport whatif;
+  int64_t steps = 0;  // trained by both
+  double delta_wall_time_s = 0;
+  double delta_cost_usd = 0;
+  double delta_lost_work_s = 0;
+};
+
+Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
+                                    const std::vector<ScheduledFault>& added,
+                                    StepTimeCache& step_times, int64_t trial = 0);
+
+}  // namespace trainsim::checkpoint
+
+#endif  // TRAINSIM_CHECKPOINT_WHATIF_H_
