@@ -50,7 +50,7 @@ struct Report {
 };
 
 // busbw factor of nccl-tests (doc/PERFORMANCE.md): all_reduce 2(n-1)/n; reduce_scatter and
-// all_gather (n-1)/n; broadcast and send_recv 1.
+// all_gather (n-1)/n (so 0 on one rank); broadcast and send_recv 1.
 double BusBwFactor(const std::string& op, int nranks);
 
 // A string as a JSON string literal (quotes included).
