@@ -8,6 +8,11 @@
 namespace trainsim::sim {
 namespace {
 
+// Heap arity. 4 rather than 2 (measured in bench/README.md): half the levels, and a node's
+// four 24-byte children span at most three cache lines, so with 1M pending the heap takes fewer
+// cache misses per pop; with 1K pending the two are equal once MinChild avoids a loop.
+constexpr size_t kArity = 4;
+
 constexpr int kSlotBits = 24;
 constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
 constexpr uint64_t kMaxSlots = uint64_t{1} << kSlotBits;
@@ -84,7 +89,7 @@ EventQueue::Event EventQueue::Pop() {
 void EventQueue::SiftUp(size_t i) {
   const Key k = heap_[i];
   while (i > 0) {
-    const size_t parent = (i - 1) / 2;
+    const size_t parent = (i - 1) / kArity;
     if (!Before(k, heap_[parent])) break;
     heap_[i] = heap_[parent];
     i = parent;
@@ -92,13 +97,28 @@ void EventQueue::SiftUp(size_t i) {
   heap_[i] = k;
 }
 
+size_t EventQueue::MinChild(size_t first, size_t n) const {
+  if (first + kArity <= n) {
+    // All children present (the common case): a two-round tournament with no loop.
+    static_assert(kArity == 4);
+    const size_t a = first + (Before(heap_[first + 1], heap_[first]) ? 1 : 0);
+    const size_t b = first + 2 + (Before(heap_[first + 3], heap_[first + 2]) ? 1 : 0);
+    return Before(heap_[b], heap_[a]) ? b : a;
+  }
+  size_t child = first;
+  for (size_t c = first + 1; c < n; ++c) {
+    if (Before(heap_[c], heap_[child])) child = c;
+  }
+  return child;
+}
+
 void EventQueue::SiftDown(size_t i) {
   const size_t n = heap_.size();
   const Key k = heap_[i];
   for (;;) {
-    size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
+    const size_t first = kArity * i + 1;
+    if (first >= n) break;
+    const size_t child = MinChild(first, n);
     if (!Before(heap_[child], k)) break;
     heap_[i] = heap_[child];
     i = child;
@@ -118,6 +138,9 @@ void EventQueue::ReleaseSlot(uint32_t slot) {
 }
 
 void EventQueue::DropCancelledTop() {
+  // Without cancelled keys in the heap the top is live: skip the slot lookup (a cache miss
+  // when the queue is large).
+  if (heap_.size() == live_) return;
   while (!heap_.empty() && !IsLive(heap_.front())) {
     const uint32_t slot = heap_.front().slot;
     RemoveTop();
@@ -137,7 +160,9 @@ void EventQueue::Compact() {
   heap_.resize(out);
   // Floyd's bottom-up heap construction; the result depends only on the keys, so it is
   // deterministic, and the total order means pop order does not depend on the heap's shape.
-  for (size_t i = heap_.size() / 2; i-- > 0;) SiftDown(i);
+  if (heap_.size() > 1) {
+    for (size_t i = (heap_.size() - 2) / kArity + 1; i-- > 0;) SiftDown(i);
+  }
 }
 
 }  // namespace trainsim::sim

@@ -7,8 +7,9 @@
 // Invariants: Pop() returns events in non-decreasing (time, priority, sequence) order; an event
 // id is never reused within one queue; a cancelled event's handler is never returned.
 //
-// Costs: Push and Pop are O(log n) on a binary heap of 24-byte keys (time, sequence, priority,
-// slot); handlers live in a slot vector so the heap moves only keys. Cancel is O(1) amortised:
+// Costs: Push and Pop are O(log n) on a 4-ary heap of 24-byte keys (time, sequence, priority,
+// slot); handlers live in a slot vector so the heap moves only keys. (4-ary rather than binary:
+// same speed with 1K pending, faster with 1M; see bench/README.md.) Cancel is O(1) amortised:
 // the key stays in the heap, flagged, until it reaches the top or until cancelled keys outnumber
 // live ones, when the heap is compacted (so cancelled far-future events cannot pile up).
 //
@@ -49,7 +50,7 @@ class EventQueue {
   Event Pop();
 
  private:
-  // Implementation-defined storage (binary heap of small keys plus handler slots).
+  // Implementation-defined storage (4-ary heap of small keys plus handler slots).
   // Field order keeps the key at 24 bytes.
   struct Key {
     int64_t time_ns;
@@ -63,6 +64,7 @@ class EventQueue {
     return a.seq < b.seq;
   }
   bool IsLive(const Key& k) const { return slot_seq_[k.slot] == k.seq; }
+  size_t MinChild(size_t first, size_t n) const;  // the smallest child among first.. of n keys
   void SiftUp(size_t i);
   void SiftDown(size_t i);
   void RemoveTop();  // removes heap_[0] (live or not), keeping the heap property

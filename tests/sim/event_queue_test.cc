@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "sim/random.h"
@@ -156,6 +158,29 @@ TEST(EventQueueTest, ManyCancellationsKeepOrderAcrossCompaction) {
   }
   ASSERT_EQ(popped.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(popped[i], expected[i].index);
+}
+
+TEST(EventQueueTest, InterleavedPushPopMatchesSortedModel) {
+  // Hold-model traffic (as in engine_bench) against a std::set of (time, priority, id): every
+  // pop must be the model's minimum. Exercises partial last heap nodes and sift in both ways.
+  Rng rng(7);
+  EventQueue q;
+  std::set<std::tuple<int64_t, int, EventId>> model;
+  int64_t now = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const int pushes = static_cast<int>(rng.UniformInt(3));  // 0..2 pushes, then one pop
+    for (int k = 0; k < pushes; ++k) {
+      const int64_t t = now + static_cast<int64_t>(rng.UniformInt(1000));
+      const int prio = static_cast<int>(rng.UniformInt(3)) - 1;
+      model.emplace(t, prio, q.Push(Time::Nanos(t), prio, [] {}));
+    }
+    ASSERT_EQ(q.size(), model.size());
+    if (model.empty()) continue;
+    EventQueue::Event ev = q.Pop();
+    ASSERT_EQ(std::make_tuple(ev.time.nanos(), ev.priority, ev.id), *model.begin()) << i;
+    model.erase(model.begin());
+    now = ev.time.nanos();
+  }
 }
 
 }  // namespace
