@@ -85,8 +85,9 @@ Result<ck::ScheduledFault> MakeScheduledFault(const ResolvedFault& rf) {
       f.id = 0;
       break;
     default:
-      return Status::InvalidArgument("faults: a fault needs a kind (gpu, node, nic, link, "
-                                     "straggler, hang, software)");
+      return Status::InvalidArgument(
+          "faults: a fault needs a kind (gpu, node, nic, link, "
+          "straggler, hang, software)");
   }
   return f;
 }
@@ -176,7 +177,8 @@ Result<ck::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
     c.recovery.comm_init_base = base.value();
   }
   if (!rc.comm_init_per_1k_gpus().empty()) {
-    Result<sim::Time> per_1k = Duration(rc.comm_init_per_1k_gpus(), "recovery.comm_init_per_1k_gpus");
+    Result<sim::Time> per_1k =
+        Duration(rc.comm_init_per_1k_gpus(), "recovery.comm_init_per_1k_gpus");
     if (!per_1k.ok()) return per_1k.status();
     c.recovery.comm_init_per_gpu = sim::Time::Nanos(per_1k->nanos() / 1000);
   }
@@ -232,8 +234,8 @@ ck::StepTimeFn MakeStepTimeFn(const parallelism::StepConfig& base) {
       if (gpn <= 0 || gpus % gpn != 0) {
         return Status::FailedPrecondition(
             "ELASTIC recovery needs every data-parallel replica to fill whole nodes (tp × pp = " +
-            std::to_string(base.parallel.tp * base.parallel.pp) + " GPUs, " +
-            std::to_string(gpn) + " per node)");
+            std::to_string(base.parallel.tp * base.parallel.pp) + " GPUs, " + std::to_string(gpn) +
+            " per node)");
       }
       cfg.topology.nodes = static_cast<int>(gpus / gpn);
       cfg.parallel.dp = live;

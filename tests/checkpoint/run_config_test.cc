@@ -1,0 +1,148 @@
+// The run simulation on the bundled demo scenario, with step times from the step simulation.
+#include "scenarios/run_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "checkpoint/whatif.h"
+#include "scenarios/step_config.h"
+
+namespace trainsim::scenarios {
+namespace {
+
+using checkpoint::RunConfig;
+using checkpoint::ScheduledFault;
+using sim::Time;
+
+constexpr char kDemo[] = "scenarios/examples/demo.textproto";
+
+ResolvedScenario LoadDemo(const std::vector<std::string>& sets) {
+  Result<pb::Scenario> s = LoadScenario(kDemo, sets);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  Result<ResolvedScenario> r = Resolve(s.value());
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.value();
+}
+
+TEST(RunConfigTest, DemoScenarioMapsOntoTheRunSimulation) {
+  ResolvedScenario r = LoadDemo({});
+  Result<RunConfig> c = MakeRunConfig(r);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->nodes, 16);
+  EXPECT_EQ(c->dp, 2);
+  EXPECT_EQ(c->spare_nodes, 2);
+  EXPECT_EQ(c->wall_time_limit, Time::Days(21));
+  EXPECT_EQ(c->checkpoint.policy, checkpoint::CheckpointPolicy::kAsync);
+  EXPECT_EQ(c->checkpoint.interval.every, Time::Hours(1));
+  EXPECT_EQ(c->checkpoint.spec.parameters, r.params);
+  EXPECT_DOUBLE_EQ(c->checkpoint.hardware.node_net_GBps, 8 * 400 / 8.0);  // 8 × NDR-400
+  EXPECT_TRUE(c->failures.enabled);
+  EXPECT_NEAR(c->failures.node_day_rate, 419.0 / (54 * 2048), 1e-5);
+  EXPECT_EQ(c->recovery.collective_timeout, r.detection_delay);
+  // The resolved scenario's communicator init for 128 GPUs equals the library's base + per GPU.
+  EXPECT_EQ(c->recovery.comm_init_base + c->recovery.comm_init_per_gpu * 128, r.comm_init);
+}
+
+TEST(RunConfigTest, FaultsMapByKind) {
+  ResolvedFault f;
+  f.fault.set_kind(pb::Fault::LINK);
+  f.fault.set_id(12);
+  f.fault.set_degrade(0.25);
+  f.at = Time::Hours(2);
+  f.duration = Time::Minutes(30);
+  Result<ScheduledFault> s = MakeScheduledFault(f);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kind, ScheduledFault::Kind::kLinkDegraded);
+  EXPECT_DOUBLE_EQ(s->factor, 0.75);
+  EXPECT_EQ(s->duration, Time::Minutes(30));
+  f.fault.set_degrade(1.0);  // down
+  EXPECT_EQ(MakeScheduledFault(f)->kind, ScheduledFault::Kind::kNic);
+  f.fault.set_kind(pb::Fault::HANG);
+  EXPECT_EQ(MakeScheduledFault(f)->kind, ScheduledFault::Kind::kHang);
+}
+
+TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
+  ResolvedScenario r = LoadDemo({});
+  Result<parallelism::StepConfig> sc = MakeStepConfig(r);
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  checkpoint::StepTimeFn fn = MakeStepTimeFn(sc.value());
+  checkpoint::ClusterState healthy;
+  healthy.live_dp_replicas = 2;
+  Result<checkpoint::StepTiming> t = fn(healthy);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  Result<parallelism::StepResult> direct = parallelism::SimulateStep(sc.value());
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(t->total(), ToStepTiming(direct->breakdown).total());
+  EXPECT_NEAR(t->total().seconds(), direct->time_s, 1e-6);
+  // One replica left: it runs all 1,536 micro-batches instead of 768, so its step takes about
+  // twice as long (the pipeline fill and drain do not double).
+  checkpoint::ClusterState one = healthy;
+  one.live_dp_replicas = 1;
+  Result<checkpoint::StepTiming> t1 = fn(one);
+  ASSERT_TRUE(t1.ok()) << t1.status().message();
+  EXPECT_GT(t1->total().seconds(), 1.8 * t->total().seconds());
+  EXPECT_LT(t1->total().seconds(), 2.1 * t->total().seconds());
+}
+
+// The check on the default scenario: `gpu 37 fails at 16h` with the stochastic model off
+// costs exactly the work since the last checkpoint completed before 16 h, plus detection and
+// restart, and the report names that checkpoint. SYNC so the checkpoint times have a closed form.
+TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
+  ResolvedScenario r = LoadDemo({"failures.enabled=false", "checkpoint.policy=SYNC"});
+  Result<RunConfig> c = MakeRunConfig(r);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Result<parallelism::StepConfig> sc = MakeStepConfig(r);
+  ASSERT_TRUE(sc.ok());
+  checkpoint::StepTimeCache cache(MakeStepTimeFn(sc.value()));
+  checkpoint::ClusterState healthy;
+  healthy.live_dp_replicas = 2;
+  const Time tau = cache.Get(healthy)->total();
+
+  ScheduledFault f;
+  f.kind = ScheduledFault::Kind::kGpu;
+  f.id = 37;
+  f.at = Time::Hours(16);
+  Result<checkpoint::WhatIfReport> w = checkpoint::SimulateWhatIf(c.value(), {f}, cache);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+
+  // Closed form. A checkpoint falls due after ceil(1 h / τ) steps of training; it stalls for
+  // δ = size / min(storage write, 16 nodes × min(NIC, 8 × PCIe)).
+  const pb::Storage& st = r.scenario.cluster().storage();
+  const double size = double(r.params) * 14;
+  const double node_GBps = std::min(8 * 400 / 8.0, 8 * r.gpu.pcie_gbyte_per_s());
+  const Time delta =
+      checkpoint::TransferTime(size, std::min(st.write_gbyte_per_s(), 16 * node_GBps));
+  const int64_t n = (Time::Hours(1).nanos() + tau.nanos() - 1) / tau.nanos();
+  const Time period = tau * n + delta;
+  const int64_t k = Time::Hours(16) / period;  // checkpoints completed before 16 h
+  const Time lost = Time::Hours(16) - period * k;
+  const Time load = checkpoint::TransferTime(size, std::min(st.read_gbyte_per_s(), 16 * node_GBps));
+  const Time restart = r.requeue + r.process_start + r.comm_init + load;
+  EXPECT_EQ(w->delta_wall_time_s, (lost + r.detection_delay + restart).seconds());
+  EXPECT_EQ(w->whatif.breakdown.lost, lost);
+  EXPECT_EQ(w->whatif.breakdown.waiting, Time());
+  const checkpoint::FailureRecord& rec = w->whatif.failure_records.at(0);
+  EXPECT_EQ(rec.restored_checkpoint, k);
+  EXPECT_EQ(rec.restored_step, n * k);
+  EXPECT_EQ(rec.restored_checkpoint_written_at, period * k);
+  EXPECT_EQ(rec.resumed_at, Time::Hours(16) + r.detection_delay + restart);
+}
+
+TEST(RunConfigTest, DemoAsIsAddsUpAndRuns) {
+  ResolvedScenario r = LoadDemo({});
+  Result<RunConfig> c = MakeRunConfig(r);
+  ASSERT_TRUE(c.ok());
+  Result<parallelism::StepConfig> sc = MakeStepConfig(r);
+  ASSERT_TRUE(sc.ok());
+  checkpoint::StepTimeCache cache(MakeStepTimeFn(sc.value()));
+  Result<checkpoint::RunReport> run = checkpoint::SimulateRun(c.value(), cache);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->wall_time, Time::Days(21));
+  EXPECT_EQ(run->breakdown.Total(), run->wall_time);
+  EXPECT_GT(run->ettr, 0.5);
+  EXPECT_LT(run->ettr, 1.0);
+}
+
+}  // namespace
+}  // namespace trainsim::scenarios
