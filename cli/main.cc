@@ -22,7 +22,6 @@ int main(int argc, char** argv) {
       "(TP x PP x DP layouts, collectives, checkpoints, faults, recovery).",
       "trainsim"};
   app.set_version_flag("--version", std::string("trainsim ") + TRAINSIM_VERSION);
-  app.require_subcommand(1);
   int exit_code = trainsim::cli::kExitOk;
 
   // One line per command (cli/commands.h).
@@ -31,19 +30,18 @@ int main(int argc, char** argv) {
   trainsim::cli::AddValidateCommand(app, &exit_code);
   trainsim::cli::AddCalibrateCommand(app, &exit_code);
 
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+  }
+  std::string command_list;
+  for (const std::string& n : names) command_list += (command_list.empty() ? "" : ", ") + n;
   // A first word that is neither an option nor a command is the commonest slip; say so plainly.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-      names.push_back(sub->get_name());
-    }
-    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-      std::string list;
-      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-      std::cerr << "trainsim: error: unknown command \"" << argv[1] << "\" (commands: " << list
-                << ")\nRun 'trainsim --help' for usage.\n";
-      return trainsim::cli::kExitBadInput;
-    }
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    std::cerr << "trainsim: error: unknown command \"" << argv[1]
+              << "\" (commands: " << command_list << ")\nRun 'trainsim --help' for usage.\n";
+    return trainsim::cli::kExitBadInput;
   }
 
   try {
@@ -53,6 +51,11 @@ int main(int argc, char** argv) {
     // (exit 2), not CLI11's own codes (100+).
     if (e.get_exit_code() == 0) return app.exit(e);
     std::cerr << "trainsim: error: " << e.what() << "\nRun 'trainsim --help' for usage.\n";
+    return trainsim::cli::kExitBadInput;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cerr << "trainsim: error: a command is required (commands: " << command_list
+              << ")\nRun 'trainsim --help' for usage.\n";
     return trainsim::cli::kExitBadInput;
   }
   return exit_code;

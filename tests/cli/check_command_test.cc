@@ -1,0 +1,225 @@
+// Runs the built `trainsim` binary: --help, --version, CLI errors, and `trainsim check` on good
+// and bad scenarios (exit codes 0/2, messages on stderr, nothing on stdout for bad input).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource = TRAINSIM_SOURCE_DIR;
+const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+// Runs trainsim with `args` in directory `cwd`.
+RunResult RunTrainsim(const std::vector<std::string>& args, const fs::path& cwd = kSource) {
+  fs::path err_file =
+      fs::temp_directory_path() / ("trainsim_cli_test_" + std::to_string(::getpid()) + ".err");
+  std::string cmd = "cd " + ShellQuote(cwd.string()) + " && " + ShellQuote(TRAINSIM_BINARY);
+  for (const std::string& a : args) cmd += " " + ShellQuote(a);
+  cmd += " 2>" + ShellQuote(err_file.string());
+  RunResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_file);
+  return r;
+}
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(CliTest, HelpListsTheCheckCommandAndExitsZero) {
+  RunResult r = RunTrainsim({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(Contains(r.out, "check")) << r.out;
+  RunResult sub = RunTrainsim({"check", "--help"});
+  EXPECT_EQ(sub.exit_code, 0);
+  EXPECT_TRUE(Contains(sub.out, "--set")) << sub.out;
+}
+
+TEST(CliTest, VersionComesFromTheCmakeProjectVersion) {
+  RunResult r = RunTrainsim({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, std::string("trainsim ") + TRAINSIM_VERSION + "\n");
+}
+
+TEST(CliTest, UsageErrorsExitTwoWithAMessageNotCli11Codes) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* fragment;
+  } cases[] = {
+      {{}, "a command is required (commands: check"},
+      {{"frobnicate"}, "unknown command \"frobnicate\" (commands: check"},
+      {{"--no-such-flag"}, "not expected: --no-such-flag"},
+      {{"check"}, "SCENARIO is required"},
+      {{"check", kDemo, "--bogus"}, "--bogus"},
+      {{"check", kDemo, "--set"}, "--set"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = RunTrainsim(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.fragment << "\n" << r.err;
+    EXPECT_TRUE(Contains(r.err, "trainsim: error: ")) << r.err;
+    EXPECT_TRUE(Contains(r.err, c.fragment)) << c.fragment << "\n" << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(CliTest, CheckPrintsTheResolvedDemoWithDerivedValues) {
+  RunResult r = RunTrainsim({"check", kDemo});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // 16 nodes x 8 GPUs; parameters by Narayanan's formula for GPT-3 175B (l 96, h 12288):
+  // 12*96*12288^2*(1 + 13/(12*12288) + (51200+2048)/(12*96*12288)) = 174,615,822,336.
+  for (const char* part :
+       {"Scenario demo: valid", "128 x H100-SXM-80GB (16 nodes x 8, DGX-H100", "+ 2 spare nodes",
+        "8 x NDR-400 per node", "2-level fat tree", "rail-optimised", "174.6 B (174,615,822,336)",
+        "TP 8 x PP 8 x DP 2 = 128 GPUs, 12 layers per stage",
+        "global 1,536 sequences = 3,145,728 tokens per step",
+        "768 micro-batches per pipeline per step", "ASYNC, every 1h",
+        "COLLECTIVE_TIMEOUT after 10m", "Resolved scenario (text format, defaults filled in):",
+        "detection_delay: \"10m\"", "bytes_per_param: 14"}) {
+    EXPECT_TRUE(Contains(r.out, part)) << "missing: " << part << "\n" << r.out;
+  }
+  // 2.50 USD x (16 + 2 spare) nodes x 8 GPUs = 360 USD per hour.
+  EXPECT_TRUE(Contains(r.out, "$2.50 per GPU-hour x 144 GPUs billed = $360.00 per hour")) << r.out;
+}
+
+TEST(CliTest, CheckJsonHasTheScenarioAndDerivedValues) {
+  RunResult r = RunTrainsim({"check", "--json", kDemo});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["derived"]["num_gpus"], 128);
+  EXPECT_EQ(j["derived"]["tokens_per_step"], 1536 * 2048);
+  double l = 96, h = 12288, v = 51200, s = 2048;
+  double params = 12 * l * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * l * h));
+  EXPECT_NEAR(j["derived"]["params"].get<double>(), params, 1.0);
+  EXPECT_EQ(j["derived"]["total_steps"], nullptr);  // a duration goal
+  EXPECT_DOUBLE_EQ(j["derived"]["training_duration_s"].get<double>(), 21 * 86400.0);
+  EXPECT_EQ(j["scenario"]["parallelism"]["recompute"], "SELECTIVE");
+  EXPECT_EQ(j["scenario"]["cluster"]["spare_nodes"], 2);
+}
+
+TEST(CliTest, SetOverridesApplyBeforeValidation) {
+  RunResult r =
+      RunTrainsim({"check", kDemo, "--set", "parallelism.tp=4", "--set", "parallelism.dp=4",
+                   "--set", "parallelism.recompute=FULL", "--set", "model.layers=48"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "TP 4 x PP 8 x DP 4 = 128 GPUs, 6 layers per stage")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "recompute FULL")) << r.out;
+  // --set before the positional argument works too.
+  RunResult before =
+      RunTrainsim({"check", "--set", "parallelism.pp=4", "--set", "parallelism.dp=4", kDemo});
+  EXPECT_EQ(before.exit_code, 0) << before.err;
+}
+
+TEST(CliTest, BadOverridesExitTwoNamingThePath) {
+  struct Case {
+    const char* set;
+    const char* fragment;
+  } cases[] = {
+      {"parallelism.tpp=4",
+       "--set parallelism.tpp=4: unknown field \"tpp\" in parallelism; did "
+       "you mean \"tp\"?"},
+      {"parallelism.recompute=SOME", "(valid: NONE, SELECTIVE, FULL)"},
+      {"parallelism.tp=8.5", "\"8.5\" is not a 32-bit integer"},
+      {"parallelism.tp=4", "tp x pp x dp = 4 x 8 x 2 = 64 must equal the 128 GPUs"},
+      {"cluster.gpu=H800", "unknown GPU \"H800\"; did you mean \"H100"},
+      {"faults.0.kind=GPU", "faults[0].at: every fault needs a time"},
+      {"model", "expected PATH=VALUE"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = RunTrainsim({"check", kDemo, "--set", c.set});
+    EXPECT_EQ(r.exit_code, 2) << c.set;
+    EXPECT_TRUE(Contains(r.err, c.fragment)) << c.set << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << "nothing on stdout for bad input";
+  }
+}
+
+TEST(CliTest, EveryBadFileExitsTwoWithItsMessageAndWritesNothing) {
+  fs::path bad = kSource / "tests/scenarios/bad";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(bad)) {
+    if (e.path().extension() == ".textproto" || e.path().extension() == ".json") {
+      files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 40u);
+  for (const fs::path& f : files) {
+    std::ifstream in(f.extension() == ".json" ? fs::path(f.string() + ".expect") : f);
+    std::string expected;
+    std::getline(in, expected);
+    if (expected.rfind("# expect: ", 0) == 0) expected = expected.substr(10);
+    // Run inside bad/ with a relative name so the message starts "NAME:LINE:COL".
+    RunResult r = RunTrainsim({"check", f.filename().string()}, bad);
+    EXPECT_EQ(r.exit_code, 2) << f.filename();
+    EXPECT_EQ(r.out, "") << f.filename();
+    EXPECT_TRUE(Contains(r.err, "trainsim: error: " + f.filename().string())) << r.err;
+    EXPECT_TRUE(Contains(r.err, expected))
+        << f.filename() << "\n  expected: " << expected << "\n  got: " << r.err;
+  }
+}
+
+TEST(CliTest, MissingFileExitsTwo) {
+  RunResult r = RunTrainsim({"check", "no/such/file.textproto"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "no/such/file.textproto: cannot open")) << r.err;
+}
+
+TEST(CliTest, OutputIsDeterministicAndIndependentOfTheWorkingDirectory) {
+  RunResult a = RunTrainsim({"check", kDemo});
+  RunResult b = RunTrainsim({"check", kDemo}, fs::temp_directory_path());  // catalogue is embedded
+  ASSERT_EQ(a.exit_code, 0);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(CliTest, EveryBundledScenarioChecks) {
+  for (const char* sub : {"scenarios/examples", "scenarios/validation"}) {
+    for (const auto& e : fs::directory_iterator(kSource / sub)) {
+      if (e.path().extension() != ".textproto") continue;
+      RunResult r = RunTrainsim({"check", e.path().string()});
+      EXPECT_EQ(r.exit_code, 0) << e.path() << "\n" << r.err;
+    }
+  }
+}
+
+}  // namespace
