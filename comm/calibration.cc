@@ -525,6 +525,29 @@ std::optional<double> Calibration::GemmTflops(std::string_view dtype, int64_t m,
   return best->tflops;
 }
 
+std::optional<double> Calibration::GemmEfficiency(std::string_view dtype, int64_t m, int64_t n,
+                                                  int64_t k, int64_t batch,
+                                                  double peak_tflops) const {
+  if (!(peak_tflops > 0)) return std::nullopt;
+  std::optional<double> t = GemmTflops(dtype, m, n, k, batch);
+  if (!t) return std::nullopt;
+  return *t / peak_tflops;
+}
+
+std::string Calibration::Describe() const {
+  std::string where = std::to_string(gpu_count_) + " x " + gpu_name_ + ", NCCL " + nccl_version_ +
+                      ", CUDA " + cuda_version_;
+  if (sample_) return "SAMPLE calibration " + path_ + " (not measured; " + where + ")";
+  return "calibration " + path_ + ": measured " + date_ + " on " + where;
+}
+
+Result<Calibration> LoadCalibrationFor(const std::string& path, std::string_view scenario_gpu) {
+  auto c = LoadCalibration(path);
+  if (!c.ok()) return c.status();
+  TRAINSIM_RETURN_IF_ERROR(c->CheckGpu(scenario_gpu));
+  return c;
+}
+
 Status Calibration::CheckGpu(std::string_view scenario_gpu) const {
   std::optional<std::string> want = ModelWord(scenario_gpu);
   bool match;

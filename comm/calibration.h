@@ -94,6 +94,19 @@ class Calibration {
   std::optional<double> GemmTflops(std::string_view dtype, int64_t m, int64_t n, int64_t k,
                                    int64_t batch = 1) const;
 
+  // Efficiency relative to a dense peak: GemmTflops / peak_tflops, for the simulator's
+  // matrix-product efficiency (a measured rate above the stated peak is returned as is: the
+  // caller's peak is then wrong, which its own checks should say). nullopt as GemmTflops, or
+  // when peak_tflops <= 0.
+  std::optional<double> GemmEfficiency(std::string_view dtype, int64_t m, int64_t n, int64_t k,
+                                       int64_t batch, double peak_tflops) const;
+
+  // One line for reports: where the numbers came from, e.g.
+  //   "calibration h100.json: measured 2026-11-30T10:00:00Z on 8 x NVIDIA H100 80GB HBM3,
+  //    NCCL 2.28.9, CUDA 13.0"
+  // and for a sample file "SAMPLE calibration ... (not measured)".
+  std::string Describe() const;
+
   // OK when this calibration was measured on the scenario's GPU type. Names are compared by
   // their model token: the first alphanumeric word that is letters followed by digits ("h100" in
   // "NVIDIA H100 80GB HBM3" and in "H100-SXM-80GB"), case-insensitive; when the scenario's name
@@ -113,6 +126,9 @@ class Calibration {
 // Reads and validates a calibration file. Errors: NotFound (cannot read), InvalidArgument
 // ("path:line:column: ..." for JSON syntax, "path: collectives[3].time_s: ..." for schema).
 Result<Calibration> LoadCalibration(const std::string& path);
+// LoadCalibration, then CheckGpu(scenario_gpu): what a command does with cluster.calibration or
+// --calibration before using the numbers.
+Result<Calibration> LoadCalibrationFor(const std::string& path, std::string_view scenario_gpu);
 // The same from text; `path` is only used in messages.
 Result<Calibration> ParseCalibration(std::string_view text, const std::string& path);
 

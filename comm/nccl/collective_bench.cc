@@ -187,26 +187,43 @@ class Communicators {
   }
 
   void Destroy() {
-    for (ncclComm_t& c : comms_) {
-      if (!c) continue;
-      if (aborted_) {
-        ncclCommAbort(c);
-      } else {
-        // Finalize is non-blocking too; a bounded wait, then abort rather than hang at exit.
-        ncclResult_t rc = ncclCommFinalize(c);
-        auto deadline = Clock::now() + std::chrono::seconds(10);
-        ncclResult_t async = ncclInProgress;
-        while (rc == ncclSuccess || rc == ncclInProgress) {
-          if (ncclCommGetAsyncError(c, &async) != ncclSuccess || async != ncclInProgress) break;
-          if (Clock::now() > deadline) break;
-          std::this_thread::yield();
-        }
-        if (async == ncclSuccess) {
-          ncclCommDestroy(c);
-        } else {
-          ncclCommAbort(c);
-        }
+    if (!aborted_) {
+      // Finalize every communicator first (non-blocking, so one waiting on another in this
+      // thread cannot deadlock), then wait for all with one bounded deadline; whatever is not
+      // finalized by then is aborted rather than left to hang the exit.
+      std::vector<bool> ok(comms_.size(), false);
+      for (size_t i = 0; i < comms_.size(); ++i) {
+        ncclResult_t rc = comms_[i] ? ncclCommFinalize(comms_[i]) : ncclInvalidArgument;
+        ok[i] = rc == ncclSuccess || rc == ncclInProgress;
       }
+      const auto deadline = Clock::now() + std::chrono::seconds(10);
+      bool pending = true;
+      while (pending && Clock::now() < deadline) {
+        pending = false;
+        for (size_t i = 0; i < comms_.size(); ++i) {
+          ncclResult_t async = ncclSuccess;
+          if (!ok[i]) continue;
+          if (ncclCommGetAsyncError(comms_[i], &async) != ncclSuccess ||
+              (async != ncclSuccess && async != ncclInProgress)) {
+            ok[i] = false;
+          } else if (async == ncclInProgress) {
+            pending = true;
+          }
+        }
+        if (pending) std::this_thread::yield();
+      }
+      for (size_t i = 0; i < comms_.size(); ++i) {
+        if (!comms_[i]) continue;
+        if (ok[i] && !pending) {
+          ncclCommDestroy(comms_[i]);
+        } else {
+          ncclCommAbort(comms_[i]);
+        }
+        comms_[i] = nullptr;
+      }
+    }
+    for (ncclComm_t& c : comms_) {
+      if (c) ncclCommAbort(c);
       c = nullptr;
     }
     comms_.clear();

@@ -152,6 +152,34 @@ TEST(CalibrationTest, GpuMustMatchTheScenario) {
   EXPECT_FALSE(c.CheckGpu("H200").ok());  // same compute, different memory: not the same GPU
 }
 
+TEST(CalibrationTest, EfficiencyIsMeasuredOverPeak) {
+  Calibration c = LoadSample();
+  // qkv's 533.9 TFLOP/s against H100 SXM's 989 dense BF16: 0.5398.
+  auto e = c.GemmEfficiency("bf16", 2048, 4608, 12288, 1, 989.0);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NEAR(*e, 533.9 / 989.0, 1e-12);
+  EXPECT_FALSE(c.GemmEfficiency("bf16", 2048, 4608, 12288, 1, 0).has_value());
+}
+
+TEST(CalibrationTest, DescribeSaysWhereNumbersCameFrom) {
+  Calibration c = LoadSample();
+  EXPECT_EQ(c.Describe(), std::string("SAMPLE calibration ") + kSample +
+                              " (not measured; 8 x NVIDIA H100 80GB HBM3, NCCL 2.30 (tuning "
+                              "model), CUDA 13.0)");
+  auto measured = ParseCalibration(File(kRow), "m.json");
+  ASSERT_TRUE(measured.ok());
+  EXPECT_EQ(measured->Describe(),
+            "calibration m.json: measured 2026-11-30 on 8 x NVIDIA H100 80GB HBM3, NCCL 2.28.9, "
+            "CUDA 13.0");
+}
+
+TEST(CalibrationTest, LoadForChecksTheGpu) {
+  EXPECT_TRUE(LoadCalibrationFor(kSample, "H100-SXM-80GB").ok());
+  auto wrong = LoadCalibrationFor(kSample, "B200");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), Status::Code::kFailedPrecondition);
+}
+
 TEST(CalibrationTest, MinimalFileParses) {
   auto c = ParseCalibration(File(kRow), "f.json");
   ASSERT_TRUE(c.ok()) << c.status().message();
