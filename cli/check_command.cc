@@ -56,6 +56,11 @@ std::string Line(const std::string& label, const std::string& value) {
 
 std::string OnOff(bool b) { return b ? "on" : "off"; }
 
+// "1 node", "16 nodes".
+std::string Count(int64_t n, const std::string& noun) {
+  return Thousands(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // Derived numbers shared by the table and the JSON.
 struct Derived {
   double nodes_billed = 0;
@@ -112,12 +117,10 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
   if (!s.description().empty()) out += "  " + s.description() + "\n";
 
   out += "Cluster\n";
-  out +=
-      Line("GPUs",
-           std::to_string(r.num_gpus) + " x " + r.gpu.name() + " (" + std::to_string(r.nodes) +
-               " nodes x " + std::to_string(r.gpus_per_node) + ", " + r.node.name() +
-               (r.node.nvswitch() ? ", NVSwitch" : "") + ")" +
-               (r.spare_nodes > 0 ? " + " + std::to_string(r.spare_nodes) + " spare nodes" : ""));
+  out += Line("GPUs", std::to_string(r.num_gpus) + " x " + r.gpu.name() + " (" +
+                          Count(r.nodes, "node") + " x " + std::to_string(r.gpus_per_node) + ", " +
+                          r.node.name() + (r.node.nvswitch() ? ", NVSwitch" : "") + ")" +
+                          (r.spare_nodes > 0 ? " + " + Count(r.spare_nodes, "spare node") : ""));
   out += Line("GPU", Fmt("%.1f", r.peak_tflops) + " TFLOP/s dense " +
                          pb::Precision_Name(m.precision()) + ", " + GiB(r.gpu.hbm_bytes()) +
                          " HBM at " + Fmt("%.0f", r.gpu.hbm_gbyte_per_s()) + " GB/s, NVLink " +
@@ -205,14 +208,14 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
   if (!f.enabled()) {
     out += Line("Stochastic", "off");
   } else {
-    out += Line(
-        "Stochastic",
-        Fmt("%.5g", f.node_day_rate()) + " per node-day, " +
-            pb::Failures::Distribution_Name(f.distribution()) +
-            (f.distribution() == pb::Failures::WEIBULL ? Fmt(" (shape %g)", f.weibull_shape())
-                                                       : "") +
-            ": " + Fmt("%.3g", d.failures_per_day) + " expected per day on " +
-            std::to_string(r.nodes) + " nodes, MTBF " + sim::FormatSecondsHuman(d.mtbf_h * 3600.0));
+    out +=
+        Line("Stochastic",
+             Fmt("%.5g", f.node_day_rate()) + " per node-day, " +
+                 pb::Failures::Distribution_Name(f.distribution()) +
+                 (f.distribution() == pb::Failures::WEIBULL ? Fmt(" (shape %g)", f.weibull_shape())
+                                                            : "") +
+                 ": " + Fmt("%.3g", d.failures_per_day) + " expected per day on " +
+                 Count(r.nodes, "node") + ", MTBF " + sim::FormatSecondsHuman(d.mtbf_h * 3600.0));
     for (const pb::FailureCause& cause : f.causes()) {
       std::string kind = pb::Fault::Kind_Name(cause.kind());
       kind.resize(std::max<size_t>(kind.size(), 9), ' ');

@@ -136,6 +136,21 @@ void CollectEnumFields(const gp::Descriptor& d, std::string_view field,
   }
 }
 
+// The dotted path of the first section of type `target` under `d` ("cluster.topology"), or "".
+std::string SectionPath(const gp::Descriptor& d, const gp::Descriptor& target,
+                        const std::string& prefix, int depth = 0) {
+  if (depth > 4) return "";
+  for (int i = 0; i < d.field_count(); ++i) {
+    const gp::FieldDescriptor* f = d.field(i);
+    if (f->message_type() == nullptr) continue;
+    std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
+    if (f->message_type() == &target) return path;
+    std::string nested = SectionPath(*f->message_type(), target, path, depth + 1);
+    if (!nested.empty()) return nested;
+  }
+  return "";
+}
+
 // Turns protobuf's text-format messages into ones that say what would be valid.
 std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descriptor& root) {
   static const std::string kNoField = "\" has no field named \"";
@@ -147,7 +162,10 @@ std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descripto
       size_t name_end = msg.find('"', name_start);
       std::string name = msg.substr(name_start, name_end - name_start);
       const gp::Descriptor* d = gp::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
-      if (d != nullptr) return UnknownFieldMessage(name, *d, d->name());
+      if (d != nullptr) {
+        std::string where = d == &root ? "the scenario" : SectionPath(root, *d, "");
+        return UnknownFieldMessage(name, *d, where.empty() ? d->name() : where);
+      }
     }
   }
   static const std::string kEnum = "Unknown enumeration value of \"";
