@@ -8,6 +8,7 @@
 
 #include "cli/calibrate_command.h"
 #include "cli/check_command.h"
+#include "cli/collective_command.h"
 #include "cli/commands.h"
 #include "cli/run_command.h"
 #include "cli/validate_command.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   trainsim::cli::AddRunCommand(app, &exit_code);
   trainsim::cli::AddValidateCommand(app, &exit_code);
   trainsim::cli::AddCalibrateCommand(app, &exit_code);
+  trainsim::cli::AddCollectiveCommand(app, &exit_code);
 
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
