@@ -203,7 +203,7 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     }
 
     if (opts->scenario.json) {
-      nlohmann::json out = nlohmann::json::array();
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const Row& r : rows) {
         out.push_back({{"op", std::string(comm::OpName(*op))},
                        {"algo", std::string(comm::AlgoName(r.estimate.algo))},
