@@ -1,0 +1,96 @@
+// `trainsim whatif`, driven through CLI11 in-process: output, JSON names, determinism, bad input.
+#include "cli/whatif_command.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace trainsim::cli {
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Outcome RunCommand(std::vector<std::string> args) {
+  CLI::App app{"trainsim", "trainsim"};
+  int exit_code = kExitOk;
+  AddWhatIfCommand(app, &exit_code);
+  args.insert(args.begin(), "trainsim");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    exit_code = e.get_exit_code() == 0 ? kExitOk : kExitBadInput;
+  }
+  Outcome o;
+  o.out = ::testing::internal::GetCapturedStdout();
+  o.err = ::testing::internal::GetCapturedStderr();
+  o.exit_code = exit_code;
+  return o;
+}
+
+constexpr char kDemo[] = "scenarios/examples/demo.textproto";
+
+TEST(WhatIfCommandTest, JsonHasBothRunsAndTheDelta) {
+  Outcome o = RunCommand({"whatif", kDemo, "--fail", "gpu:37@16h", "--json"});
+  ASSERT_EQ(o.exit_code, kExitOk) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  for (const char* side : {"baseline", "whatif"}) {
+    for (const char* key : {"wall_time_s", "goodput", "ettr", "failures", "failures_by_cause",
+                            "checkpoints", "lost_work_s", "cost_usd"}) {
+      EXPECT_TRUE(j[side].contains(key)) << side << "." << key;
+    }
+    double sum = 0;
+    for (const char* key : {"useful", "exposed_comm", "bubble", "checkpoint_stall", "lost",
+                            "detection", "restart", "waiting"}) {
+      sum += j[side]["breakdown_s"][key].get<double>();
+    }
+    EXPECT_NEAR(sum, j[side]["wall_time_s"].get<double>(), 1e-6);
+  }
+  EXPECT_DOUBLE_EQ(
+      j["delta"]["wall_time_s"].get<double>(),
+      j["whatif"]["wall_time_s"].get<double>() - j["baseline"]["wall_time_s"].get<double>());
+  EXPECT_EQ(j["whatif"]["failures_by_cause"]["scheduled gpu"], 1);
+  const nlohmann::json& added = j["added_faults"].at(0);
+  EXPECT_TRUE(added["interrupted_training"].get<bool>());
+  EXPECT_GT(added["restored_checkpoint"].get<int>(), 0);
+  EXPECT_GT(added["resumed_at_s"].get<double>(), 16 * 3600.0);
+}
+
+TEST(WhatIfCommandTest, TableNamesTheRestoredCheckpointAndIsDeterministic) {
+  Outcome a = RunCommand({"whatif", kDemo, "--fail", "gpu:37@16h", "--slow", "gpu:5x1.3@1h+4h"});
+  Outcome b = RunCommand({"whatif", kDemo, "--fail", "gpu:37@16h", "--slow", "gpu:5x1.3@1h+4h"});
+  ASSERT_EQ(a.exit_code, kExitOk) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out.find("restored checkpoint #"), std::string::npos);
+  EXPECT_NE(a.out.find("training resumed at"), std::string::npos);
+  EXPECT_NE(a.out.find("gpu 5 slows by 1.3x"), std::string::npos);
+}
+
+TEST(WhatIfCommandTest, BadInputExitsTwoWithAMessageAndNoOutput) {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"whatif", kDemo},                           // no fault
+           {"whatif", kDemo, "--fail", "gpu:999@16h"},  // no such GPU
+           {"whatif", kDemo, "--fail", "gpu:3@30d"},    // after the end
+           {"whatif", kDemo, "--fail", "disk:3@1h"},    // unknown kind
+           {"whatif", kDemo, "--slow", "node:3@1h"},    // not a slowdown
+           {"whatif", kDemo, "--fail", "gpu:3@1h", "--set", "failures.node_day_rate=-1"},
+       }) {
+    Outcome o = RunCommand(args);
+    EXPECT_EQ(o.exit_code, kExitBadInput) << args.back();
+    EXPECT_TRUE(o.out.empty()) << args.back();
+    EXPECT_NE(o.err.find("trainsim: error: "), std::string::npos) << args.back();
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::cli
