@@ -11,6 +11,7 @@
 #include "sim/engine.h"
 #include "sim/event_queue.h"
 #include "sim/random.h"
+#include "sim/trace_writer.h"
 
 namespace trainsim::sim {
 namespace {
@@ -85,6 +86,77 @@ void BM_EngineHoldWithCancel(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EngineHoldWithCancel)->Arg(1 << 10)->Arg(1 << 20);
+
+// As BM_EngineHold, but each handler captures 40 bytes (more than std::function's 16-byte inline
+// buffer in libstdc++), so every Schedule allocates: the price of a fat capture.
+struct FatHold {
+  HoldState* s;
+  int64_t payload[4];
+  void operator()() const;
+};
+
+void FatHold::operator()() const {
+  FatHold next = *this;
+  ++next.payload[0];
+  s->engine->Schedule(Time::Nanos(1 + static_cast<int64_t>(s->rng->UniformInt(kMaxDelayNs))), next);
+}
+
+void BM_EngineHoldFatCapture(benchmark::State& state) {
+  const int64_t pending = state.range(0);
+  Rng rng(1);
+  Engine engine;
+  HoldState hs{&engine, &rng};
+  for (int64_t i = 0; i < pending; ++i) {
+    engine.ScheduleAt(Time::Nanos(static_cast<int64_t>(rng.UniformInt(kMaxDelayNs))),
+                      FatHold{&hs, {i, 0, 0, 0}});
+  }
+  for (auto _ : state) engine.Step();
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EngineHoldFatCapture)->Arg(1 << 10);
+
+// Random draws, as Monte Carlo failure sampling makes them.
+void BM_RngUniform(benchmark::State& state) {
+  Rng rng = RandomStreams(1).Stream("bench");
+  for (auto _ : state) benchmark::DoNotOptimize(rng.Uniform());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RngUniform);
+
+void BM_RngUniformInt(benchmark::State& state) {
+  Rng rng = RandomStreams(1).Stream("bench");
+  for (auto _ : state) benchmark::DoNotOptimize(rng.UniformInt(1000003));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RngUniformInt);
+
+void BM_RngExponential(benchmark::State& state) {
+  Rng rng = RandomStreams(1).Stream("bench");
+  for (auto _ : state) benchmark::DoNotOptimize(rng.Exponential(3600.0));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RngExponential);
+
+void BM_RngWeibull(benchmark::State& state) {
+  Rng rng = RandomStreams(1).Stream("bench");
+  for (auto _ : state) benchmark::DoNotOptimize(rng.Weibull(0.7, 3600.0));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RngWeibull);
+
+// Recording complete events (a step trace has one per op per GPU).
+void BM_TraceWriterComplete(benchmark::State& state) {
+  TraceWriter t;
+  int64_t i = 0;
+  for (auto _ : state) {
+    t.Complete("fwd", "compute", static_cast<int>(i % 8), static_cast<int>(i % 64),
+               Time::Nanos(i * 1000 + 7), Time::Nanos(950));
+    ++i;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(t.ToJson().size()));
+}
+BENCHMARK(BM_TraceWriterComplete);
 
 }  // namespace
 }  // namespace trainsim::sim

@@ -7,6 +7,10 @@
 //
 // There is no global engine: whoever needs to schedule is handed an Engine*.
 //
+// Cost (bench/README.md): ~70 ns per event with 1K pending (14 M events/s on one core). A
+// handler whose captures fit in 16 bytes (two pointers) is stored inline by std::function; a
+// larger capture costs a heap allocation per event (~100 ns per event in the same benchmark).
+//
 // Invariants: now() never decreases; a handler runs at most once; an event scheduled at a time
 // earlier than now() is a programming error (asserted); handlers may schedule and cancel freely.
 #ifndef TRAINSIM_SIM_ENGINE_H_

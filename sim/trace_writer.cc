@@ -40,6 +40,14 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
+// Appends a decimal integer without a temporary string.
+template <typename Int>
+void AppendInt(std::string& out, Int v) {
+  char buf[24];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, r.ptr);
+}
+
 }  // namespace
 
 void TraceWriter::AppendJsonString(std::string& out, std::string_view text) {
@@ -104,12 +112,13 @@ void TraceWriter::AppendMicros(std::string& out, int64_t ns) {
   const bool negative = ns < 0;
   const uint64_t mag = negative ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   if (negative) out += '-';
-  out += std::to_string(mag / 1000);
+  AppendInt(out, mag / 1000);
   const uint64_t frac = mag % 1000;
   if (frac != 0) {
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), ".%03u", static_cast<unsigned>(frac));
-    out += buf;
+    const char digits[4] = {'.', static_cast<char>('0' + frac / 100),
+                            static_cast<char>('0' + frac / 10 % 10),
+                            static_cast<char>('0' + frac % 10)};
+    out.append(digits, 4);
   }
 }
 
@@ -152,7 +161,11 @@ void TraceWriter::BeginEvent(char phase, std::string_view name, int pid, int tid
   events_ += phase;
   events_ += "\",\"name\":";
   AppendJsonString(events_, name);
-  events_ += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":";
+  events_ += ",\"pid\":";
+  AppendInt(events_, pid);
+  events_ += ",\"tid\":";
+  AppendInt(events_, tid);
+  events_ += ",\"ts\":";
   AppendMicros(events_, ts.nanos());
 }
 
@@ -166,7 +179,7 @@ void TraceWriter::AppendArgs(const TraceArgs& args) {
     AppendJsonString(events_, key);
     events_ += ':';
     if (const int64_t* i = std::get_if<int64_t>(&value)) {
-      events_ += std::to_string(*i);
+      AppendInt(events_, *i);
     } else if (const double* d = std::get_if<double>(&value)) {
       AppendDouble(events_, *d);
     } else {
@@ -209,8 +222,7 @@ void TraceWriter::Counter(std::string_view name, int pid, Time at,
   events_ += '}';
 }
 
-std::string TraceWriter::ToJson() const {
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+void TraceWriter::AppendMetadata(std::string& out) const {
   bool first = true;
   auto meta = [&](std::string_view kind, int pid, int tid, std::string_view arg_key,
                   const std::string* str_value, int int_value) {
@@ -239,17 +251,34 @@ std::string TraceWriter::ToJson() const {
       meta("thread_sort_index", key.first, key.second, "sort_index", nullptr, m.sort_index);
     }
   }
-  if (!events_.empty()) {
-    // events_ starts with "\n" for the first event; after metadata it needs a comma.
-    if (!first) out += ',';
-    out += events_;
-  }
-  out += "\n]}\n";
+  // events_ starts with "\n" for the first event; after metadata it needs a comma.
+  if (!first && !events_.empty()) out += ',';
+}
+
+namespace {
+constexpr std::string_view kHeader = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+constexpr std::string_view kFooter = "\n]}\n";
+}  // namespace
+
+std::string TraceWriter::ToJson() const {
+  std::string out(kHeader);
+  AppendMetadata(out);
+  out += events_;
+  out += kFooter;
   return out;
 }
 
 Status TraceWriter::WriteTo(const std::string& path) const {
-  return WriteFileAtomically(path, ToJson());
+  // Streams the stored events instead of building ToJson(): a long run's trace can be large,
+  // and this avoids holding it twice.
+  AtomicFileWriter w;
+  TRAINSIM_RETURN_IF_ERROR(w.Open(path));
+  std::string head(kHeader);
+  AppendMetadata(head);
+  w.Append(head);
+  w.Append(events_);
+  w.Append(kFooter);
+  return w.Commit();
 }
 
 }  // namespace trainsim::sim

@@ -60,7 +60,8 @@ class TraceWriter {
 
   // The whole trace as JSON text.
   std::string ToJson() const;
-  // Writes ToJson() to `path` atomically; errors name the path.
+  // Writes exactly ToJson()'s bytes to `path` atomically (streamed, without building the
+  // string); errors name the path.
   Status WriteTo(const std::string& path) const;
 
   // Appends `text` as a JSON string literal (with quotes) to `out`. Exposed for other JSON
@@ -79,6 +80,7 @@ class TraceWriter {
   };
   void BeginEvent(char phase, std::string_view name, int pid, int tid, Time ts);
   void AppendArgs(const TraceArgs& args);
+  void AppendMetadata(std::string& out) const;  // metadata events, then a separator if needed
 
   std::map<int, TrackMeta> processes_;
   std::map<std::pair<int, int>, TrackMeta> threads_;
