@@ -142,7 +142,8 @@ Result<Time> ParseDuration(std::string_view text) {
                                 " is too long (the limit is about 292 years)");
     }
     if (seen_dot) {
-      std::string frac = "0" + std::string(number.substr(number.find('.')));
+      std::string frac = "0";  // appended, not "0" + string: GCC bug 105329 again
+      frac.append(number.substr(number.find('.')));
       double f = std::strtod(frac.c_str(), nullptr);
       int64_t frac_ns = static_cast<int64_t>(std::llround(f * static_cast<double>(unit->ns)));
       if (__builtin_add_overflow(part_ns, frac_ns, &part_ns)) {
@@ -162,19 +163,18 @@ Result<Time> ParseDuration(std::string_view text) {
 
 std::string FormatDuration(Time t) {
   if (t == Time::Zero()) return "0s";
-  int64_t ns = t.nanos();
-  std::string out;
-  if (ns < 0) {
-    out = "-";
-    ns = -ns;  // Time::Min is never produced by the engine; -INT64_MIN would overflow.
-  }
+  // Work on the magnitude as unsigned so that the most negative value does not overflow.
+  const int64_t signed_ns = t.nanos();
+  std::string out = signed_ns < 0 ? "-" : "";
+  uint64_t ns =
+      signed_ns < 0 ? 0 - static_cast<uint64_t>(signed_ns) : static_cast<uint64_t>(signed_ns);
   if (ns < 1000000000) {  // below one second: the largest sub-second unit that is exact.
     if (ns % 1000000 == 0) return out + std::to_string(ns / 1000000) + "ms";
     if (ns % 1000 == 0) return out + std::to_string(ns / 1000) + "us";
     return out + std::to_string(ns) + "ns";
   }
-  const int64_t kDay = 86400LL * 1000000000, kHour = 3600LL * 1000000000, kMin = 60LL * 1000000000,
-                kSec = 1000000000;
+  const uint64_t kDay = 86400ULL * 1000000000, kHour = 3600ULL * 1000000000,
+                 kMin = 60ULL * 1000000000, kSec = 1000000000;
   for (auto [unit_ns, name] : {std::pair{kDay, "d"}, {kHour, "h"}, {kMin, "m"}}) {
     if (ns >= unit_ns) {
       out += std::to_string(ns / unit_ns) + name;
@@ -183,7 +183,7 @@ std::string FormatDuration(Time t) {
   }
   if (ns > 0) {
     out += std::to_string(ns / kSec);
-    int64_t frac = ns % kSec;
+    const uint64_t frac = ns % kSec;
     if (frac != 0) {
       std::string digits = std::to_string(frac);
       digits = std::string(9 - digits.size(), '0') + digits;

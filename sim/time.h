@@ -70,7 +70,8 @@ Result<Time> ParseDuration(std::string_view text);
 // "1d2h3m4.5s". Round-trips through ParseDuration for whole nanoseconds.
 std::string FormatDuration(Time t);
 
-// Formats seconds for reports with a sensible unit: "812 us", "1.43 s", "2.10 h", "3.5 d".
+// Formats seconds for reports with a sensible unit, by magnitude: < 1 ms "812.0 us", < 1 s
+// "4.25 ms", < 120 s "1.430 s", < 2 h "2.50 min", < 3 d "2.10 h", else "3.50 d"; 0 is "0 s".
 std::string FormatSecondsHuman(double seconds);
 
 }  // namespace trainsim::sim

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace trainsim::sim {
 namespace {
@@ -62,6 +63,37 @@ TEST(TimeTest, SecondsConversionRoundsToNearestNanosecond) {
   EXPECT_EQ(Time::FromSeconds(1.5).nanos(), 1500000000);
   EXPECT_EQ(Time::FromSeconds(1e-9 * 0.6).nanos(), 1);
   EXPECT_DOUBLE_EQ(Time::Hours(1).seconds(), 3600.0);
+}
+
+TEST(TimeTest, FormatHandlesNegativeAndExtremeValues) {
+  EXPECT_EQ(FormatDuration(Time::Zero() - Time::Seconds(90)), "-1m30s");
+  EXPECT_EQ(FormatDuration(Time::Zero() - Time::Micros(5)), "-5us");
+  // INT64_MAX ns = 9223372036.854775807 s = 106751 d 23 h 47 m 16.854775807 s.
+  EXPECT_EQ(FormatDuration(Time::Max()), "106751d23h47m16.854775807s");
+  // INT64_MIN has no positive counterpart in int64; it must still format, one ns further.
+  EXPECT_EQ(FormatDuration(Time::Nanos(std::numeric_limits<int64_t>::min())),
+            "-106751d23h47m16.854775808s");
+}
+
+TEST(TimeTest, FormatSecondsHumanPicksUnitByMagnitude) {
+  EXPECT_EQ(FormatSecondsHuman(0), "0 s");
+  EXPECT_EQ(FormatSecondsHuman(812e-6), "812.0 us");
+  EXPECT_EQ(FormatSecondsHuman(4.25e-3), "4.25 ms");
+  EXPECT_EQ(FormatSecondsHuman(1.43), "1.430 s");
+  EXPECT_EQ(FormatSecondsHuman(150), "2.50 min");   // 150 s / 60
+  EXPECT_EQ(FormatSecondsHuman(7560), "2.10 h");    // 7560 s / 3600
+  EXPECT_EQ(FormatSecondsHuman(302400), "3.50 d");  // 3.5 * 86400 s
+  EXPECT_EQ(FormatSecondsHuman(-1.5), "-1.500 s");
+}
+
+TEST(TimeTest, ArithmeticAndComparisonAreExactIntegers) {
+  // 0.1 s + 0.2 s is exactly 0.3 s in integer nanoseconds (it is not in double seconds).
+  EXPECT_EQ(Time::Millis(100) + Time::Millis(200), Time::Millis(300));
+  EXPECT_EQ(Time::Hours(16) / Time::Minutes(30), 32);
+  EXPECT_EQ(Time::Seconds(3) * 4, Time::Seconds(12));
+  EXPECT_EQ(Time::CheckedAdd(Time::Max(), Time::Zero()), Time::Max());
+  EXPECT_EQ(Time::CheckedMul(Time::Days(50000), 2), Time::Days(100000));
+  EXPECT_LT(Time::Nanos(1), Time::Micros(1));
 }
 
 }  // namespace
