@@ -5,7 +5,8 @@
 // when they reach the top, so size() counts only live events.
 //
 // Invariants: Pop() returns events in non-decreasing (time, priority, sequence) order; an event
-// id is never reused within one queue; a cancelled event's handler is never returned.
+// id is never reused within one queue (within the first 2^40 events, see Limits); a cancelled
+// event's handler is never returned.
 //
 // Costs: Push and Pop are O(log n) on a 4-ary heap of 24-byte keys (time, sequence, priority,
 // slot); handlers live in a slot vector so the heap moves only keys. (4-ary rather than binary:

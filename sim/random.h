@@ -5,7 +5,10 @@
 // shifts another's and a run is byte-for-byte reproducible. Derivation: SplitMix64 over the seed
 // mixed with a stable 64-bit FNV-1a hash of the name; the generator is xoshiro256** (public
 // domain, Blackman & Vigna). Distributions are computed here from raw bits, not with
-// <random>'s distributions, whose output differs between standard libraries.
+// <random>'s distributions, whose output differs between standard libraries. NextU64, Uniform
+// and UniformInt are pure integer arithmetic, identical everywhere; Exponential and Weibull call
+// log1p and pow, so they are identical wherever the C math library is (the same glibc gives the
+// same bits; a different libm may differ in the last ulp).
 #ifndef TRAINSIM_SIM_RANDOM_H_
 #define TRAINSIM_SIM_RANDOM_H_
 
