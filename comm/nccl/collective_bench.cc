@@ -492,6 +492,13 @@ Status RunCollectives(const RunnerOptions& o, const GpuEnvironment& env,
           const double t = times.size() % 2
                                ? times[times.size() / 2]
                                : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+          if (!(t > 0)) {
+            // A batch shorter than the events' resolution (about 0.5 us): no usable time.
+            if (group.is_root()) {
+              out << "#  " << where << ": below the CUDA event resolution; raise --iters\n";
+            }
+            continue;
+          }
           CollectiveRow row;
           row.op = op;
           row.algo = label;
