@@ -6,7 +6,9 @@
 //     process per node and one thread (track) per GPU;
 //   - complete events ("ph":"X": name, cat, ts, dur, pid, tid, optional args);
 //   - instant events ("ph":"i", scope thread / process / global);
-//   - counter events ("ph":"C", one or more named series per process).
+//   - counter events ("ph":"C", one or more named series per process);
+//   - flow events ("ph":"s" / "ph":"f" sharing an id), drawn as an arrow from a slice on one
+//     track to a slice on another, e.g. a pipeline send to its receive.
 // Timestamps and durations are microseconds, as the format requires, printed exactly from
 // integer nanoseconds ("ts":1234.567), so no rounding and no floating point.
 //
@@ -45,7 +47,9 @@ class TraceWriter {
   void SetProcessSortIndex(int pid, int index);
   void SetThreadSortIndex(int pid, int tid, int index);
 
-  // A span [start, start + duration) on track (pid, tid). REQUIRES: duration >= 0.
+  // A span [start, start + duration) on track (pid, tid). REQUIRES: duration >= 0. Spans on one
+  // track should be disjoint or nested: viewers mis-draw partial overlaps, so give overlapping
+  // work (e.g. compute and a concurrent all-reduce on one GPU) separate tids.
   void Complete(std::string_view name, std::string_view category, int pid, int tid, Time start,
                 Time duration, const TraceArgs& args = {});
   // A point event, e.g. "GPU 37 failed".
@@ -54,6 +58,13 @@ class TraceWriter {
   // Counter samples: each (series, value) is one line of the counter track `name` of `pid`.
   void Counter(std::string_view name, int pid, Time at,
                const std::vector<std::pair<std::string, double>>& series);
+
+  // An arrow from the slice enclosing `at` on (pid, tid) to the slice enclosing the matching
+  // FlowEnd's time on its track. `flow_id` pairs the two ends; use each id once per trace.
+  void FlowStart(std::string_view name, std::string_view category, int pid, int tid, Time at,
+                 uint64_t flow_id);
+  void FlowEnd(std::string_view name, std::string_view category, int pid, int tid, Time at,
+               uint64_t flow_id);
 
   // Number of non-metadata events added.
   size_t event_count() const { return event_count_; }

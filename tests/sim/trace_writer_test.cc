@@ -79,6 +79,24 @@ TEST(TraceWriterTest, AllEventKindsParseWithTheirFields) {
   EXPECT_DOUBLE_EQ(c["args"]["GBps"].get<double>(), 0.25);
 }
 
+TEST(TraceWriterTest, FlowEventsPairByIdAndBindToEnclosingSlice) {
+  TraceWriter t;
+  t.Complete("send", "p2p", 0, 3, Time::Micros(10), Time::Micros(5));
+  t.FlowStart("activation", "p2p", 0, 3, Time::Micros(12), 42);
+  t.Complete("recv", "p2p", 1, 0, Time::Micros(11), Time::Micros(8));
+  t.FlowEnd("activation", "p2p", 1, 0, Time::Micros(17), 42);
+  json j = json::parse(t.ToJson());
+  const json& s = j["traceEvents"][1];
+  const json& f = j["traceEvents"][3];
+  EXPECT_EQ(s["ph"], "s");
+  EXPECT_EQ(f["ph"], "f");
+  EXPECT_EQ(s["id"], 42);
+  EXPECT_EQ(f["id"], 42);
+  EXPECT_EQ(f["bp"], "e");
+  EXPECT_EQ(f["pid"], 1);
+  EXPECT_DOUBLE_EQ(f["ts"].get<double>(), 17.0);
+}
+
 TEST(TraceWriterTest, StringsAreEscapedAndInvalidUtf8Replaced) {
   // Quotes, backslash, control characters and valid 2- and 3-byte UTF-8 survive a round trip.
   const std::string valid = "q\"b\\s/\n\t\x01 \xc3\xa9 \xe2\x82\xac ";
