@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/run_command.h"
 #include "cli/validate_command.h"
+#include "cli/whatif_command.h"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   trainsim::cli::AddValidateCommand(app, &exit_code);
   trainsim::cli::AddCalibrateCommand(app, &exit_code);
   trainsim::cli::AddCollectiveCommand(app, &exit_code);
+  trainsim::cli::AddWhatIfCommand(app, &exit_code);
 
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
