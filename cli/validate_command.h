@@ -13,28 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/status.h"
-
 namespace trainsim::cli {
 
 void AddValidateCommand(CLI::App& app, int* exit_code);
-
-struct ValidationRow {
-  std::string scenario;
-  std::string source;
-  std::string metric;  // "tflops_per_gpu" or "iteration_time_s"
-  double predicted = 0;
-  double published = 0;
-  double error = 0;  // predicted / published − 1
-  int micro_batch = 0;
-  bool micro_batch_searched = false;
-  double step_time_s = 0;
-  double mfu = 0;
-};
-
-// Runs every *.textproto in `dir` (sorted by name) with `sets` applied to each.
-Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
-                                                 const std::vector<std::string>& sets);
 
 }  // namespace trainsim::cli
 

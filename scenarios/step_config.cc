@@ -1,9 +1,14 @@
 #include "scenarios/step_config.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "scenarios/catalogue.h"
+#include "scenarios/scenario.h"
 
 namespace trainsim::scenarios {
 namespace {
@@ -14,6 +19,32 @@ int SmsOf(const pb::GpuSpec& gpu) {
   if (gpu.architecture() == "hopper") return 132;
   if (gpu.architecture() == "blackwell") return 148;
   return 108;
+}
+
+// scenario name → whether its micro-batch size is published.
+Result<std::map<std::string, bool>> ReadPublishedTable(const std::filesystem::path& dir) {
+  std::map<std::string, bool> out;
+  std::ifstream in(dir / "published.csv");
+  if (!in) return out;  // no table: every row's micro-batch is taken as published
+  std::string line;
+  bool header = true;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    if (header) {
+      header = false;
+      continue;
+    }
+    const size_t comma = line.find(',');
+    if (comma == std::string::npos) {
+      return Status::InvalidArgument((dir / "published.csv").string() + ":" +
+                                     std::to_string(line_no) +
+                                     ": expected 'scenario,micro_batch_published'");
+    }
+    out[line.substr(0, comma)] = line.substr(comma + 1) == "true";
+  }
+  return out;
 }
 
 }  // namespace
@@ -44,7 +75,7 @@ comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
 Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   namespace par = parallelism;
   const pb::Scenario& s = r.scenario;
-  par::StepConfig c;
+  parallelism::StepConfig c;
   const pb::Model& m = s.model();
   c.model.num_layers = m.layers();
   c.model.hidden = m.hidden();
@@ -115,6 +146,72 @@ parallelism::ClusterState MakeFaultedClusterState(const ResolvedScenario& r) {
     }
   }
   return state;
+}
+
+Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
+                                                 const std::vector<std::string>& sets) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::NotFound("validation directory '" + dir + "' does not exist");
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".textproto") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return Status::NotFound("no *.textproto scenarios in '" + dir + "'");
+  Result<std::map<std::string, bool>> table = ReadPublishedTable(dir);
+  if (!table.ok()) return table.status();
+
+  std::vector<ValidationRow> rows;
+  for (const fs::path& file : files) {
+    Result<pb::Scenario> scenario = scenarios::LoadScenario(file.string(), sets);
+    if (!scenario.ok()) return scenario.status();
+    Result<scenarios::ResolvedScenario> resolved = scenarios::Resolve(*scenario);
+    if (!resolved.ok()) return resolved.status().WithPrefix(file.string());
+    const pb::Published& pub = resolved->scenario.published();
+    ValidationRow row;
+    row.scenario = resolved->scenario.name();
+    row.source = pub.source();
+    if (pub.has_tflops_per_gpu()) {
+      row.metric = "tflops_per_gpu";
+      row.published = pub.tflops_per_gpu();
+    } else if (pub.has_iteration_time_s()) {
+      row.metric = "iteration_time_s";
+      row.published = pub.iteration_time_s();
+    } else {
+      continue;  // nothing to compare with
+    }
+    Result<parallelism::StepConfig> base = scenarios::MakeStepConfig(*resolved);
+    if (!base.ok()) return base.status().WithPrefix(file.string());
+    auto it = table->find(row.scenario);
+    row.micro_batch_searched = it != table->end() && !it->second;
+    std::vector<int> candidates = {base->parallel.micro_batch};
+    if (row.micro_batch_searched) candidates = {1, 2, 4, 8};
+    std::optional<parallelism::StepResult> best;
+    Status last_error = Status::Ok();
+    for (int mb : candidates) {
+      parallelism::StepConfig c = *base;
+      c.parallel.micro_batch = mb;
+      Result<parallelism::StepResult> r = parallelism::SimulateStep(c);
+      if (!r.ok()) {
+        last_error = r.status();
+        continue;  // does not divide the batch or does not fit: not a candidate
+      }
+      if (!best || r->time_s < best->time_s) {
+        best = std::move(*r);
+        row.micro_batch = mb;
+      }
+    }
+    if (!best) return last_error.WithPrefix(file.string());
+    row.step_time_s = best->time_s;
+    row.mfu = best->mfu;
+    row.predicted = row.metric == "tflops_per_gpu" ? best->tflops_per_gpu : best->time_s;
+    row.error = row.predicted / row.published - 1;
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 }  // namespace trainsim::scenarios

@@ -11,6 +11,9 @@
 #ifndef TRAINSIM_SCENARIOS_STEP_CONFIG_H_
 #define TRAINSIM_SCENARIOS_STEP_CONFIG_H_
 
+#include <string>
+#include <vector>
+
 #include "comm/topology.h"
 #include "parallelism/step_simulation.h"
 #include "scenarios/scenario.h"
@@ -27,6 +30,28 @@ Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r);
 // The cluster state during a step with every STRAGGLER fault of the scenario active and every
 // LINK fault applied (degrade factor, 0 when down); empty when there are none.
 parallelism::ClusterState MakeFaultedClusterState(const ResolvedScenario& r);
+
+// One row of `trainsim validate`: a scenario in scenarios/validation/ with a published value.
+struct ValidationRow {
+  std::string scenario;
+  std::string source;
+  std::string metric;  // "tflops_per_gpu" or "iteration_time_s"
+  double predicted = 0;
+  double published = 0;
+  double error = 0;  // predicted / published − 1
+  int micro_batch = 0;
+  bool micro_batch_searched = false;
+  double step_time_s = 0;
+  double mfu = 0;
+};
+
+// Runs every *.textproto in `dir` (sorted by name) that has a published value, with `sets`
+// (--set overrides) applied to each. Rows listed in DIR/published.csv as not publishing their
+// micro-batch run with the fastest of 1, 2, 4, 8 that is valid and fits; the others as written.
+// TFLOP/s per GPU is compared when published (hardware FLOPs, Narayanan's convention), else
+// the iteration time.
+Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
+                                                 const std::vector<std::string>& sets);
 
 }  // namespace trainsim::scenarios
 

@@ -1,0 +1,132 @@
+#include "scenarios/step_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace trainsim::scenarios {
+namespace {
+
+constexpr char kScenario[] = R"pb(
+  name: "t"
+  cluster { gpu: "H100-SXM-80GB" node_type: "DGX-H100" nodes: 4 nic: "NDR-400" nics_per_node: 8 }
+  model {
+    layers: 32
+    hidden: 4096
+    heads: 32
+    seq_len: 4096
+    vocab: 51200
+    precision: BF16
+    flash_attention: false
+  }
+  parallelism {
+    tp: 4
+    pp: 2
+    dp: 4
+    micro_batch: 2
+    global_batch: 64
+    virtual_stages: 2
+    recompute: SELECTIVE
+    sequence_parallel: true
+    zero_stage: 1
+  }
+  training { steps: 10 }
+  faults { kind: STRAGGLER id: 9 at: "1h" slowdown: 1.5 }
+  faults { kind: LINK id: 3 at: "2h" degrade: 0.25 }
+)pb";
+
+TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
+  Result<pb::Scenario> s = ParseScenarioText(kScenario, "t.textproto");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Result<ResolvedScenario> r = Resolve(*s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Result<parallelism::StepConfig> c = MakeStepConfig(*r);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->model.num_layers, 32);
+  EXPECT_EQ(c->model.seq_len, 4096);
+  EXPECT_FALSE(c->model.flash_attention);
+  EXPECT_EQ(c->parallel.tp, 4);
+  EXPECT_EQ(c->parallel.pp, 2);
+  EXPECT_EQ(c->parallel.dp, 4);
+  EXPECT_EQ(c->parallel.schedule, parallelism::Schedule::kInterleaved1F1B);
+  EXPECT_EQ(c->parallel.virtual_stages, 2);
+  EXPECT_EQ(c->parallel.recompute, parallelism::Recompute::kSelective);
+  EXPECT_TRUE(c->parallel.sequence_parallel);
+  EXPECT_EQ(c->parallel.zero_stage, 1);
+  // H100 SXM datasheet: 989.4 dense BF16 TFLOP/s, 3.35 TB/s, 132 SMs, NVLink 450 GB/s/dir.
+  EXPECT_DOUBLE_EQ(c->gpu.peak_flops, 989.4e12);
+  EXPECT_DOUBLE_EQ(c->gpu.hbm_bytes_per_s, 3350e9);
+  EXPECT_EQ(c->gpu.num_sms, 132);
+  EXPECT_EQ(c->topology.nodes, 4);
+  EXPECT_EQ(c->topology.nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(c->topology.nic_Gbps, 400);
+  EXPECT_DOUBLE_EQ(c->topology.nvlink_GBps, 450);
+
+  const parallelism::ClusterState st = MakeFaultedClusterState(*r);
+  ASSERT_EQ(st.gpu_slowdown.size(), 1u);
+  EXPECT_EQ(st.gpu_slowdown[0].first, 9);
+  EXPECT_DOUBLE_EQ(st.gpu_slowdown[0].second, 1.5);
+  ASSERT_EQ(st.links.size(), 2u);  // both directions of NIC 3's cable
+  EXPECT_DOUBLE_EQ(st.links[0].bandwidth_factor, 0.75);
+
+  Result<parallelism::StepResult> healthy = parallelism::SimulateStep(*c);
+  ASSERT_TRUE(healthy.ok()) << healthy.status().message();
+  Result<parallelism::StepResult> faulted = parallelism::SimulateStep(*c, st);
+  ASSERT_TRUE(faulted.ok()) << faulted.status().message();
+  EXPECT_GT(faulted->time_s, healthy->time_s);
+}
+
+// The published rows (scenarios/validation/, values from the papers' tables) under one set of
+// documented parameters. All of these runs predate FlashAttention (2022) and Megatron's
+// overlapped gradient reduction (2023), which is stated here rather than per row.
+std::vector<ValidationRow> RunRows(const std::vector<std::string>& prefixes) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("trainsim_validation_" + prefixes[0]);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator("scenarios/validation")) {
+    const std::string name = e.path().filename().string();
+    for (const std::string& p : prefixes) {
+      if (name.rfind(p, 0) == 0 || name == "published.csv") {
+        fs::copy_file(e.path(), dir / name, fs::copy_options::overwrite_existing);
+      }
+    }
+  }
+  Result<std::vector<ValidationRow>> rows = RunValidation(
+      dir.string(), {"model.flash_attention=false", "parallelism.overlap_grad_reduce=false"});
+  fs::remove_all(dir);
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  return rows.ok() ? *rows : std::vector<ValidationRow>{};
+}
+
+double Mape(const std::vector<ValidationRow>& rows) {
+  double sum = 0;
+  for (const ValidationRow& r : rows) sum += std::fabs(r.error);
+  return rows.empty() ? 1.0 : sum / rows.size();
+}
+
+TEST(ValidationTest, RecomputeIterationTimesWithinTenPercent) {
+  const auto rows = RunRows({"recompute2022_"});
+  ASSERT_EQ(rows.size(), 4u);  // 22B and 530B, full recompute and SP + selective
+  for (const ValidationRow& r : rows) {
+    EXPECT_EQ(r.metric, "iteration_time_s");
+    EXPECT_LT(std::fabs(r.error), 0.10) << r.scenario << " " << r.predicted;
+  }
+  EXPECT_LE(Mape(rows), 0.10);
+}
+
+TEST(ValidationTest, MegatronWeakScalingWithinTenPercentMape) {
+  const auto rows = RunRows({"megatron2021_"});
+  ASSERT_EQ(rows.size(), 5u);
+  for (const ValidationRow& r : rows) {
+    EXPECT_EQ(r.metric, "tflops_per_gpu");
+    EXPECT_TRUE(r.micro_batch_searched);
+    EXPECT_LT(std::fabs(r.error), 0.20) << r.scenario << " " << r.predicted;
+  }
+  EXPECT_LE(Mape(rows), 0.10);
+}
+
+}  // namespace
+}  // namespace trainsim::scenarios
