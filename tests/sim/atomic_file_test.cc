@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -111,6 +113,27 @@ TEST_F(AtomicFileTest, FileInPlaceOfDirectoryFailsNamingPathAndErrno) {
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(std::strerror(ENOTDIR)), std::string::npos) << s.message();
   EXPECT_EQ(Entries(), (std::vector<std::string>{"plain"}));
+}
+
+TEST_F(AtomicFileTest, WriteFailureMidwayKeepsOldFileAndRemovesTemporary) {
+  // A file-size limit makes write(2) fail with EFBIG part-way through, like a full disk, and
+  // works without root or a special file system. SIGXFSZ would kill us; ignore it meanwhile.
+  const std::string path = dir_ + "/out.txt";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  struct rlimit small = saved;
+  small.rlim_cur = 64 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  Status s = WriteFileAtomically(path, std::string(3 << 20, 'z'));
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(std::strerror(EFBIG)), std::string::npos) << s.message();
+  EXPECT_EQ(Read(path), "old");
+  EXPECT_EQ(Entries(), (std::vector<std::string>{"out.txt"}));
 }
 
 TEST_F(AtomicFileTest, WriterStreamsLargeOutputAndCommits) {
