@@ -1,0 +1,85 @@
+// The time of one transformer layer against Korthikanti et al. 2022 Table 4
+// (validation/recompute2022_layer_22b_ms.csv): 22B model (h 6144, 64 heads, seq 2048), TP 8 on
+// A100-80GB DGX nodes, micro-batch 4. An independent check of the compute and TP-communication
+// models below the step simulation: nothing here was fitted to it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "comm/collective.h"
+#include "comm/topology.h"
+#include "parallelism/compute.h"
+#include "parallelism/model.h"
+
+namespace trainsim::parallelism {
+namespace {
+
+struct LayerTimes {
+  double fwd_ms, bwd_ms;
+};
+
+LayerTimes Predict(bool sp, Recompute recompute) {
+  ModelSpec m;
+  m.num_layers = 48;
+  m.hidden = 6144;
+  m.heads = 64;
+  m.seq_len = 2048;
+  m.vocab = 51200;
+  comm::TopologySpec spec;
+  spec.nodes = 1;
+  spec.gpus_per_node = 8;
+  spec.nvlink_GBps = 300;
+  spec.nic_Gbps = 200;
+  spec.pcie_GBps = 32;
+  const comm::Topology topo = comm::Topology::Build(spec).value();
+  const GpuSpec gpu;  // A100-SXM4-80GB
+  const ComputeParams p;
+  const TensorSplit split{8, sp};
+  double fwd = 0, bwd = 0, recompute_s = 0;
+  for (const Op& op : LayerOps(m, split, 4)) {
+    fwd += OpTimeSeconds(gpu, p, op, true);
+    bwd += OpTimeSeconds(gpu, p, op, false);
+    if (recompute == Recompute::kFull ||
+        (recompute == Recompute::kSelective && op.selective_recompute)) {
+      recompute_s += OpTimeSeconds(gpu, p, op, true);
+    }
+  }
+  double tp_fwd = 0, tp_bwd = 0;
+  for (const TpCollective& c : LayerTpCollectives(m, split, 4)) {
+    comm::CollectiveSpec cs;
+    cs.op = c.kind == TpCollectiveKind::kAllReduce       ? comm::Op::kAllReduce
+            : c.kind == TpCollectiveKind::kReduceScatter ? comm::Op::kReduceScatter
+                                                         : comm::Op::kAllGather;
+    cs.gpus = comm::FirstGpus(8);
+    cs.bytes = uint64_t(c.bytes);
+    const double t = comm::EstimateCollective(topo, cs).value().time.seconds();
+    (c.forward ? tp_fwd : tp_bwd) += t;
+  }
+  if (recompute == Recompute::kFull) recompute_s += tp_fwd;
+  return {1e3 * (fwd + tp_fwd), 1e3 * (bwd + tp_bwd + recompute_s)};
+}
+
+void ExpectWithin(LayerTimes got, double fwd_ms, double bwd_ms, double tol) {
+  EXPECT_NEAR(got.fwd_ms, fwd_ms, tol * fwd_ms);
+  EXPECT_NEAR(got.bwd_ms, bwd_ms, tol * bwd_ms);
+}
+
+TEST(LayerTimeTest, MatchesKorthikantiTable4WithinTenPercent) {
+  ExpectWithin(Predict(false, Recompute::kNone), 7.7, 11.9, 0.10);       // baseline
+  ExpectWithin(Predict(true, Recompute::kNone), 7.2, 11.8, 0.10);        // + SP
+  ExpectWithin(Predict(false, Recompute::kFull), 7.7, 19.5, 0.10);       // full recompute
+  ExpectWithin(Predict(false, Recompute::kSelective), 7.7, 13.2, 0.10);  // selective
+  ExpectWithin(Predict(true, Recompute::kSelective), 7.2, 13.1, 0.10);   // selective + SP
+}
+
+TEST(LayerTimeTest, RecomputeOverheadsHaveThePublishedOrder) {
+  const double base = Predict(false, Recompute::kNone).bwd_ms;
+  const double full = Predict(false, Recompute::kFull).bwd_ms;
+  const double sel = Predict(false, Recompute::kSelective).bwd_ms;
+  // Table 4: full recompute +39% of the layer, selective +7%.
+  EXPECT_GT(full - base, 4 * (sel - base));
+  EXPECT_GT(sel, base);
+}
+
+}  // namespace
+}  // namespace trainsim::parallelism
