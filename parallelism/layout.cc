@@ -114,6 +114,14 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
     return Status::InvalidArgument("global batch " + num(c.global_batch) +
                                    " is not a multiple of micro_batch × dp = " + num(per_step));
   }
+  // Each micro-batch is simulated task by task; a million per pipeline is far beyond any real
+  // run (Megatron's largest published runs use a few hundred) and bounds memory and time.
+  constexpr int64_t kMaxMicroBatches = 1000000;
+  if (c.num_micro_batches() > kMaxMicroBatches) {
+    return Status::InvalidArgument(
+        "global batch " + num(c.global_batch) + " gives " + num(c.num_micro_batches()) +
+        " micro-batches per pipeline; at most " + num(kMaxMicroBatches) + " are supported");
+  }
   if (c.schedule == Schedule::kInterleaved1F1B && c.pp > 1 && c.num_micro_batches() % c.pp != 0) {
     return Status::InvalidArgument("the interleaved schedule needs the number of micro-batches (" +
                                    num(c.num_micro_batches()) + ") to be a multiple of pp (" +

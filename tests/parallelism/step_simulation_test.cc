@@ -166,11 +166,32 @@ TEST(StepSimulationTest, OverMemoryLayoutIsExplainedOrSimulatedOnRequest) {
   EXPECT_FALSE(forced->memory.reason.empty());
 }
 
+TEST(StepSimulationTest, ZeroStagesTradeMemoryForDataParallelTraffic) {
+  StepConfig c = Small(2, 1, 1, 16, 16);
+  Result<StepResult> z0 = SimulateStep(c);
+  ASSERT_TRUE(z0.ok()) << z0.status().message();
+  for (int stage : {1, 3}) {
+    c.parallel.zero_stage = stage;
+    Result<StepResult> z = SimulateStep(c);
+    ASSERT_TRUE(z.ok()) << z.status().message();
+    EXPECT_LT(z->memory.peak_bytes, z0->memory.peak_bytes) << stage;
+    ExpectBreakdownAddsUp(*z);
+    if (stage == 3) {
+      // ZeRO-3 gathers the weights before every forward and backward: 1.5× the traffic.
+      EXPECT_GT(z->breakdown.exposed_dp_comm_s, z0->breakdown.exposed_dp_comm_s);
+    }
+  }
+}
+
 TEST(StepSimulationTest, ImpossibleLayoutIsInvalidArgument) {
   StepConfig c = Small(1, 8, 1, 2, 8);  // 16 GPUs on one node of 8
   Result<StepResult> r = SimulateStep(c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+  c = Small(1, 8, 1, 1, int64_t(1) << 40);  // a trillion micro-batches
+  r = SimulateStep(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("micro-batches"), std::string::npos);
 }
 
 TEST(StepSimulationTest, SameInputGivesIdenticalResultAndTrace) {
