@@ -122,10 +122,10 @@ Result<Topology> Topology::Build(const TopologySpec& spec) {
   const double nic_Bps = spec.nic_Gbps * 1e9 / 8.0;
   t.nic_tx_.resize(static_cast<size_t>(nics));
   for (int n = 0; n < nics; ++n) {
-    // The NIC link includes the cable to the leaf and the leaf's own traversal.
+    // nic_latency_us is NIC to NIC through one leaf: half on each NIC link of a path.
     t.nic_tx_[static_cast<size_t>(n)] =
         t.AddLinkPair(LinkKind::kNicTx, LinkKind::kNicRx, nic_Bps, spec.nic_efficiency,
-                      spec.nic_latency_us + spec.switch_latency_us, n);
+                      spec.nic_latency_us / 2, n);
   }
   // Leaves: one group of leaves per nodes_per_leaf nodes; rail-optimised groups have one leaf
   // per rail.

@@ -76,14 +76,16 @@ struct TopologySpec {
   double nvlink_latency_us = 0.25;
   int nics_per_node = 8;
   double nic_Gbps = 400.0;  // ConnectX-7 NDR InfiniBand, per NIC per direction
-  double nic_latency_us = 0.5;
+  // One-way small-message latency NIC to NIC through one leaf switch (ib_write_lat style, as
+  // the catalogue gives it); split evenly between the two NIC links of a path.
+  double nic_latency_us = 1.0;
   bool rail_optimized = true;
   int fat_tree_levels = 2;        // 2 (leaf–spine) or 3 (leaf–spine–core)
   int nodes_per_leaf = 32;        // DGX SuperPOD scalable unit: 32 nodes per rail leaf
   int leaves_per_pod = 8;         // three-level trees only: leaves (per rail) under one spine group
   double oversubscription = 1.0;  // leaf down-link bandwidth / up-link bandwidth
   double spine_oversubscription = 1.0;  // three-level trees only: spine down / up
-  double switch_latency_us = 0.15;      // per switch traversal (leaf, spine, core)
+  double switch_latency_us = 0.13;      // per extra switch (spine, core); Quantum-2 ~130 ns
   double pcie_GBps = 64.0;              // PCIe Gen5 x16, per direction
   double pcie_latency_us = 0.3;
   bool pxn = true;  // route via NVLink to the destination's rail first (NCCL PXN)
