@@ -243,7 +243,8 @@ Result<CollectiveEstimate> EstimateCollective(const Topology& topology,
   if (!choice.ok()) return choice.status();
   const auto time = sim::Time::FromSecondsChecked(choice->time_s);
   if (!time.has_value()) {
-    return Status::FailedPrecondition("collective never completes: a link on its path is down");
+    return Status::OutOfRange(
+        "collective time out of range: a link on its path is down or the size is too large");
   }
   return CollectiveEstimate{choice->algo, choice->protocol, *time};
 }

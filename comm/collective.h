@@ -19,7 +19,8 @@
 //
 // Invariants: same inputs → same result (no randomness); a group of one GPU costs zero time;
 // EstimateCollective never schedules events; RunCollective calls on_done exactly once, through
-// the engine, when the last rank has its data.
+// the engine, when the last rank has its data (never, if a link on its path stays down: NCCL
+// would hang until its timeout, which is the caller's to model).
 #ifndef TRAINSIM_COMM_COLLECTIVE_H_
 #define TRAINSIM_COMM_COLLECTIVE_H_
 

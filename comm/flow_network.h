@@ -11,6 +11,9 @@
 // Degraded links: SetLinkBandwidthFactor(link, f) scales a link's bandwidth (0 = down: flows on
 // it stall with rate 0 until the factor is raised again).
 //
+// Lifetime: the network schedules events that refer to it; destroy it only when the engine will
+// not run again (or has no events left), as with any object that schedules on the engine.
+//
 // Invariants: on_done runs exactly once per flow, through the engine (never inside StartFlow);
 // flows that finish at the same instant run their callbacks in start order; the rates at any
 // time are the max-min fair allocation of the active flows; determinism: no pointer or hash
