@@ -56,9 +56,9 @@ std::string Line(const std::string& label, const std::string& value) {
 
 std::string OnOff(bool b) { return b ? "on" : "off"; }
 
-// "1 node", "16 nodes".
-std::string Count(int64_t n, const std::string& noun) {
-  return Thousands(n) + " " + noun + (n == 1 ? "" : "s");
+// "1 node", "16 nodes"; `plural` for irregular nouns.
+std::string Count(int64_t n, const std::string& noun, const std::string& plural = "") {
+  return Thousands(n) + " " + (n == 1 ? noun : plural.empty() ? noun + "s" : plural);
 }
 
 // Derived numbers shared by the table and the JSON.
@@ -155,8 +155,8 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
   out += Line("Batch", "global " + Thousands(p.global_batch()) +
                            " sequences = " + Thousands(r.tokens_per_step) +
                            " tokens per step, micro-batch " + std::to_string(p.micro_batch()) +
-                           ", " + Thousands(r.micro_batches_per_step) +
-                           " micro-batches per pipeline per step");
+                           ", " + Count(r.micro_batches_per_step, "micro-batch", "micro-batches") +
+                           " per pipeline per step");
   std::string schedule =
       p.schedule() == pb::Parallelism::GPIPE ? "GPipe"
       : r.virtual_stages > 1

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -349,6 +350,10 @@ std::optional<std::pair<std::string, std::string>> CheckJson(const nlohmann::jso
         [&](const nlohmann::json& e,
             const std::string& p) -> std::optional<std::pair<std::string, std::string>> {
       if (f->message_type() != nullptr) return CheckJson(e, *f->message_type(), p);
+      // Protobuf's JSON parser reads any string as a bool ("yes" -> true); be strict.
+      if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_BOOL && !e.is_boolean()) {
+        return std::make_pair(p, p + " takes true or false, not " + e.dump());
+      }
       if (f->enum_type() != nullptr && e.is_string() &&
           f->enum_type()->FindValueByName(e.get<std::string>()) == nullptr) {
         return std::make_pair(p, UnknownEnumMessage(e.get<std::string>(), *f->enum_type(), p));
@@ -519,7 +524,29 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
   options.ignore_unknown_fields = false;
   auto st = gp::util::JsonStringToMessage(std::string(text), message, options);
   if (!st.ok()) {
-    return Status::InvalidArgument(name_for_errors + ": " + std::string(st.message()));
+    // Protobuf's converter says "(model.layers): invalid value "many" for type TYPE_INT32":
+    // locate the path and say what the field takes.
+    std::string msg(st.message());
+    std::string prefix = name_for_errors;
+    if (msg.size() > 2 && msg[0] == '(' && msg.find("): ") != std::string::npos) {
+      size_t close = msg.find("): ");
+      std::string path = msg.substr(1, close - 1);
+      if (auto lc = local.Find(root, path)) prefix = At(name_for_errors, *lc);
+      msg = path + ": " + msg.substr(close + 3);
+      static const std::pair<const char*, const char*> kTypes[] = {
+          {"for type TYPE_INT32", "(expected an integer)"},
+          {"for type TYPE_INT64", "(expected an integer)"},
+          {"for type TYPE_UINT64", "(expected a non-negative integer)"},
+          {"for type TYPE_DOUBLE", "(expected a number)"},
+          {"for type TYPE_BOOL", "(expected true or false)"},
+          {"for type TYPE_STRING", "(expected a string)"},
+      };
+      for (const auto& [from, to] : kTypes) {
+        size_t at = msg.find(from);
+        if (at != std::string::npos) msg.replace(at, std::strlen(from), to);
+      }
+    }
+    return Status::InvalidArgument(prefix + ": " + msg);
   }
   if (map != nullptr) *map = std::move(local);
   return Status::Ok();
