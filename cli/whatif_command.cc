@@ -1,11 +1,13 @@
 #include "cli/whatif_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "checkpoint/monte_carlo.h"
 #include "checkpoint/whatif.h"
 #include "cli/commands.h"
 #include "scenarios/run_config.h"
@@ -48,6 +50,7 @@ struct WhatIfOptions {
   std::vector<std::string> slow;
   bool events = false;
   int64_t trial = 0;
+  int64_t trials = 0;  // > 0: also the distribution of the delta over trials [0, trials)
 };
 
 std::string Fmt(const char* format, double v) {
@@ -75,6 +78,25 @@ std::string Row(const std::string& label, const std::string& a, const std::strin
     return s;
   };
   return "  " + pad(label, 33) + pad(a, 14) + pad(b, 14) + d + "\n";
+}
+
+using checkpoint::Stat;
+
+Stat StatOf(std::vector<double> v) {
+  Stat s;
+  if (v.empty()) return s;
+  double sum = 0;
+  for (double x : v) sum += x;  // in trial order
+  s.mean = sum / static_cast<double>(v.size());
+  std::sort(v.begin(), v.end());
+  s.p50 = checkpoint::NearestRankPercentile(v, 50);
+  s.p90 = checkpoint::NearestRankPercentile(v, 90);
+  s.p99 = checkpoint::NearestRankPercentile(v, 99);
+  return s;
+}
+
+nlohmann::json StatJson(const Stat& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
 }
 
 // The added fault's failure record in the what-if run (scheduled, at its time), if any.
@@ -229,6 +251,10 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--trial", opts->trial,
                   "Which stochastic failure history to use (Monte Carlo trial index)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--trials", opts->trials,
+                  "Also repeat the comparison over N failure histories (trials 0..N-1) and "
+                  "report mean, p50, p90 and p99 of the extra wall time, cost and lost work")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   cmd->callback([opts, exit_code] {
     Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(opts->scenario);
     if (!r.ok()) {
@@ -257,8 +283,28 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(w.status());
       return;
     }
+    // Monte Carlo over failure histories: the same comparison for trials [0, N).
+    std::vector<double> d_wall, d_cost, d_lost;
+    for (int64_t k = 0; k < opts->trials; ++k) {
+      Result<checkpoint::WhatIfReport> wk =
+          checkpoint::SimulateWhatIf(config.value(), added.value(), cache, k);
+      if (!wk.ok()) {
+        *exit_code = ReportError(wk.status().WithPrefix("trial " + std::to_string(k)));
+        return;
+      }
+      d_wall.push_back(wk->delta_wall_time_s);
+      d_cost.push_back(wk->delta_cost_usd);
+      d_lost.push_back(wk->delta_lost_work_s);
+    }
+    const Stat s_wall = StatOf(d_wall), s_cost = StatOf(d_cost), s_lost = StatOf(d_lost);
     if (opts->scenario.json) {
       nlohmann::json j;
+      if (opts->trials > 0) {
+        j["trials"] = {{"n", opts->trials},
+                       {"delta_wall_time_s", StatJson(s_wall)},
+                       {"delta_cost_usd", StatJson(s_cost)},
+                       {"delta_lost_work_s", StatJson(s_lost)}};
+      }
       j["baseline"] = RunReportJson(w->baseline);
       j["whatif"] = RunReportJson(w->whatif);
       j["delta"] = {{"wall_time_s", w->delta_wall_time_s},
@@ -281,6 +327,17 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << FormatTable(r.value(), added.value(), w.value(), opts->trial);
+      if (opts->trials > 0) {
+        std::cout << "\nover " << opts->trials << " failure histories (trials 0.."
+                  << opts->trials - 1 << "), the added faults cost:\n";
+        std::cout << Row("", "mean", "p50", "p90 / p99");
+        auto row = [](const std::string& label, const Stat& s, bool time) {
+          auto f = [time](double v) { return time ? Signed(v) : Fmt("%+.0f", v); };
+          return Row(label, f(s.mean), f(s.p50), f(s.p90) + " / " + f(s.p99));
+        };
+        std::cout << row("extra wall time", s_wall, true) << row("extra lost work", s_lost, true)
+                  << row("extra cost (USD)", s_cost, false);
+      }
       if (opts->events) {
         std::cout << "\nevents (whatif):\n";
         for (const checkpoint::RunEvent& e : w->whatif.events) {

@@ -26,14 +26,17 @@ Outcome RunCommand(std::vector<std::string> args) {
   for (std::string& a : args) argv.push_back(a.data());
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
+  std::string parse_error;
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
+    // As cli/main.cc does: flag errors are bad input, reported in one line.
     exit_code = e.get_exit_code() == 0 ? kExitOk : kExitBadInput;
+    if (exit_code != kExitOk) parse_error = std::string("trainsim: error: ") + e.what() + "\n";
   }
   Outcome o;
   o.out = ::testing::internal::GetCapturedStdout();
-  o.err = ::testing::internal::GetCapturedStderr();
+  o.err = ::testing::internal::GetCapturedStderr() + parse_error;
   o.exit_code = exit_code;
   return o;
 }
@@ -77,6 +80,19 @@ TEST(WhatIfCommandTest, TableNamesTheRestoredCheckpointAndIsDeterministic) {
   EXPECT_NE(a.out.find("gpu 5 slows by 1.3x"), std::string::npos);
 }
 
+TEST(WhatIfCommandTest, TrialsReportTheDistributionOfTheDelta) {
+  Outcome o = RunCommand({"whatif", kDemo, "--fail", "node:2@1d", "--trials", "20", "--json"});
+  ASSERT_EQ(o.exit_code, kExitOk) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  const nlohmann::json& t = j["trials"];
+  EXPECT_EQ(t["n"], 20);
+  const nlohmann::json& w = t["delta_wall_time_s"];
+  EXPECT_LE(w["p50"].get<double>(), w["p90"].get<double>());
+  EXPECT_LE(w["p90"].get<double>(), w["p99"].get<double>());
+  // A node failure costs at least its detection (10 min) in every history.
+  EXPECT_GE(w["p50"].get<double>(), 600.0);
+}
+
 TEST(WhatIfCommandTest, BadInputExitsTwoWithAMessageAndNoOutput) {
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
            {"whatif", kDemo},                           // no fault
@@ -85,6 +101,7 @@ TEST(WhatIfCommandTest, BadInputExitsTwoWithAMessageAndNoOutput) {
            {"whatif", kDemo, "--fail", "disk:3@1h"},    // unknown kind
            {"whatif", kDemo, "--slow", "node:3@1h"},    // not a slowdown
            {"whatif", kDemo, "--fail", "gpu:3@1h", "--set", "failures.node_day_rate=-1"},
+           {"whatif", kDemo, "--fail", "gpu:3@1h", "--trials", "0"},
        }) {
     Outcome o = RunCommand(args);
     EXPECT_EQ(o.exit_code, kExitBadInput) << args.back();
