@@ -88,6 +88,10 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
     return Status::InvalidArgument("tp " + num(c.tp) + " must divide the " + num(model.heads) +
                                    " attention heads");
   }
+  if (model.kv() % c.tp != 0) {
+    return Status::InvalidArgument("tp " + num(c.tp) + " must divide the " + num(model.kv()) +
+                                   " key/value heads");
+  }
   if (model.ffn() % c.tp != 0 || model.vocab % c.tp != 0) {
     return Status::InvalidArgument(
         "tp " + num(c.tp) + " must divide the FFN width and the vocabulary (" + num(model.ffn()) +

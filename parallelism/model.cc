@@ -53,6 +53,9 @@ Status ValidateModel(const ModelSpec& m) {
   if (m.seq_len <= 0) return Status::InvalidArgument("model.seq_len must be positive");
   if (m.vocab <= 0) return Status::InvalidArgument("model.vocab must be positive");
   if (m.ffn_hidden < 0) return Status::InvalidArgument("model.ffn_hidden must be >= 0");
+  if (m.kv_heads < 0 || (m.kv_heads > 0 && m.heads % m.kv_heads != 0)) {
+    return Status::InvalidArgument("model.kv_heads must divide model.heads");
+  }
   if (m.hidden % m.heads != 0) {
     return Status::InvalidArgument("model.heads (" + std::to_string(m.heads) +
                                    ") must divide model.hidden (" + std::to_string(m.hidden) + ")");
@@ -78,7 +81,7 @@ std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch)
   // Layer norm: forward reads x and writes y; backward reads x and dy, writes dx (the statistics
   // and the gamma/beta gradients are small), as two kernels.
   ops.push_back(Elementwise("layernorm_1", hidden_elems, 2.0 * e, 3.0 * e, 8, 2));
-  ops.push_back(Gemm("qkv", OpKind::kGemm, 1, tokens, 3 * h / t, h, e));
+  ops.push_back(Gemm("qkv", OpKind::kGemm, 1, tokens, (h + 2 * m.kv_width()) / t, h, e));
   if (m.flash_attention) {
     // One fused kernel: QK^T and AV on chip; HBM traffic is Q, K, V in and O out forward, and
     // Q, K, V, O, dO in and dQ, dK, dV out backward (Dao et al. 2022). Backward recomputes the
@@ -229,19 +232,19 @@ std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit spli
 }
 
 int64_t LayerParameterCount(const ModelSpec& m) {
-  const int64_t h = m.hidden, f = m.ffn();
-  const int64_t attn = 4 * h * h + 4 * h;
-  const int64_t mlp = m.swiglu ? 3 * h * f : 2 * h * f + f + h;
+  const int64_t h = m.hidden, f = m.ffn(), kvw = m.kv_width();
+  const int64_t attn = h * (h + 2 * kvw) + (h + 2 * kvw) + h * h + h;
+  const int64_t mlp = m.swiglu ? 3 * h * f + 2 * f + h : 2 * h * f + f + h;
   const int64_t norms = 4 * h;
   return attn + mlp + norms;
 }
 
 int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp) {
-  const int64_t h = m.hidden, f = m.ffn(), t = tp;
+  const int64_t h = m.hidden, f = m.ffn(), t = tp, kvw = m.kv_width();
   // Column-parallel QKV and MLP-up (weights and biases split), row-parallel output and MLP-down
   // (weights split, biases replicated), layer norms replicated.
-  const int64_t attn = 3 * h * h / t + 3 * h / t + h * h / t + h;
-  const int64_t mlp = m.swiglu ? 3 * h * f / t : h * f / t + f / t + f * h / t + h;
+  const int64_t attn = h * (h + 2 * kvw) / t + (h + 2 * kvw) / t + h * h / t + h;
+  const int64_t mlp = m.swiglu ? 3 * h * f / t + 2 * f / t + h : h * f / t + f / t + f * h / t + h;
   return attn + mlp + 4 * h;
 }
 

@@ -37,12 +37,16 @@ struct ModelSpec {
   int seq_len = 0;
   int vocab = 0;
   int ffn_hidden = 0;            // 0 means 4·hidden (GPT); SwiGLU models give theirs
-  bool swiglu = false;           // gated MLP: three h×f matrices instead of two, no biases
+  int kv_heads = 0;              // grouped-query attention: K/V heads; 0 means heads (MHA)
+  bool swiglu = false;           // gated MLP: a fused h×2f gate/up matrix and f×h down
   bool flash_attention = false;  // fused attention kernel (no s×s matrix in HBM)
   bool dropout = true;           // GPT-3/Megatron-style dropout after attention and MLP
   int bytes_per_element = 2;     // bf16/fp16 activations and weights
   // Resolved FFN width.
   int ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+  int kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  // Width of K (and of V): hidden / heads · kv_heads.
+  int64_t kv_width() const { return int64_t(hidden) / heads * kv(); }
 };
 
 // Checks the shape itself (positive sizes, heads divide hidden).
@@ -104,8 +108,10 @@ std::vector<TpCollective> EmbeddingTpCollectives(const ModelSpec& m, TensorSplit
                                                  int micro_batch);
 std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch);
 
-// Parameters per the validation README's formula: 12·l·h² + 13·l·h + (V + s)·h. For SwiGLU or
-// a non-4h FFN the MLP term is computed from the actual matrices.
+// Parameters per the validation README's formula: 12·l·h² + 13·l·h + (V + s)·h. For GQA,
+// SwiGLU or a non-4h FFN the terms are computed from the actual matrices, counted as
+// scenarios::ParameterCount counts them (Q, K, V and output with biases; SwiGLU h→2f with
+// biases and f→h).
 int64_t ParameterCount(const ModelSpec& m);
 // Parameters of one transformer layer (all TP ranks together).
 int64_t LayerParameterCount(const ModelSpec& m);

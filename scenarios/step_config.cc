@@ -83,6 +83,7 @@ Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.model.seq_len = m.seq_len();
   c.model.vocab = m.vocab();
   c.model.ffn_hidden = m.has_ffn_hidden() ? m.ffn_hidden() : 0;
+  c.model.kv_heads = m.has_kv_heads() ? m.kv_heads() : 0;
   c.model.swiglu = m.swiglu();
   c.model.flash_attention = m.flash_attention();
   c.model.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;

@@ -93,6 +93,32 @@ TEST(ModelTest, TensorParallelCollectivesFollowMegatron) {
   EXPECT_TRUE(LayerTpCollectives(m, {1, false}, 4).empty());
 }
 
+TEST(ModelTest, GroupedQueryAttentionAndSwigluCountTheirMatrices) {
+  // Llama-2-70B-like: h 8192, 64 heads, 8 KV heads, SwiGLU f 28672, 80 layers, V 32000.
+  ModelSpec m;
+  m.num_layers = 80;
+  m.hidden = 8192;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.ffn_hidden = 28672;
+  m.swiglu = true;
+  m.seq_len = 4096;
+  m.vocab = 32000;
+  const int64_t h = 8192, kvw = 1024, f = 28672;
+  EXPECT_EQ(LayerParameterCount(m),
+            h * (h + 2 * kvw) + (h + 2 * kvw) + h * h + h + 3 * h * f + 2 * f + h + 4 * h);
+  // The GEMMs alone (2·params FLOPs per token forward) dominate: ~69B parameters.
+  EXPECT_NEAR(ParameterCount(m) / 1e9, 69.0, 0.5);
+  for (const Op& op : LayerOps(m, {8, false}, 1)) {
+    if (op.name == "qkv") {
+      EXPECT_EQ(op.n, (h + 2 * kvw) / 8);
+    }
+  }
+  // Per-TP-rank parameters add up (replicated norms and row-parallel biases aside).
+  EXPECT_NEAR(double(LayerParametersPerTpRank(m, 8)) * 8, double(LayerParameterCount(m)),
+              0.001 * double(LayerParameterCount(m)));
+}
+
 TEST(ModelTest, FlashAttentionKeepsModelFlops) {
   ModelSpec m = Gpt(kMegatronRows[1]);
   const double plain = ModelFlopsPerIteration(m, 64);
