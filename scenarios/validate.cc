@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <sstream>
+#include <vector>
 
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
@@ -66,6 +67,34 @@ std::string Divisors(int64_t n) {
     }
   }
   return out;
+}
+
+// Proto3 enums are open: text format and JSON accept any number ("recompute: 7"). Only the
+// declared values mean something.
+Error CheckEnums(const google::protobuf::Message& m, const std::string& prefix) {
+  namespace gp = google::protobuf;
+  const gp::Reflection* r = m.GetReflection();
+  std::vector<const gp::FieldDescriptor*> fields;
+  r->ListFields(m, &fields);  // in field-number order: deterministic
+  for (const gp::FieldDescriptor* f : fields) {
+    std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
+    int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      std::string p = f->is_repeated() ? path + "[" + Str(i) + "]" : path;
+      if (f->enum_type() != nullptr) {
+        int v = f->is_repeated() ? r->GetRepeatedEnumValue(m, f, i) : r->GetEnumValue(m, f);
+        if (f->enum_type()->FindValueByNumber(v) == nullptr) {
+          return Err(p, Str(v) + " is not a value of " + f->name() +
+                            " (valid: " + JoinNames(EnumNames(*f->enum_type())) + ")");
+        }
+      } else if (f->message_type() != nullptr) {
+        const gp::Message& sub =
+            f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
+        if (auto e = CheckEnums(sub, p)) return e;
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 Error ValidateCluster(const pb::Scenario& s) {
@@ -426,6 +455,7 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
 }
 
 std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
+  if (auto e = CheckEnums(s, "")) return e;
   if (auto e = ValidateCluster(s)) return e;
   if (auto e = ValidateModel(s)) return e;
   if (auto e = ValidateParallelism(s)) return e;
