@@ -6,8 +6,6 @@
 #include <span>
 #include <utility>
 
-#include "comm/max_min.h"
-
 namespace trainsim::comm {
 
 namespace {
@@ -165,10 +163,10 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& s
   }
   const std::vector<int64_t> bounds = Boundaries(schedule);
   const int64_t end_wave = schedule.total_waves();
-  MaxMinSolver solver;
+  std::vector<int32_t> load(capacity.size(), 0);
+  std::vector<LinkId> touched;
   std::vector<std::span<const LinkId>> active_paths;
   std::vector<size_t> active;
-  std::vector<double> rates;
   for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
     const int64_t wave = bounds[b];
     const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
@@ -181,11 +179,21 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& s
       }
     }
     if (active.empty()) continue;
-    solver.Solve(active_paths, capacity, &rates);
-    // Every transfer of a wave carries the same payload, so the slowest drain is at the lowest
-    // rate.
+    // Every transfer of a wave carries the same payload, so the wave lasts as long as the
+    // slowest drain, at the smallest max-min rate — which is the first level of progressive
+    // filling: min over links of capacity / transfers crossing it (the most loaded link).
+    touched.clear();
+    for (const auto& path : active_paths) {
+      for (LinkId l : path) {
+        if (load[static_cast<size_t>(l)]++ == 0) touched.push_back(l);
+      }
+    }
     double min_rate = std::numeric_limits<double>::infinity();
-    for (double r : rates) min_rate = std::min(min_rate, r);
+    for (LinkId l : touched) {
+      const size_t li = static_cast<size_t>(l);
+      min_rate = std::min(min_rate, capacity[li] / load[li]);
+      load[li] = 0;
+    }
     const uint64_t payload = schedule.transfers[active.front()].payload_bytes;
     for (size_t k = 0; k < np; ++k) {
       const double wire = static_cast<double>(WireBytes(payload, protocols[k], schedule.family));

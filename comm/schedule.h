@@ -18,15 +18,17 @@
 //
 // Two evaluations:
 //   - EvaluateSchedule (closed form): T = launches·base + chain latency + Σ over waves of
-//     max over the wave's transfers of wire_bytes / r, r the transfer's max-min fair share of the
-//     idle links with the wave's transfers present. Waves with the same active set are computed
-//     once, so a ring is one alpha-beta term times its 2(n−1) steps. Rates do not depend on the
-//     protocol, so one evaluation prices every protocol.
+//     wire_bytes · max over links (transfers crossing the link / its bandwidth): the wave's
+//     slowest transfer drains at the smallest max-min share, which is the first level of
+//     progressive filling, capacity / load of the most loaded link. Waves with the same active
+//     set are computed once, so a ring is one alpha-beta term times its 2(n−1) steps. The load
+//     does not depend on the protocol, so one evaluation prices every protocol.
 //   - RunSchedule (expansion): the same waves as flows on a FlowNetwork (their latency is the
 //     chain latency, added after the last wave, not the flows' path latency).
-// They agree on an idle network because all transfers of one wave carry the same bytes: a flow
-// frozen at rate r by progressive filling keeps r until it drains (flows sharing its bottleneck
-// have rates <= r and so finish no earlier), so each drains at bytes / r.
+// They agree on an idle network because all transfers of one wave carry the same bytes: the
+// flows on the most loaded link are frozen first, at the smallest rate r, and keep r until they
+// drain (every flow sharing that link has rate r, so none finishes earlier and frees capacity),
+// so the wave ends at bytes / r in the expansion too.
 //
 // Invariants: every transfer of one wave has the same payload; src != dst.
 #ifndef TRAINSIM_COMM_SCHEDULE_H_
