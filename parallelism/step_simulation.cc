@@ -276,7 +276,11 @@ class StepSim {
       Channel& ch = channels_[size_t(s)];
       ch.group = layout_->DpGroup(layout_->GpuOf({0, s, 0}));
       const double chunk_params = ParametersPerGpu(cfg_.model, c_, s) / v_;
-      ch.buckets_per_chunk = std::max<int>(1, int(std::ceil(chunk_params / bucket_params)));
+      // Without overlap the reduction runs after the last backward over the contiguous gradient
+      // buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL
+      // pipelines it internally, so splitting it would only add launch latencies.
+      ch.buckets_per_chunk =
+          c_.overlap_dp ? std::max<int>(1, int(std::ceil(chunk_params / bucket_params))) : 1;
       const double bytes = chunk_params * grad_bytes / ch.buckets_per_chunk * nic_share_;
       const comm::Op op = c_.zero_stage >= 1 ? comm::Op::kReduceScatter : comm::Op::kAllReduce;
       // ZeRO-2/3 reduce-scatter every micro-batch's gradients (they cannot be kept whole);
