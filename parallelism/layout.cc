@@ -105,6 +105,11 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
   if (c.virtual_stages > 1 && c.schedule != Schedule::kInterleaved1F1B) {
     return Status::InvalidArgument("virtual_stages > 1 needs the interleaved schedule");
   }
+  if (c.virtual_stages > 1 && c.pp < 2) {
+    return Status::InvalidArgument(
+        "virtual_stages " + num(c.virtual_stages) +
+        " needs pipeline parallelism (pp >= 2): interleaving splits each pipeline rank's layers");
+  }
   const int64_t chunks = int64_t(c.pp) * c.virtual_stages;
   if (model.num_layers % chunks != 0) {
     return Status::InvalidArgument(num(model.num_layers) + " layers cannot be split evenly into " +

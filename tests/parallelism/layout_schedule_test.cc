@@ -56,6 +56,12 @@ TEST(LayoutTest, ExplainsLayoutsThatCannotRun) {
   EXPECT_FALSE(ValidateLayout(Small(), c, 32, 8).ok());
   c.global_batch = 8;
   EXPECT_TRUE(ValidateLayout(Small(), c, 32, 8).ok());
+  ParallelConfig inter = c;
+  inter.pp = 1;
+  inter.dp = 4;
+  inter.schedule = Schedule::kInterleaved1F1B;
+  inter.virtual_stages = 2;
+  EXPECT_FALSE(ValidateLayout(Small(), inter, 32, 8).ok());  // nothing to interleave
 }
 
 TEST(ScheduleTest, EveryRankRunsEachForwardAndBackwardOnceInOrder) {
