@@ -199,6 +199,24 @@ TEST(CollectiveTest, DpAllReduceAndPpSendSharingANicSlowEachOther) {
   EXPECT_EQ(dp_done2, dp_alone);
 }
 
+TEST(CollectiveTest, OversubscribedLeafUplinksSlowAllToAllAcrossLeaves) {
+  // 4 DGX nodes, 2 per leaf group. With PXN, rail r's NIC of a node carries everything the node
+  // sends to rail-r GPUs elsewhere: 8 GPUs × 3 nodes × S/32 = 0.75·S, of which 8 × 2 × S/32 =
+  // 0.5·S leaves the leaf; a rail leaf's up-link carries that for its 2 nodes, S. Non-blocking
+  // (up-link = 2 NICs' bandwidth) the NIC is the bottleneck, 0.75·S over one NIC; at 2:1 the
+  // up-link is, S over one NIC's bandwidth, so the all-to-all takes 4/3 as long.
+  auto time = [](double oversubscription) {
+    TopologySpec spec;
+    spec.nodes = 4;
+    spec.nodes_per_leaf = 2;
+    spec.oversubscription = oversubscription;
+    const Topology t = Topology::Build(spec).value();
+    return EstimateCollective(t, {Op::kAllToAll, Algo::kDirect, FirstGpus(32), uint64_t{1} << 30})
+        ->time.seconds();
+  };
+  EXPECT_NEAR(time(2.0) / time(1.0), 4.0 / 3.0, 0.02);
+}
+
 TEST(CollectiveTest, DegradedLinkSlowsTheCollective) {
   const Topology t = Dgx(1);
   const CollectiveSpec spec{Op::kAllReduce, Algo::kRing, FirstGpus(8), uint64_t{1} << 30};
