@@ -5,9 +5,10 @@
 // 512 KiB (NCCL's Simple step size: 4 MiB buffer / 8 steps), capped by the expansion's flow
 // budget; chunk i crosses hop j at wave i + j, so the chain finishes after P + n − 2 waves.
 //
-// Closed form: T = base + Σ over hops of NCCL's Ring hop latency (paid by the first chunk) +
-// (P + n − 2) · c / (f · r) (plus physical path latency per later chunk), r the bottleneck
-// share. nccl-tests busbw = algbw for broadcast. Expansion: the same waves as flows.
+// Closed form: T = base + Σ over the chain's hops of NCCL's Ring hop latency + Σ over the
+// P + n − 2 waves of c / (f · r_w), r_w the most loaded link's share in wave w (fewer hops are
+// busy while the pipeline fills and drains). nccl-tests busbw = algbw for broadcast.
+// Expansion: the same waves as flows.
 #ifndef TRAINSIM_COMM_BROADCAST_H_
 #define TRAINSIM_COMM_BROADCAST_H_
 

@@ -7,12 +7,14 @@
 // n−1 reduce-scatter steps then n−1 all-gather steps; K = n−1 for reduce-scatter or all-gather).
 //
 // Closed form (alpha-beta, idle network):
-//   T = base + K · (α + ⌈S/(n·C)⌉ / (f · r))
-// with base and α NCCL's Ring launch and per-hop latency for the protocol (the network hop's when
-// the ring leaves a node, since every step waits for its slowest hop), f the protocol's data
-// fraction, and r the max-min share of a step's flows on the bottleneck link (e.g. NVLink out of
-// a GPU shared by the C channels' flows, or the NIC). With r = B this is nccl-tests'
-// t = 2(n−1)/n · S/B + 2(n−1)·α. Expansion: K waves of n·C flows on the FlowNetwork.
+//   T = base + L + K · ⌈S/(n·C)⌉ / (f · r)
+// with base NCCL's Ring launch latency for the protocol, L the largest sum of K consecutive hop
+// latencies around a channel's ring (NCCL's per-hop NVLink or network latency, or the physical
+// path latency when larger; a step's data must cross K hops in sequence — NCCL's
+// (K − K_inter)·α_intra + K_inter·α_inter), f the protocol's data fraction, and r the share of
+// the most loaded link in a step (e.g. a GPU's NVLink out, shared by the C channels' flows, or a
+// NIC). With one ring and r = B this is nccl-tests' t = 2(n−1)/n · S/B + 2(n−1)·α.
+// Expansion: K waves of n·C flows on the FlowNetwork.
 #ifndef TRAINSIM_COMM_RING_H_
 #define TRAINSIM_COMM_RING_H_
 

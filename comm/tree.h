@@ -13,10 +13,10 @@
 // Chunking: 512 KiB per chunk, halved down to 128 KiB while there are fewer than 8·depth chunks
 // (NCCL enqueue.cc's rule for Tree/Simple), capped by the expansion's flow budget.
 //
-// Closed form: T = base + Σ over waves (α_w + c / (f · r_w)), where α_w is NCCL's Tree hop
-// latency of the first chunk crossing each hop (so the latency part is NCCL's
-// 2((M−1)·α_nvlink + D·α_net)), c the chunk and r_w the bottleneck share in wave w. Expansion:
-// the same waves as flows.
+// Closed form: T = base + L + Σ over waves c / (f · 0.92 · r_w), where L is the latency of the
+// leaf → root → leaf chain of hops (NCCL's Tree hop latencies; with uniform hops NCCL's
+// 2((M−1)·α_nvlink + D·α_net)), c the chunk, f the protocol's data fraction, 0.92 tuning.cc's
+// tree cap and r_w the most loaded link's share in wave w. Expansion: the same waves as flows.
 #ifndef TRAINSIM_COMM_TREE_H_
 #define TRAINSIM_COMM_TREE_H_
 

@@ -5,6 +5,7 @@
 
 #include "comm/flow_network.h"
 #include "comm/topology.h"
+#include "comm/tree.h"
 #include "gtest/gtest.h"
 #include "sim/engine.h"
 
@@ -76,6 +77,28 @@ TEST(CollectiveTest, RingAllReduceMatchesTheTextbookFormulaInsideANode) {
   const double latency_term = 8.4e-6 + 14 * 3.4e-6;
   EXPECT_EQ(est->protocol, Protocol::kSimple);
   EXPECT_NEAR(est->time.seconds(), bandwidth_term + latency_term, 1e-8);
+}
+
+TEST(DoubleBinaryTreeTest, FollowsNcclsBitRuleAndComplementsLeaves) {
+  // ncclGetBtree on 8 ranks: 0 is the root with child 4; 4 -> {2, 6}; 2 -> {1, 3}; 6 -> {5, 7}.
+  EXPECT_EQ(DoubleBinaryTreeParents(8, 0), (std::vector<int>{-1, 2, 4, 2, 0, 6, 4, 6}));
+  // ncclGetDtree mirrors tree 0 for an even count, so every rank that is a leaf in one tree is
+  // interior in the other.
+  for (int n : {2, 4, 8, 16, 128}) {
+    const std::vector<int> t0 = DoubleBinaryTreeParents(n, 0);
+    const std::vector<int> t1 = DoubleBinaryTreeParents(n, 1);
+    std::vector<int> children0(static_cast<size_t>(n)), children1(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      if (t0[static_cast<size_t>(r)] >= 0)
+        ++children0[static_cast<size_t>(t0[static_cast<size_t>(r)])];
+      if (t1[static_cast<size_t>(r)] >= 0)
+        ++children1[static_cast<size_t>(t1[static_cast<size_t>(r)])];
+    }
+    for (int r = 0; r < n && n > 2; ++r) {
+      EXPECT_FALSE(children0[static_cast<size_t>(r)] == 0 && children1[static_cast<size_t>(r)] == 0)
+          << "rank " << r << " of " << n << " is a leaf in both trees";
+    }
+  }
 }
 
 TEST(CollectiveTest, TreeWinsSmallMessagesAndRingLargeOnSixteenNodes) {
