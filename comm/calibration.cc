@@ -53,6 +53,18 @@ const char* TypeName(const Json& j) {
   }
 }
 
+// A short rendering of a value for messages: scalars as JSON (strings cut at 40 characters),
+// containers by type only (dumping them is recursive and unbounded).
+std::string Brief(const Json& j) {
+  if (j.is_structured()) return TypeName(j);
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s.size() > 40)
+      return Json(s.substr(0, 40)).dump(-1, ' ', false, Json::error_handler_t::replace) + "...";
+  }
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 // Reads the fields of one JSON object, reporting errors by field path. Unknown keys are errors:
 // a misspelt field must not silently fall back to a default.
 class ObjectReader {
@@ -145,10 +157,10 @@ class ObjectReader {
   }
   Status WrongType(const std::string& key, const Json& j, const char* what) const {
     return Status::InvalidArgument(Field(key) + ": expected " + what + ", got " + TypeName(j) +
-                                   " (" + j.dump() + ")");
+                                   (j.is_structured() ? "" : " (" + Brief(j) + ")"));
   }
   Status OutOfRangeInt(const std::string& key, int64_t lo, int64_t hi) const {
-    return Status::InvalidArgument(Field(key) + ": " + Find(key)->dump() +
+    return Status::InvalidArgument(Field(key) + ": " + Brief(*Find(key)) +
                                    " is out of range; expected an integer in [" +
                                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
@@ -174,12 +186,20 @@ std::pair<int, int> LineColumn(std::string_view text, size_t byte) {
 }
 
 // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1,
-// column 5: "; keep only the explanation after the last ": ".
+// column 5: " (we give our own position) or "[json.exception.out_of_range.406] "; keep only the
+// explanation.
 std::string ParseErrorReason(const std::string& what) {
   size_t pos = what.find("syntax error");
   if (pos != std::string::npos) return what.substr(pos);
-  pos = what.rfind(": ");
-  return pos == std::string::npos ? what : what.substr(pos + 2);
+  if (what.rfind("[json.exception.", 0) == 0 && (pos = what.find("] ")) != std::string::npos) {
+    std::string rest = what.substr(pos + 2);
+    size_t colon = rest.find(": ");
+    if (rest.rfind("parse error", 0) == 0 && colon != std::string::npos) {
+      return rest.substr(colon + 2);
+    }
+    return rest;
+  }
+  return what;
 }
 
 constexpr int64_t kMaxBytes = int64_t{1} << 50;  // 1 PiB: far beyond any single collective
@@ -321,102 +341,112 @@ Result<Calibration> ParseCalibration(std::string_view text, const std::string& p
     auto [line, col] = LineColumn(text, e.byte);
     return Status::InvalidArgument(path + ":" + std::to_string(line) + ":" + std::to_string(col) +
                                    ": not valid JSON: " + ParseErrorReason(e.what()));
+  } catch (const Json::exception& e) {
+    // E.g. out_of_range 406, a number too large for a double: nlohmann gives no position.
+    return Status::InvalidArgument(path + ": not valid JSON: " + ParseErrorReason(e.what()));
   }
-  auto fail = [&](const Status& st) { return st.WithPrefix(path); };
-  if (!doc.is_object()) {
-    return fail(Status::InvalidArgument(
-        std::string("expected a JSON object at the top level, got ") + TypeName(doc)));
-  }
-  ObjectReader top(doc, "");
-  Status st = top.CheckKeys({"format", "version", "sample", "note", "source", "gpu_name",
-                             "gpu_count", "compute_capability", "nccl_version", "cuda_version",
-                             "driver_version", "date", "collectives", "gemm"});
-  if (!st.ok()) return fail(st);
-  if (const Json* f = top.Find("format")) {
-    if (!f->is_string() || f->get<std::string>() != "trainsim-calibration") {
-      return fail(
-          Status::InvalidArgument("format: expected \"trainsim-calibration\", got " + f->dump()));
+  // The checks below only read values whose type they have tested; the catch is a safety net
+  // so that no JSON input can end the process.
+  try {
+    auto fail = [&](const Status& st) { return st.WithPrefix(path); };
+    if (!doc.is_object()) {
+      return fail(Status::InvalidArgument(
+          std::string("expected a JSON object at the top level, got ") + TypeName(doc)));
     }
-  }
-  if (top.Find("version")) {
-    auto v = top.Int("version", 1, 1);
-    if (!v.ok()) return fail(v.status());
-  }
-  for (const char* opt : {"note", "source", "compute_capability", "driver_version"}) {
-    if (top.Find(opt)) {
-      auto s = top.String(opt);
+    ObjectReader top(doc, "");
+    Status st = top.CheckKeys({"format", "version", "sample", "note", "source", "gpu_name",
+                               "gpu_count", "compute_capability", "nccl_version", "cuda_version",
+                               "driver_version", "date", "collectives", "gemm"});
+    if (!st.ok()) return fail(st);
+    if (const Json* f = top.Find("format")) {
+      if (!f->is_string() || f->get<std::string>() != "trainsim-calibration") {
+        return fail(
+            Status::InvalidArgument("format: expected \"trainsim-calibration\", got " + Brief(*f)));
+      }
+    }
+    if (top.Find("version")) {
+      auto v = top.Int("version", 1, 1);
+      if (!v.ok()) return fail(v.status());
+    }
+    for (const char* opt : {"note", "source", "compute_capability", "driver_version"}) {
+      if (top.Find(opt)) {
+        auto s = top.String(opt);
+        if (!s.ok()) return fail(s.status());
+      }
+    }
+
+    Calibration c;
+    c.path_ = path;
+    auto sample = top.Bool("sample", false);
+    if (!sample.ok()) return fail(sample.status());
+    c.sample_ = *sample;
+    auto gpu = top.String("gpu_name");
+    if (!gpu.ok()) return fail(gpu.status());
+    c.gpu_name_ = *gpu;
+    auto count = top.Int("gpu_count", 1, kMaxRanks);
+    if (!count.ok()) return fail(count.status());
+    c.gpu_count_ = static_cast<int>(*count);
+    for (auto [key, dst] : {std::pair<const char*, std::string*>{"nccl_version", &c.nccl_version_},
+                            {"cuda_version", &c.cuda_version_},
+                            {"date", &c.date_}}) {
+      auto s = top.String(key);
       if (!s.ok()) return fail(s.status());
+      *dst = *s;
     }
-  }
 
-  Calibration c;
-  c.path_ = path;
-  auto sample = top.Bool("sample", false);
-  if (!sample.ok()) return fail(sample.status());
-  c.sample_ = *sample;
-  auto gpu = top.String("gpu_name");
-  if (!gpu.ok()) return fail(gpu.status());
-  c.gpu_name_ = *gpu;
-  auto count = top.Int("gpu_count", 1, kMaxRanks);
-  if (!count.ok()) return fail(count.status());
-  c.gpu_count_ = static_cast<int>(*count);
-  for (auto [key, dst] : {std::pair<const char*, std::string*>{"nccl_version", &c.nccl_version_},
-                          {"cuda_version", &c.cuda_version_},
-                          {"date", &c.date_}}) {
-    auto s = top.String(key);
-    if (!s.ok()) return fail(s.status());
-    *dst = *s;
-  }
+    const Json* colls = top.Find("collectives");
+    if (!colls)
+      return fail(Status::InvalidArgument("collectives: missing field (expected an array)"));
+    if (!colls->is_array()) {
+      return fail(Status::InvalidArgument(std::string("collectives: expected an array, got ") +
+                                          TypeName(*colls)));
+    }
+    std::set<std::tuple<std::string, std::string, int, int64_t>> seen;
+    for (size_t i = 0; i < colls->size(); ++i) {
+      std::string where = "collectives[" + std::to_string(i) + "]";
+      auto row = ReadCollective((*colls)[i], where);
+      if (!row.ok()) return fail(row.status());
+      if (row->nranks > c.gpu_count_) {
+        return fail(Status::InvalidArgument(
+            where + ".nranks: " + std::to_string(row->nranks) + " ranks but gpu_count is " +
+            std::to_string(c.gpu_count_) + " (a measurement cannot use more GPUs than it had)"));
+      }
+      if (!seen.emplace(row->op, row->algo, row->nranks, row->size_bytes).second) {
+        return fail(Status::InvalidArgument(where + ": duplicate row for " + row->op + "/" +
+                                            row->algo + " on " + std::to_string(row->nranks) +
+                                            " ranks at " + std::to_string(row->size_bytes) +
+                                            " bytes"));
+      }
+      c.collectives_.push_back(std::move(*row));
+    }
 
-  const Json* colls = top.Find("collectives");
-  if (!colls)
-    return fail(Status::InvalidArgument("collectives: missing field (expected an array)"));
-  if (!colls->is_array()) {
-    return fail(Status::InvalidArgument(std::string("collectives: expected an array, got ") +
-                                        TypeName(*colls)));
-  }
-  std::set<std::tuple<std::string, std::string, int, int64_t>> seen;
-  for (size_t i = 0; i < colls->size(); ++i) {
-    std::string where = "collectives[" + std::to_string(i) + "]";
-    auto row = ReadCollective((*colls)[i], where);
-    if (!row.ok()) return fail(row.status());
-    if (row->nranks > c.gpu_count_) {
+    const Json* gemm = top.Find("gemm");
+    if (!gemm) return fail(Status::InvalidArgument("gemm: missing field (expected an array)"));
+    if (!gemm->is_array()) {
+      return fail(
+          Status::InvalidArgument(std::string("gemm: expected an array, got ") + TypeName(*gemm)));
+    }
+    std::set<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>> seen_gemm;
+    for (size_t i = 0; i < gemm->size(); ++i) {
+      std::string where = "gemm[" + std::to_string(i) + "]";
+      auto row = ReadGemm((*gemm)[i], where);
+      if (!row.ok()) return fail(row.status());
+      if (!seen_gemm.emplace(row->dtype, row->m, row->n, row->k, row->batch).second) {
+        return fail(Status::InvalidArgument(where + ": duplicate row for " + row->dtype + " " +
+                                            std::to_string(row->m) + "x" + std::to_string(row->n) +
+                                            "x" + std::to_string(row->k) + " batch " +
+                                            std::to_string(row->batch)));
+      }
+      c.gemms_.push_back(std::move(*row));
+    }
+    if (c.collectives_.empty() && c.gemms_.empty()) {
       return fail(Status::InvalidArgument(
-          where + ".nranks: " + std::to_string(row->nranks) + " ranks but gpu_count is " +
-          std::to_string(c.gpu_count_) + " (a measurement cannot use more GPUs than it had)"));
+          "collectives and gemm are both empty: the file calibrates nothing"));
     }
-    if (!seen.emplace(row->op, row->algo, row->nranks, row->size_bytes).second) {
-      return fail(Status::InvalidArgument(
-          where + ": duplicate row for " + row->op + "/" + row->algo + " on " +
-          std::to_string(row->nranks) + " ranks at " + std::to_string(row->size_bytes) + " bytes"));
-    }
-    c.collectives_.push_back(std::move(*row));
+    return c;
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument(path + ": " + ParseErrorReason(e.what()));
   }
-
-  const Json* gemm = top.Find("gemm");
-  if (!gemm) return fail(Status::InvalidArgument("gemm: missing field (expected an array)"));
-  if (!gemm->is_array()) {
-    return fail(
-        Status::InvalidArgument(std::string("gemm: expected an array, got ") + TypeName(*gemm)));
-  }
-  std::set<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>> seen_gemm;
-  for (size_t i = 0; i < gemm->size(); ++i) {
-    std::string where = "gemm[" + std::to_string(i) + "]";
-    auto row = ReadGemm((*gemm)[i], where);
-    if (!row.ok()) return fail(row.status());
-    if (!seen_gemm.emplace(row->dtype, row->m, row->n, row->k, row->batch).second) {
-      return fail(Status::InvalidArgument(where + ": duplicate row for " + row->dtype + " " +
-                                          std::to_string(row->m) + "x" + std::to_string(row->n) +
-                                          "x" + std::to_string(row->k) + " batch " +
-                                          std::to_string(row->batch)));
-    }
-    c.gemms_.push_back(std::move(*row));
-  }
-  if (c.collectives_.empty() && c.gemms_.empty()) {
-    return fail(Status::InvalidArgument(
-        "collectives and gemm are both empty: the file calibrates nothing"));
-  }
-  return c;
 }
 
 Result<Calibration> LoadCalibration(const std::string& path) {

@@ -213,6 +213,16 @@ TEST(CalibrationTest, WrongTypesAreRejected) {
   EXPECT_NE(msg.find("expected a JSON object at the top level, got an array"), std::string::npos);
 }
 
+TEST(CalibrationTest, HostileJsonGivesMessagesNotCrashes) {
+  // A number beyond double's range is nlohmann's out_of_range, not a parse_error.
+  std::string msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ring", "nranks": 8,
+                                     "size_bytes": 1024, "time_s": 1e999, "busbw_GBps": 1})"));
+  EXPECT_NE(msg.find("f.json: not valid JSON: number overflow"), std::string::npos) << msg;
+  // Deeply nested values in a scalar's place are named by type, not printed.
+  msg = ErrorOf(R"({"gpu_name": )" + std::string(10000, '[') + std::string(10000, ']') + "}");
+  EXPECT_EQ(msg, "f.json: gpu_name: expected a string, got an array");
+}
+
 TEST(CalibrationTest, NegativeOrZeroTimesAndSizesAreRejected) {
   std::string msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ring", "nranks": 8,
                                      "size_bytes": 1024, "time_s": -1e-5, "busbw_GBps": 1})"));
