@@ -558,7 +558,8 @@ namespace {
 
 Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& name,
                                    const std::vector<std::string>& set_overrides,
-                                   const std::filesystem::path& base_dir, bool json) {
+                                   const std::filesystem::path& base_dir, bool json,
+                                   bool check_files) {
   pb::Scenario scenario;
   detail::SourceMap map;
   TRAINSIM_RETURN_IF_ERROR(detail::ParseMessage(text, name, json, &scenario, &map));
@@ -579,6 +580,17 @@ Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& nam
   if (auto err = detail::ValidateDetailed(scenario)) {
     return detail::ToStatus(*err, name, &map, overridden);
   }
+  // A file named by the scenario must exist, so `check` does not pass what `run` would reject.
+  std::error_code ec;
+  if (check_files && !scenario.cluster().calibration().empty() &&
+      !std::filesystem::is_regular_file(scenario.cluster().calibration(), ec)) {
+    return detail::ToStatus(
+        detail::FieldError{"cluster.calibration",
+                           "calibration file \"" + scenario.cluster().calibration() +
+                               "\" does not exist (relative paths are taken from the scenario "
+                               "file's directory; `trainsim calibrate` writes one)"},
+        name, &map, overridden);
+  }
   return scenario;
 }
 
@@ -594,7 +606,8 @@ Result<pb::Scenario> ParseScenarioSyntax(std::string_view text,
 
 Result<pb::Scenario> ParseScenarioText(std::string_view text, const std::string& name_for_errors,
                                        const std::vector<std::string>& set_overrides) {
-  return ParseAndCheck(text, name_for_errors, set_overrides, {}, detail::LooksLikeJson(text));
+  return ParseAndCheck(text, name_for_errors, set_overrides, {}, detail::LooksLikeJson(text),
+                       /*check_files=*/false);
 }
 
 Result<pb::Scenario> LoadScenario(const std::string& path,
@@ -611,7 +624,7 @@ Result<pb::Scenario> LoadScenario(const std::string& path,
   std::string body = text.str();
   bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   return ParseAndCheck(body, path, set_overrides, std::filesystem::path(path).parent_path(),
-                       json || detail::LooksLikeJson(body));
+                       json || detail::LooksLikeJson(body), /*check_files=*/true);
 }
 
 }  // namespace trainsim::scenarios

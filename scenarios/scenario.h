@@ -35,11 +35,12 @@ namespace trainsim::scenarios {
 // path ends in ".json" or the text starts with '{' (after whitespace), else text format.
 // Errors: "PATH:LINE:COLUMN: message" for syntax and unknown fields; "PATH: field: message" for
 // semantic errors; "--set ASSIGNMENT: message" for overrides. A relative cluster.calibration is
-// rewritten relative to the scenario file's directory.
+// rewritten relative to the scenario file's directory, and the file must exist.
 Result<pb::Scenario> LoadScenario(const std::string& path,
                                   const std::vector<std::string>& set_overrides = {});
 
-// The same from text in memory; `name_for_errors` stands in for the path in messages.
+// The same from text in memory; `name_for_errors` stands in for the path in messages. Touches
+// no files: cluster.calibration is neither rewritten nor checked.
 Result<pb::Scenario> ParseScenarioText(std::string_view text, const std::string& name_for_errors,
                                        const std::vector<std::string>& set_overrides = {});
 

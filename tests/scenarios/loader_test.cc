@@ -228,6 +228,15 @@ TEST(LoaderTest, RelativeCalibrationPathsResolveAgainstTheScenarioFile) {
     std::ofstream out(file);
     out << kMinimal << "cluster { calibration: \"cal/h100.json\" }\n";
   }
+  // Missing, it is an error naming the resolved path.
+  auto missing = LoadScenario(file.string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(
+      Contains(missing.status().message(),
+               "calibration file \"" + (dir / "cal/h100.json").string() + "\" does not exist"))
+      << missing.status().message();
+  fs::create_directories(dir / "cal");
+  std::ofstream(dir / "cal/h100.json") << "{}";
   auto s = LoadScenario(file.string());
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->cluster().calibration(), (dir / "cal/h100.json").string());
