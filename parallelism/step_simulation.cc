@@ -262,6 +262,15 @@ class StepSim {
     int optimizer_done = 0;
   };
 
+  // A task longer than ~3 years of simulated time means absurd input (e.g. a slowdown of 1e12);
+  // refuse it rather than overflow sim::Time.
+  static constexpr double kMaxDurationS = 1e8;
+  static Time Delay(double s) { return Time::FromSeconds(std::min(s, kMaxDurationS)); }
+  static Status TooLong(double s) {
+    return Status::OutOfRange("one pipeline task would take " + Fmt("%.3g", s) +
+                              " s of simulated time; check the model size and slowdowns");
+  }
+
   size_t MsgIndex(bool forward, int chunk, int mb) const {
     return (size_t(forward ? 0 : 1) * v_ + size_t(chunk)) * size_t(m_) + size_t(mb);
   }
@@ -279,8 +288,13 @@ class StepSim {
       // Without overlap the reduction runs after the last backward over the contiguous gradient
       // buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL
       // pipelines it internally, so splitting it would only add launch latencies.
+      // At most kMaxBucketsPerChunk buckets (larger ones beyond that): finer buckets add no
+      // overlap once each is small next to a layer's backward, only events.
+      constexpr double kMaxBucketsPerChunk = 4096;
       ch.buckets_per_chunk =
-          c_.overlap_dp ? std::max<int>(1, int(std::ceil(chunk_params / bucket_params))) : 1;
+          c_.overlap_dp
+              ? int(std::clamp(std::ceil(chunk_params / bucket_params), 1.0, kMaxBucketsPerChunk))
+              : 1;
       const double bytes = chunk_params * grad_bytes / ch.buckets_per_chunk * nic_share_;
       const comm::Op op = c_.zero_stage >= 1 ? comm::Op::kReduceScatter : comm::Op::kAllReduce;
       // ZeRO-2/3 reduce-scatter every micro-batch's gradients (they cannot be kept whole);
@@ -367,11 +381,14 @@ class StepSim {
       const int n = channels_[size_t(e.stage)].buckets_per_chunk;
       for (int i = 0; i < n; ++i) {
         const double at = dur * (i + 1) / n;
-        engine_.Schedule(Time::FromSeconds(at),
-                         [this, s = e.stage, r = e.replica] { BucketReady(s, r); });
+        engine_.Schedule(Delay(at), [this, s = e.stage, r = e.replica] { BucketReady(s, r); });
       }
     }
-    engine_.Schedule(Time::FromSeconds(dur), [this, ei, t, j] { TaskDone(ei, t, j); });
+    if (!(dur < kMaxDurationS)) {
+      error_ = TooLong(dur);
+      return;
+    }
+    engine_.Schedule(Delay(dur), [this, ei, t, j] { TaskDone(ei, t, j); });
   }
 
   void TaskDone(int ei, Task t, int j) {
@@ -476,7 +493,11 @@ class StepSim {
       const double opt = OptimizerTimeSeconds(cfg_.gpu, cfg_.compute, params) * e.slow;
       e.b.optimizer_s += opt;
       Slice(e.gpu, 0, "optimizer", "optimizer", now, opt);
-      engine_.Schedule(Time::FromSeconds(opt), [this, i] { OptimizerDone(int(i)); });
+      if (!(opt < kMaxDurationS)) {
+        error_ = TooLong(opt);
+        return;
+      }
+      engine_.Schedule(Delay(opt), [this, i] { OptimizerDone(int(i)); });
     }
   }
 
@@ -553,8 +574,8 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     if (gpu < 0 || gpu >= layout.num_gpus()) {
       return Status::InvalidArgument("slowed GPU " + std::to_string(gpu) + " is not in the job");
     }
-    if (!(factor >= 1.0) || !std::isfinite(factor)) {
-      return Status::InvalidArgument("GPU slowdown factor must be a finite number >= 1 (got " +
+    if (!(factor >= 1.0) || !(factor <= 1e6)) {
+      return Status::InvalidArgument("GPU slowdown factor must be between 1 and 1e6 (got " +
                                      Fmt("%g", factor) + ")");
     }
     slowdown[gpu] = std::max(slowdown[gpu], factor);
@@ -606,6 +627,21 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   TpTimer tp(&*topo, layout.TpGroup(0));
   Result<std::vector<ChunkCost>> costs = ChunkCosts(cfg, &tp);
   if (!costs.ok()) return costs.status();
+  {
+    // The step's compute alone, at the slowest GPU's speed, must fit sim::Time comfortably.
+    double max_slow = 1;
+    for (const auto& [gpu, f] : slowdown) max_slow = std::max(max_slow, f);
+    double total = 0;
+    for (const ChunkCost& k : *costs) {
+      total += k.fwd_compute_s + k.fwd_tp_s + k.bwd_compute_s + k.bwd_tp_s;
+    }
+    total *= double(c.num_micro_batches()) * max_slow;
+    if (!(total < 1e9)) {
+      return Status::OutOfRange("one step would take about " + Fmt("%.3g", total) +
+                                " s of simulated time, beyond what trainsim simulates; check the "
+                                "model size, batch and slowdowns");
+    }
+  }
 
   StepSim sim(cfg, &*topo, &layout, std::move(*costs), replicas, slowdown, options.record_trace);
   for (const LinkDegradation& d : state.links) {
