@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -246,8 +247,8 @@ Result<CollectiveSample> ReadCollective(const Json& row, const std::string& wher
     return Status::InvalidArgument(where + ": expected an object, got " + TypeName(row));
   }
   ObjectReader r(row, where);
-  TRAINSIM_RETURN_IF_ERROR(
-      r.CheckKeys({"op", "algo", "nranks", "size_bytes", "time_s", "busbw_GBps", "algbw_GBps"}));
+  TRAINSIM_RETURN_IF_ERROR(r.CheckKeys(
+      {"op", "algo", "nranks", "nodes", "size_bytes", "time_s", "busbw_GBps", "algbw_GBps"}));
   CollectiveSample s;
   auto op = r.String("op");
   if (!op.ok()) return op.status();
@@ -270,6 +271,13 @@ Result<CollectiveSample> ReadCollective(const Json& row, const std::string& wher
   }
   auto nranks = r.Int("nranks", 1, kMaxRanks);
   if (!nranks.ok()) return nranks.status();
+  auto nodes = r.Int("nodes", 1, kMaxRanks, /*dflt=*/1);
+  if (!nodes.ok()) return nodes.status();
+  if (*nodes > *nranks) {
+    return Status::InvalidArgument(r.Field("nodes") + ": " + std::to_string(*nodes) +
+                                   " nodes for " + std::to_string(*nranks) +
+                                   " ranks; a node holds at least one rank");
+  }
   auto size = r.Int("size_bytes", 1, kMaxBytes);
   if (!size.ok()) return size.status();
   auto time = r.Positive("time_s", /*allow_zero=*/false);
@@ -286,6 +294,7 @@ Result<CollectiveSample> ReadCollective(const Json& row, const std::string& wher
   s.op = *op;
   s.algo = *algo;
   s.nranks = static_cast<int>(*nranks);
+  s.nodes = static_cast<int>(*nodes);
   s.size_bytes = *size;
   s.time_s = *time;
   s.busbw_GBps = *busbw;
@@ -401,7 +410,7 @@ Result<Calibration> ParseCalibration(std::string_view text, const std::string& p
       return fail(Status::InvalidArgument(std::string("collectives: expected an array, got ") +
                                           TypeName(*colls)));
     }
-    std::set<std::tuple<std::string, std::string, int, int64_t>> seen;
+    std::set<std::tuple<std::string, std::string, int, int, int64_t>> seen;
     for (size_t i = 0; i < colls->size(); ++i) {
       std::string where = "collectives[" + std::to_string(i) + "]";
       auto row = ReadCollective((*colls)[i], where);
@@ -411,11 +420,11 @@ Result<Calibration> ParseCalibration(std::string_view text, const std::string& p
             where + ".nranks: " + std::to_string(row->nranks) + " ranks but gpu_count is " +
             std::to_string(c.gpu_count_) + " (a measurement cannot use more GPUs than it had)"));
       }
-      if (!seen.emplace(row->op, row->algo, row->nranks, row->size_bytes).second) {
-        return fail(Status::InvalidArgument(where + ": duplicate row for " + row->op + "/" +
-                                            row->algo + " on " + std::to_string(row->nranks) +
-                                            " ranks at " + std::to_string(row->size_bytes) +
-                                            " bytes"));
+      if (!seen.emplace(row->op, row->algo, row->nranks, row->nodes, row->size_bytes).second) {
+        return fail(Status::InvalidArgument(
+            where + ": duplicate row for " + row->op + "/" + row->algo + " on " +
+            std::to_string(row->nranks) + " ranks on " + std::to_string(row->nodes) +
+            " node(s) at " + std::to_string(row->size_bytes) + " bytes"));
       }
       c.collectives_.push_back(std::move(*row));
     }
@@ -458,8 +467,8 @@ Result<Calibration> LoadCalibration(const std::string& path) {
   return ParseCalibration(buf.str(), path);
 }
 
-std::optional<sim::Time> Calibration::CollectiveTime(Op op, Algo algo, int nranks,
-                                                     int64_t bytes) const {
+std::optional<sim::Time> Calibration::CollectiveTime(Op op, Algo algo, int nranks, int64_t bytes,
+                                                     int nodes) const {
   // Spelled out here rather than through comm::OpName so the loader does not depend on the
   // collective models' object files; the names are the same.
   std::string_view op_name;
@@ -498,23 +507,24 @@ std::optional<sim::Time> Calibration::CollectiveTime(Op op, Algo algo, int nrank
     case Algo::kHierarchical:
       return std::nullopt;
   }
-  return CollectiveTime(op_name, algo_name, nranks, bytes);
+  return CollectiveTime(op_name, algo_name, nranks, bytes, nodes);
 }
 
-bool Calibration::HasCollective(std::string_view op, std::string_view algo, int nranks) const {
+bool Calibration::HasCollective(std::string_view op, std::string_view algo, int nranks,
+                                int nodes) const {
   return std::any_of(collectives_.begin(), collectives_.end(), [&](const CollectiveSample& s) {
-    return s.op == op && s.algo == algo && s.nranks == nranks;
+    return s.op == op && s.algo == algo && s.nranks == nranks && s.nodes == nodes;
   });
 }
 
 std::optional<sim::Time> Calibration::CollectiveTime(std::string_view op, std::string_view algo,
-                                                     int nranks, int64_t bytes) const {
+                                                     int nranks, int64_t bytes, int nodes) const {
   if (bytes <= 0) return std::nullopt;
   // Nearest measured size at or below `bytes` and at or above it on this curve.
   const CollectiveSample* lo = nullptr;
   const CollectiveSample* hi = nullptr;
   for (const CollectiveSample& s : collectives_) {
-    if (s.op != op || s.algo != algo || s.nranks != nranks) continue;
+    if (s.op != op || s.algo != algo || s.nranks != nranks || s.nodes != nodes) continue;
     if (s.size_bytes <= bytes && (!lo || s.size_bytes > lo->size_bytes)) lo = &s;
     if (s.size_bytes >= bytes && (!hi || s.size_bytes < hi->size_bytes)) hi = &s;
   }
@@ -593,6 +603,29 @@ Status Calibration::CheckGpu(std::string_view scenario_gpu) const {
                                     "\" but the scenario's GPU is \"" + std::string(scenario_gpu) +
                                     "\"; measure on that GPU (trainsim calibrate) or drop the "
                                     "calibration");
+}
+
+Result<CollectiveTiming> EstimateCollectiveCalibrated(const Topology& topology,
+                                                      const CollectiveSpec& spec,
+                                                      const Calibration* calibration) {
+  TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
+  if (calibration && spec.bytes <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    std::set<int> nodes;
+    for (int g : spec.gpus) nodes.insert(topology.node_of(g));
+    const std::vector<Algo> candidates =
+        spec.algo == Algo::kAuto ? AlgorithmsFor(spec.op) : std::vector<Algo>{spec.algo};
+    std::optional<CollectiveTiming> best;
+    for (Algo a : candidates) {
+      std::optional<sim::Time> t = calibration->CollectiveTime(
+          spec.op, a, static_cast<int>(spec.gpus.size()), static_cast<int64_t>(spec.bytes),
+          static_cast<int>(nodes.size()));
+      if (t && (!best || *t < best->time)) best = CollectiveTiming{*t, a, std::nullopt, true};
+    }
+    if (best) return *best;
+  }
+  auto model = EstimateCollective(topology, spec);
+  if (!model.ok()) return model.status();
+  return CollectiveTiming{model->time, model->algo, model->protocol, false};
 }
 
 Result<std::vector<GemmShape>> TransformerLayerGemms(const LayerDims& d) {

@@ -4,9 +4,11 @@
 // A calibration file is JSON written by the NCCL/cuBLAS runner (comm/nccl/, `trainsim calibrate`)
 // or by hand (scenarios/calibration/ holds a labelled sample). It records the GPU it was measured
 // on, the NCCL and CUDA versions, and two tables:
-//   collectives: {op, algo, nranks, size_bytes, time_s, busbw_GBps}; time_s is the median of the
-//                repeats; size_bytes follows nccl-tests' "size" column (all_reduce and broadcast:
-//                the buffer; reduce_scatter: the input per rank; all_gather: the output per rank;
+//   collectives: {op, algo, nranks, nodes (default 1), size_bytes, time_s, busbw_GBps}; time_s
+//                is the median of the repeats; nodes is how many machines the group spanned
+//                (8 ranks on one NVSwitch node and 8 ranks on 8 nodes are different curves);
+//                size_bytes follows nccl-tests' "size" column (all_reduce and broadcast: the
+//                buffer; reduce_scatter: the input per rank; all_gather: the output per rank;
 //                send_recv: the bytes each rank sends), busbw as nccl-tests defines it.
 //   gemm:        {dtype, m, n, k, batch (default 1), tflops}: C[m×n] = A[m×k]·B[k×n], `batch`
 //                independent products (attention), 2·m·n·k·batch FLOPs.
@@ -47,6 +49,7 @@ struct CollectiveSample {
   std::string op;
   std::string algo;
   int nranks = 0;
+  int nodes = 1;
   int64_t size_bytes = 0;
   double time_s = 0;
   double busbw_GBps = 0;
@@ -73,18 +76,19 @@ class Calibration {
   const std::vector<GemmSample>& gemms() const { return gemms_; }
 
   // Time of one collective, interpolated log-log in size between the two measured sizes that
-  // bracket `bytes` on the curve with exactly this op, algo and nranks (a power law between
+  // bracket `bytes` on the curve with exactly this op, algo, nranks and nodes (a power law between
   // points: exact at measured sizes, and right for both the latency-bound and the
   // bandwidth-bound end). nullopt when there is no such curve or `bytes` lies outside
   // [smallest, largest] measured size: the caller falls back to its model rather than
   // extrapolating a measurement.
   std::optional<sim::Time> CollectiveTime(std::string_view op, std::string_view algo, int nranks,
-                                          int64_t bytes) const;
+                                          int64_t bytes, int nodes = 1) const;
   // The same for the simulator's enums (Algo::kDirect is "direct"; kAuto and kHierarchical
   // are never measured as such and give nullopt).
-  std::optional<sim::Time> CollectiveTime(Op op, Algo algo, int nranks, int64_t bytes) const;
-  // True when some row has this op, algo and nranks (whatever the sizes).
-  bool HasCollective(std::string_view op, std::string_view algo, int nranks) const;
+  std::optional<sim::Time> CollectiveTime(Op op, Algo algo, int nranks, int64_t bytes,
+                                          int nodes = 1) const;
+  // True when some row has this op, algo, nranks and nodes (whatever the sizes).
+  bool HasCollective(std::string_view op, std::string_view algo, int nranks, int nodes = 1) const;
 
   // Measured TFLOP/s of a matrix product. Rule: an exact (m, n, k, batch) row of this dtype;
   // otherwise the row of this dtype nearest in log space (smallest sum of |ln ratio| over m, n,
@@ -131,6 +135,24 @@ Result<Calibration> LoadCalibration(const std::string& path);
 Result<Calibration> LoadCalibrationFor(const std::string& path, std::string_view scenario_gpu);
 // The same from text; `path` is only used in messages.
 Result<Calibration> ParseCalibration(std::string_view text, const std::string& path);
+
+// A collective's time, and whether it came from a calibration or from the model.
+struct CollectiveTiming {
+  sim::Time time;
+  Algo algo = Algo::kRing;           // never kAuto: what was used
+  std::optional<Protocol> protocol;  // the model's pick; nullopt when measured (NCCL chose)
+  bool calibrated = false;
+};
+
+// EstimateCollective (comm/collective.h) with a calibration in front of it: when `calibration`
+// is non-null and has a curve for the spec's op, algorithm, group size (gpus.size()) and node
+// count (distinct topology nodes among gpus) that covers spec.bytes, the measured time;
+// otherwise the model's estimate, unchanged. With Algo::kAuto the fastest calibrated algorithm
+// among AlgorithmsFor(op) is used (earlier in that order on a tie), as NCCL's tuner would pick
+// it; if none is calibrated, the model's kAuto choice. Errors as EstimateCollective.
+Result<CollectiveTiming> EstimateCollectiveCalibrated(const Topology& topology,
+                                                      const CollectiveSpec& spec,
+                                                      const Calibration* calibration);
 
 // One matrix product a transformer layer runs, with its role ("qkv", "fc1.wgrad", ...).
 struct GemmShape {

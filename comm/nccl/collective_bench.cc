@@ -503,6 +503,7 @@ Status RunCollectives(const RunnerOptions& o, const GpuEnvironment& env,
           row.op = op;
           row.algo = label;
           row.nranks = n;
+          row.nodes = group.nodes();
           row.size_bytes = plan->size_bytes;
           row.count = plan->count;
           row.time_s = t;

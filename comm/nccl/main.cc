@@ -150,7 +150,10 @@ int main(int argc, char** argv) {
     std::cout << "# trainsim-nccl-calibrate: " << report.gpu_count << " x " << gpu << " (sm "
               << report.compute_capability << "), NCCL " << env->nccl << ", CUDA runtime "
               << env->cuda_runtime << ", driver CUDA " << env->cuda_driver
-              << (group->mpi() ? ", MPI ranks " + std::to_string(group->size()) : "") << "\n";
+              << (group->mpi() ? ", MPI ranks " + std::to_string(group->size()) + " on " +
+                                     std::to_string(group->nodes()) + " node(s)"
+                               : "")
+              << "\n";
   }
   Status st = nccl::RunCollectives(*opts, *env, local, *group, &report, std::cout);
   if (!st.ok()) return Fail(&*group, st);

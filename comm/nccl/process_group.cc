@@ -47,6 +47,9 @@ Result<ProcessGroup> ProcessGroup::Init(int* argc, char*** argv) {
         "MPI_Comm_split_type"));
     MPI_Comm_rank(node, &g.local_rank_);
     MPI_Comm_free(&node);
+    int leader = g.local_rank_ == 0 ? 1 : 0;
+    TRAINSIM_RETURN_IF_ERROR(MpiStatus(
+        MPI_Allreduce(&leader, &g.nodes_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce"));
   }
 #else
   (void)argc;

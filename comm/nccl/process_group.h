@@ -25,6 +25,8 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }
+  // Machines in the group (processes that share memory count as one); 1 without MPI.
+  int nodes() const { return nodes_; }
   bool is_root() const { return rank_ == 0; }
 
   // Root's bytes to every process.
@@ -39,7 +41,7 @@ class ProcessGroup {
 
  private:
   bool mpi_ = false;
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, nodes_ = 1;
 };
 
 }  // namespace trainsim::comm::nccl

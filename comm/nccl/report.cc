@@ -82,9 +82,9 @@ void WriteJson(const Report& r, std::ostream& out) {
     const CollectiveRow& c = r.collectives[i];
     out << (i ? ",\n    " : "\n    ") << "{\"op\": " << JsonString(c.op)
         << ", \"algo\": " << JsonString(c.algo) << ", \"nranks\": " << c.nranks
-        << ", \"size_bytes\": " << c.size_bytes << ", \"time_s\": " << Num(c.time_s)
-        << ", \"algbw_GBps\": " << Num(c.algbw_GBps) << ", \"busbw_GBps\": " << Num(c.busbw_GBps)
-        << "}";
+        << ", \"nodes\": " << c.nodes << ", \"size_bytes\": " << c.size_bytes
+        << ", \"time_s\": " << Num(c.time_s) << ", \"algbw_GBps\": " << Num(c.algbw_GBps)
+        << ", \"busbw_GBps\": " << Num(c.busbw_GBps) << "}";
   }
   out << (r.collectives.empty() ? "],\n" : "\n  ],\n");
   out << "  \"gemm\": [";

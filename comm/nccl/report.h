@@ -19,6 +19,7 @@ struct CollectiveRow {
   std::string op;    // all_reduce, reduce_scatter, all_gather, broadcast, send_recv
   std::string algo;  // ring, tree, direct (send_recv)
   int nranks = 0;
+  int nodes = 1;           // machines the group spans
   int64_t size_bytes = 0;  // nccl-tests' size (see comm/calibration.h)
   int64_t count = 0;       // float elements per rank buffer as NCCL is called
   double time_s = 0;       // median over the repeats

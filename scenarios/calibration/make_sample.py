@@ -83,7 +83,8 @@ def main():
     for op, algo, n in curves:
         for s in sizes:
             t = coll_time_s(op, algo, n, s)
-            rows.append({"op": op, "algo": algo, "nranks": n, "size_bytes": s, "time_s": t,
+            rows.append({"op": op, "algo": algo, "nranks": n, "nodes": 1, "size_bytes": s,
+                         "time_s": t,
                          "busbw_GBps": busbw(op, n, s, t)})
     h, a, f, s, b, tp = 12288, 96, 49152, 2048, 1, 8
     d, tok = h // a, b * s

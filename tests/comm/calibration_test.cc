@@ -112,6 +112,23 @@ TEST(CalibrationTest, GroupSizesAreNeverMixed) {
   EXPECT_EQ(t4->nanos(), 4915000);
 }
 
+TEST(CalibrationTest, NodeCountSeparatesCurves) {
+  // The same 8 ranks on one NVSwitch node and spread over 8 nodes are different measurements.
+  auto c = ParseCalibration(
+      File(kRow + "," +
+           R"({"op": "all_reduce", "algo": "ring", "nranks": 8, "nodes": 8, "size_bytes": 1024,
+               "time_s": 4e-5, "busbw_GBps": 0.045})"),
+      "f.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->CollectiveTime("all_reduce", "ring", 8, 1024)->nanos(), 10000);  // nodes = 1
+  EXPECT_EQ(c->CollectiveTime("all_reduce", "ring", 8, 1024, 8)->nanos(), 40000);
+  EXPECT_FALSE(c->CollectiveTime("all_reduce", "ring", 8, 1024, 2).has_value());
+  std::string msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ring", "nranks": 4,
+                                     "nodes": 8, "size_bytes": 1024, "time_s": 1e-5,
+                                     "busbw_GBps": 1})"));
+  EXPECT_NE(msg.find("collectives[0].nodes: 8 nodes for 4 ranks"), std::string::npos) << msg;
+}
+
 TEST(CalibrationTest, GemmExactShapeGivesItsRow) {
   Calibration c = LoadSample();
   auto qkv = c.GemmTflops("bf16", 2048, 4608, 12288);
@@ -254,6 +271,55 @@ TEST(CalibrationTest, MissingFileIsNotFound) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), Status::Code::kNotFound);
   EXPECT_NE(c.status().message().find("/nonexistent/cal.json"), std::string::npos);
+}
+
+// 16 DGX-like nodes of 8 GPUs (comm/topology.h defaults).
+Topology DefaultTopology() {
+  auto t = Topology::Build(TopologySpec{});
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return *t;
+}
+
+TEST(CalibratedCollectiveTest, CoveredCallsUseTheMeasurement) {
+  Calibration c = LoadSample();
+  Topology topo = DefaultTopology();
+  CollectiveSpec spec{Op::kAllReduce, Algo::kRing, FirstGpus(8), uint64_t{1} << 30};
+  auto t = EstimateCollectiveCalibrated(topo, spec, &c);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_TRUE(t->calibrated);
+  EXPECT_FALSE(t->protocol.has_value());
+  EXPECT_EQ(t->time.nanos(), 5757000);
+  // kAuto takes the faster measured algorithm: at 1 GiB ring (5.757 ms) beats tree (7.113 ms).
+  spec.algo = Algo::kAuto;
+  auto a = EstimateCollectiveCalibrated(topo, spec, &c);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->algo, Algo::kRing);
+  EXPECT_EQ(a->time.nanos(), 5757000);
+}
+
+TEST(CalibratedCollectiveTest, UncoveredCallsFallBackToTheModel) {
+  Calibration c = LoadSample();
+  Topology topo = DefaultTopology();
+  // One GPU on each of 8 nodes: 8 ranks but 8 nodes, which the single-node sample never measured.
+  std::vector<int> spread;
+  for (int n = 0; n < 8; ++n) spread.push_back(n * 8);
+  CollectiveSpec spec{Op::kAllReduce, Algo::kRing, spread, uint64_t{1} << 30};
+  auto t = EstimateCollectiveCalibrated(topo, spec, &c);
+  auto model = EstimateCollective(topo, spec);
+  ASSERT_TRUE(t.ok() && model.ok());
+  EXPECT_FALSE(t->calibrated);
+  EXPECT_EQ(t->time, model->time);
+  EXPECT_TRUE(t->protocol.has_value());
+  // No calibration at all: the model, whatever the group.
+  spec.gpus = FirstGpus(8);
+  auto none = EstimateCollectiveCalibrated(topo, spec, nullptr);
+  auto model8 = EstimateCollective(topo, spec);
+  ASSERT_TRUE(none.ok() && model8.ok());
+  EXPECT_FALSE(none->calibrated);
+  EXPECT_EQ(none->time, model8->time);
+  // Invalid specs are still errors.
+  spec.bytes = 0;
+  EXPECT_FALSE(EstimateCollectiveCalibrated(topo, spec, &c).ok());
 }
 
 TEST(TransformerLayerGemmsTest, Gpt3LayerUnderTp8) {

@@ -117,9 +117,9 @@ Report SampleReport() {
   r.date = "2026-11-30T10:00:00Z";
   r.note = "a \"quoted\" note";
   // One rank: the all-reduce is a local copy; times are made up for the round trip.
-  r.collectives.push_back({"all_reduce", "ring", 1, 1024, 256, 4.0e-6, 0.256, 0.0, true});
-  r.collectives.push_back({"all_reduce", "ring", 1, 4096, 1024, 8.0e-6, 0.512, 0.0, true});
-  r.collectives.push_back({"send_recv", "direct", 1, 1024, 256, 5.0e-6, 0.2048, 0.2048, true});
+  r.collectives.push_back({"all_reduce", "ring", 1, 1, 1024, 256, 4.0e-6, 0.256, 0.0, true});
+  r.collectives.push_back({"all_reduce", "ring", 1, 1, 4096, 1024, 8.0e-6, 0.512, 0.0, true});
+  r.collectives.push_back({"send_recv", "direct", 1, 1, 1024, 256, 5.0e-6, 0.2048, 0.2048, true});
   r.gemms.push_back({"qkv", "bf16", 2048, 4608, 12288, 1, 4.0e-4, 579.8, true});
   return r;
 }
