@@ -672,8 +672,14 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   res.simulation_note = "simulated " + std::to_string(replicas.size()) + " of " +
                         std::to_string(c.dp) + " data-parallel replicas";
   if (int(replicas.size()) < c.dp) {
-    res.simulation_note += " (the other " + std::to_string(c.dp - int(replicas.size())) +
-                           " are identical to replica " + std::to_string(healthy_rep) +
+    const int others = c.dp - int(replicas.size());
+    std::string others_text = " (the other one is";
+    if (others > 1) {
+      others_text = " (the other ";
+      others_text.append(std::to_string(others)).append(" are");
+    }
+    res.simulation_note += others_text;
+    res.simulation_note += " identical to replica " + std::to_string(healthy_rep) +
                            "; their gradient reductions run on the network)";
   }
   res.simulation_note += "; each stage's TP ranks run as one (the slowest)";
