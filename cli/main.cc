@@ -11,6 +11,7 @@
 #include "cli/collective_command.h"
 #include "cli/commands.h"
 #include "cli/run_command.h"
+#include "cli/sweep_command.h"
 #include "cli/validate_command.h"
 #include "cli/whatif_command.h"
 
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   trainsim::cli::AddCalibrateCommand(app, &exit_code);
   trainsim::cli::AddCollectiveCommand(app, &exit_code);
   trainsim::cli::AddWhatIfCommand(app, &exit_code);
+  trainsim::cli::AddSweepCommand(app, &exit_code);
 
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {

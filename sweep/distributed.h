@@ -1,0 +1,54 @@
+// sweep/distributed.h — the process group a sweep runs on: one process, or MPI ranks.
+//
+// What it is: a tiny communicator with the one collective the sweep needs, an all-gather of
+// byte strings. LocalCommunicator is a group of one. MakeCommunicator() initialises MPI only when
+// trainsim was built with MPI (TRAINSIM_HAVE_MPI) and the process was launched by mpirun
+// (OMPI_COMM_WORLD_SIZE or PMI_SIZE in the environment), so the plain binary never touches MPI;
+// otherwise it returns a LocalCommunicator. The MPI communicator calls MPI_Finalize when
+// destroyed.
+//
+// What it promises: AllGather returns every rank's bytes in rank order on every rank, so code
+// that orders gathered results by a global index gives byte-identical output whatever the number
+// of ranks.
+#ifndef TRAINSIM_SWEEP_DISTRIBUTED_H_
+#define TRAINSIM_SWEEP_DISTRIBUTED_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/status.h"
+
+namespace trainsim::sweep {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Collective: every rank calls it with its bytes; returns all ranks' bytes, index = rank.
+  virtual Result<std::vector<std::string>> AllGather(const std::string& mine) = 0;
+};
+
+class LocalCommunicator : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Result<std::vector<std::string>> AllGather(const std::string& mine) override {
+    return std::vector<std::string>{mine};
+  }
+};
+
+// True when the environment says mpirun (Open MPI or a PMI launcher) started this process.
+bool LaunchedUnderMpi();
+// True when this build has MPI support.
+bool BuiltWithMpi();
+
+// The MPI world when built with MPI and launched under mpirun, else a LocalCommunicator.
+// Errors: launched under mpirun with more than one rank but built without MPI (every rank would
+// repeat the whole sweep) — Unavailable, naming the fix.
+Result<std::unique_ptr<Communicator>> MakeCommunicator();
+
+}  // namespace trainsim::sweep
+
+#endif  // TRAINSIM_SWEEP_DISTRIBUTED_H_

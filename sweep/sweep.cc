@@ -1,0 +1,538 @@
+#include "sweep/sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "checkpoint/checkpoint_model.h"
+#include "comm/topology.h"
+#include "parallelism/memory.h"
+#include "sim/progress.h"
+
+namespace trainsim::sweep {
+namespace {
+
+namespace par = trainsim::parallelism;
+namespace ckpt = trainsim::checkpoint;
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+std::string Fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string Gb(double bytes) { return Fmt("%.1f GB", bytes / 1e9); }
+
+auto Tuple(const Candidate& c) {
+  const par::ParallelConfig& p = c.parallel;
+  return std::make_tuple(c.gpus, p.tp, p.pp, p.dp, p.micro_batch, int(p.schedule), p.virtual_stages,
+                         int(p.recompute), p.sequence_parallel, p.zero_stage);
+}
+
+// --- serialisation of evaluations for the all-gather ------------------------------------------
+class Writer {
+ public:
+  void I(int64_t v) { Raw(&v, sizeof v); }
+  void D(double v) { Raw(&v, sizeof v); }
+  void S(const std::string& s) {
+    I(int64_t(s.size()));
+    out_ += s;
+  }
+  std::string& str() { return out_; }
+
+ private:
+  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& s) : s_(s) {}
+  bool done() const { return pos_ >= s_.size(); }
+  bool ok() const { return ok_; }
+  int64_t I() {
+    int64_t v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  double D() {
+    double v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  std::string S() {
+    const int64_t n = I();
+    if (n < 0 || pos_ + size_t(n) > s_.size()) {
+      ok_ = false;
+      return {};
+    }
+    std::string out = s_.substr(pos_, size_t(n));
+    pos_ += size_t(n);
+    return out;
+  }
+
+ private:
+  void Raw(void* p, size_t n) {
+    if (pos_ + n > s_.size()) {
+      ok_ = false;
+      return;
+    }
+    std::memcpy(p, s_.data() + pos_, n);
+    pos_ += n;
+  }
+  const std::string& s_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// Only what evaluation computes travels; the layout itself is re-derived from the index.
+void Write(Writer& w, const Evaluation& e) {
+  w.I(e.index);
+  w.I(e.rejected);
+  w.S(e.reason);
+  w.I(e.fits);
+  w.D(e.memory_bytes_per_gpu);
+  w.D(e.memory_shortfall_bytes);
+  w.D(e.step_time_s);
+  w.D(e.estimated_step_time_s);
+  w.D(e.mfu);
+  w.D(e.goodput);
+  w.D(e.checkpoint_interval_s);
+  w.D(e.time_to_train_s);
+  w.D(e.gpu_hours);
+  w.D(e.cost_usd);
+  w.I(e.confirmed);
+}
+
+void Read(Reader& r, Evaluation* e) {
+  e->index = r.I();
+  e->rejected = r.I() != 0;
+  e->reason = r.S();
+  e->fits = r.I() != 0;
+  e->memory_bytes_per_gpu = r.D();
+  e->memory_shortfall_bytes = r.D();
+  e->step_time_s = r.D();
+  e->estimated_step_time_s = r.D();
+  e->mfu = r.D();
+  e->goodput = r.D();
+  e->checkpoint_interval_s = r.D();
+  e->time_to_train_s = r.D();
+  e->gpu_hours = r.D();
+  e->cost_usd = r.D();
+  e->confirmed = r.I() != 0;
+}
+
+// Every rank evaluates `indices` with `fn` (index i goes to rank i mod size); all-gathers the
+// results and stores them in *evals by index.
+template <typename Fn>
+Status Distribute(Communicator* comm, const std::vector<size_t>& indices,
+                  std::vector<Evaluation>* evals, bool progress, const char* label, Fn fn) {
+  const int size = comm->size(), rank = comm->rank();
+  uint64_t mine = 0;
+  for (size_t k = 0; k < indices.size(); ++k) mine += int(k % size_t(size)) == rank;
+  sim::ProgressBar::Options opts;
+  opts.enabled = progress && rank == 0 && opts.enabled;
+  sim::ProgressBar bar(label, mine, opts);
+  Writer w;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (int(k % size_t(size)) != rank) continue;
+    Evaluation e = fn((*evals)[indices[k]]);
+    Write(w, e);
+    bar.Add();
+  }
+  bar.Finish();
+  Result<std::vector<std::string>> all = comm->AllGather(w.str());
+  if (!all.ok()) return all.status();
+  for (const std::string& part : *all) {
+    Reader r(part);
+    while (!r.done()) {
+      Evaluation e;
+      Read(r, &e);
+      if (!r.ok() || e.index < 0 || size_t(e.index) >= evals->size()) {
+        return Status::Internal("malformed sweep results from another rank");
+      }
+      Candidate layout = (*evals)[size_t(e.index)].layout;
+      e.layout = layout;
+      (*evals)[size_t(e.index)] = std::move(e);
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<int> Divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// Fills the derived metrics from a step time.
+void Finalise(const SweepProblem& problem, const GoodputEstimate& g, Evaluation* e) {
+  const int64_t tokens_per_step =
+      int64_t(problem.base.parallel.global_batch) * problem.base.model.seq_len;
+  const double steps = std::ceil(problem.token_budget / double(tokens_per_step));
+  e->goodput = g.goodput;
+  e->checkpoint_interval_s = g.interval_s;
+  e->time_to_train_s = steps * e->step_time_s / std::max(g.goodput, 1e-12);
+  const int gpn = problem.base.topology.gpus_per_node;
+  const double billed =
+      e->layout.gpus + (problem.run.bill_spares ? double(problem.run.spare_nodes) * gpn : 0.0);
+  e->gpu_hours = e->time_to_train_s / 3600.0 * billed;
+  e->cost_usd = e->gpu_hours * problem.run.usd_per_gpu_hour;
+}
+
+}  // namespace
+
+Result<Objective> ParseObjective(const std::string& name) {
+  if (name == "time") return Objective::kTime;
+  if (name == "cost") return Objective::kCost;
+  return Status::InvalidArgument("unknown objective '" + name + "' (valid: time, cost)");
+}
+
+const char* ObjectiveName(Objective o) { return o == Objective::kTime ? "time" : "cost"; }
+
+bool LayoutLess(const Candidate& a, const Candidate& b) { return Tuple(a) < Tuple(b); }
+
+std::string DescribeLayout(const Candidate& c) {
+  const par::ParallelConfig& p = c.parallel;
+  std::string s = "tp " + Num(p.tp) + " pp " + Num(p.pp) + " dp " + Num(p.dp) + " mb " +
+                  Num(p.micro_batch) + " " + par::ScheduleName(p.schedule);
+  if (p.virtual_stages > 1) s += " v " + Num(p.virtual_stages);
+  s += " recompute " + par::RecomputeName(p.recompute);
+  if (p.sequence_parallel) s += " sp";
+  s += " zero " + Num(p.zero_stage);
+  return s;
+}
+
+Result<GoodputEstimate> ExpectedGoodput(const ckpt::RunConfig& run_template, int64_t parameters,
+                                        int gpus, int gpus_per_node) {
+  ckpt::RunConfig run = run_template;
+  run.nodes = gpus / gpus_per_node;
+  run.gpus_per_node = gpus_per_node;
+  GoodputEstimate g;
+  g.mtbf_s = ckpt::ClusterMtbfSeconds(run);
+  ckpt::CheckpointSpec spec = run.checkpoint.spec;
+  spec.parameters = parameters;
+  ckpt::CheckpointHardware hw = run.checkpoint.hardware;
+  hw.nodes = run.nodes;
+  hw.gpus_per_node = gpus_per_node;
+  Result<ckpt::CheckpointCosts> costs = ckpt::ComputeCheckpointCosts(spec, hw);
+  if (!costs.ok()) return costs.status();
+  g.checkpoint_cost_s = run.checkpoint.policy == ckpt::CheckpointPolicy::kSync
+                            ? costs->persistent_write.seconds()
+                            : costs->snapshot.seconds();
+  const ckpt::RecoveryConfig& rc = run.recovery;
+  const double load_s = run.checkpoint.policy == ckpt::CheckpointPolicy::kInMemory
+                            ? costs->peer_load.seconds()
+                            : costs->storage_load.seconds();
+  g.restart_s = rc.DetectionDelay().seconds() + rc.scheduler_requeue.seconds() +
+                rc.process_start.seconds() + rc.comm_init_base.seconds() +
+                rc.comm_init_per_gpu.seconds() * gpus + load_s;
+  if (!std::isfinite(g.mtbf_s) || g.mtbf_s <= 0) {
+    g.goodput = 1;  // no failures: never checkpoint, nothing lost
+    g.interval_s = 0;
+    return g;
+  }
+  g.interval_s = ckpt::DalyIntervalSeconds(g.checkpoint_cost_s, g.mtbf_s);
+  g.goodput = ckpt::DalyUsefulFraction(g.interval_s, g.checkpoint_cost_s, g.mtbf_s, g.restart_s);
+  return g;
+}
+
+Status ValidateProblem(const SweepProblem& problem) {
+  const int gpn = problem.base.topology.gpus_per_node;
+  if (gpn < 1) return Status::InvalidArgument("the node must have at least one GPU");
+  if (problem.gpu_counts.empty()) return Status::InvalidArgument("no GPU counts to sweep");
+  for (int n : problem.gpu_counts) {
+    if (n < 1 || n % gpn != 0) {
+      return Status::InvalidArgument("--gpus " + Num(n) + ": the cluster holds whole nodes of " +
+                                     Num(gpn) + " GPUs; use a positive multiple of " + Num(gpn));
+    }
+    comm::TopologySpec spec = problem.base.topology;
+    spec.nodes = n / gpn;
+    Status s = comm::ValidateTopologySpec(spec);
+    if (!s.ok()) return s.WithPrefix("--gpus " + Num(n));
+  }
+  if (!(problem.token_budget > 0) || !std::isfinite(problem.token_budget)) {
+    return Status::InvalidArgument("the token budget must be a positive number of tokens");
+  }
+  if (problem.base.parallel.global_batch < 1) {
+    return Status::InvalidArgument("global_batch must be >= 1");
+  }
+  if (problem.micro_batches.empty()) return Status::InvalidArgument("no micro-batch sizes");
+  for (int mb : problem.micro_batches) {
+    if (mb < 1) return Status::InvalidArgument("micro-batch sizes must be >= 1");
+  }
+  return Status::Ok();
+}
+
+std::vector<Candidate> EnumerateLayouts(const SweepProblem& problem) {
+  std::vector<Candidate> out;
+  const int gpn = problem.base.topology.gpus_per_node;
+  const int layers = problem.base.model.num_layers;
+  std::vector<int> counts = problem.gpu_counts;
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  for (int n : counts) {
+    std::vector<int> tps;
+    const int tp_max = problem.tp_across_nodes ? n : std::min(n, gpn);
+    for (int tp = 1; tp <= tp_max; tp *= 2) {
+      if (n % tp == 0) tps.push_back(tp);
+    }
+    for (int tp : tps) {
+      for (int pp : Divisors(std::max(layers, 1))) {
+        if ((n / tp) % pp != 0) continue;
+        const int dp = n / tp / pp;
+        for (int mb : problem.micro_batches) {
+          struct Sched {
+            par::Schedule s;
+            int v;
+          };
+          std::vector<Sched> scheds = {{par::Schedule::k1F1B, 1}};
+          if (pp > 1 && problem.gpipe) scheds.push_back({par::Schedule::kGpipe, 1});
+          if (pp > 1 && problem.interleaving) {
+            for (int v : Divisors(layers / pp)) {
+              if (v > 1) scheds.push_back({par::Schedule::kInterleaved1F1B, v});
+            }
+          }
+          for (const Sched& sc : scheds) {
+            for (par::Recompute rc : problem.recompute_modes) {
+              for (bool sp : problem.sequence_parallel) {
+                if (sp && tp == 1) continue;  // nothing to split
+                const int zmax = std::min(problem.max_zero_stage, dp == 1 ? 0 : (pp > 1 ? 1 : 3));
+                for (int z = 0; z <= zmax; ++z) {
+                  Candidate c;
+                  c.gpus = n;
+                  c.parallel = problem.base.parallel;
+                  c.parallel.tp = tp;
+                  c.parallel.pp = pp;
+                  c.parallel.dp = dp;
+                  c.parallel.micro_batch = mb;
+                  c.parallel.schedule = sc.s;
+                  c.parallel.virtual_stages = sc.v;
+                  c.parallel.recompute = rc;
+                  c.parallel.sequence_parallel = sp;
+                  c.parallel.zero_stage = z;
+                  out.push_back(c);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+par::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& c) {
+  par::StepConfig cfg = problem.base;
+  cfg.parallel = c.parallel;
+  cfg.topology.nodes = c.gpus / std::max(1, cfg.topology.gpus_per_node);
+  cfg.allow_oom = false;
+  cfg.report_gpu = 0;
+  return cfg;
+}
+
+Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& c, EstimatorCache* cache) {
+  Evaluation e;
+  e.layout = c;
+  const par::StepConfig cfg = StepConfigFor(problem, c);
+  const int gpn = cfg.topology.gpus_per_node;
+  Status valid = par::ValidateLayout(cfg.model, cfg.parallel, c.gpus, gpn);
+  if (!valid.ok()) {
+    e.rejected = true;
+    e.reason = valid.message();
+    return e;
+  }
+  const par::MemoryReport mem =
+      par::EstimateMemory(cfg.model, cfg.parallel, cfg.gpu.memory_bytes, gpn, cfg.memory);
+  e.memory_bytes_per_gpu = mem.peak_bytes;
+  if (!mem.fits) {
+    e.rejected = true;
+    e.memory_shortfall_bytes = mem.peak_bytes - mem.capacity_bytes;
+    e.reason = "does not fit in GPU memory: " + mem.reason;
+    return e;
+  }
+  e.fits = true;
+  Result<StepEstimate> est = EstimateStep(cfg, cache);
+  if (!est.ok()) {
+    e.rejected = true;
+    e.fits = false;
+    e.reason = est.status().message();
+    return e;
+  }
+  Result<GoodputEstimate> g = ExpectedGoodput(problem.run, problem.parameters, c.gpus, gpn);
+  if (!g.ok()) {
+    e.rejected = true;
+    e.fits = false;
+    e.reason = g.status().message();
+    return e;
+  }
+  e.step_time_s = est->time_s;
+  e.estimated_step_time_s = est->time_s;
+  e.mfu = est->mfu;
+  Finalise(problem, *g, &e);
+  return e;
+}
+
+double ObjectiveValue(const Evaluation& e, Objective o) {
+  return o == Objective::kTime ? e.time_to_train_s : e.cost_usd;
+}
+
+bool BetterThan(const Evaluation& a, const Evaluation& b, Objective o) {
+  const double va = ObjectiveValue(a, o), vb = ObjectiveValue(b, o);
+  if (va != vb) return va < vb;
+  const double wa = ObjectiveValue(a, o == Objective::kTime ? Objective::kCost : Objective::kTime);
+  const double wb = ObjectiveValue(b, o == Objective::kTime ? Objective::kCost : Objective::kTime);
+  if (wa != wb) return wa < wb;
+  return LayoutLess(a.layout, b.layout);
+}
+
+std::vector<size_t> Rank(const std::vector<Evaluation>& evals, Objective o) {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < evals.size(); ++i) {
+    if (!evals[i].rejected) idx.push_back(i);
+  }
+  std::sort(idx.begin(), idx.end(),
+            [&](size_t a, size_t b) { return BetterThan(evals[a], evals[b], o); });
+  return idx;
+}
+
+std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals) {
+  // Sorted by (time, cost, layout), a layout is on the front when it is strictly cheaper than
+  // every layout before it.
+  std::vector<size_t> idx = Rank(evals, Objective::kTime);
+  std::vector<size_t> front;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (size_t i : idx) {
+    if (evals[i].cost_usd < best_cost) {
+      front.push_back(i);
+      best_cost = evals[i].cost_usd;
+    }
+  }
+  return front;
+}
+
+Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& options,
+                             Communicator* comm) {
+  TRAINSIM_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (options.top_k < 1) return Status::InvalidArgument("--top must be >= 1");
+  SweepResult res;
+  const std::vector<Candidate> layouts = EnumerateLayouts(problem);
+  res.evaluations.resize(layouts.size());
+  std::vector<size_t> all(layouts.size());
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    res.evaluations[i].index = int64_t(i);
+    res.evaluations[i].layout = layouts[i];
+    all[i] = i;
+  }
+  EstimatorCache cache;
+  TRAINSIM_RETURN_IF_ERROR(
+      Distribute(comm, all, &res.evaluations, options.progress, "sweep", [&](const Evaluation& in) {
+        Evaluation e = EvaluateLayout(problem, in.layout, &cache);
+        e.index = in.index;
+        return e;
+      }));
+  for (const Evaluation& e : res.evaluations) (e.rejected ? res.rejected : res.evaluated)++;
+
+  if (res.evaluated == 0) {
+    // The smallest shortfall among layouts that were valid but too big.
+    const Evaluation* best = nullptr;
+    for (const Evaluation& e : res.evaluations) {
+      if (e.memory_shortfall_bytes > 0 &&
+          (!best || e.memory_shortfall_bytes < best->memory_shortfall_bytes ||
+           (e.memory_shortfall_bytes == best->memory_shortfall_bytes &&
+            LayoutLess(e.layout, best->layout)))) {
+        best = &e;
+      }
+    }
+    if (!best) {
+      std::string why = res.evaluations.empty() ? "no layouts" : res.evaluations[0].reason;
+      return Status::FailedPrecondition("no valid layout of the model on these GPU counts (" +
+                                        Num(int64_t(layouts.size())) +
+                                        " tried); the first rejected: " + why);
+    }
+    const double capacity = problem.base.gpu.memory_bytes;
+    std::string fix = "GPUs with at least " + Gb(best->memory_bytes_per_gpu) + " of memory";
+    // More GPUs: the smallest multiple (up to 64×) of the largest count on which a layout fits.
+    SweepProblem bigger = problem;
+    const int largest = *std::max_element(problem.gpu_counts.begin(), problem.gpu_counts.end());
+    for (int k = 2; k <= 64; k *= 2) {
+      bigger.gpu_counts = {largest * k};
+      if (!ValidateProblem(bigger).ok()) break;
+      bool found = false;
+      for (const Candidate& c : EnumerateLayouts(bigger)) {
+        const par::StepConfig cfg = StepConfigFor(bigger, c);
+        if (!par::ValidateLayout(cfg.model, cfg.parallel, c.gpus, cfg.topology.gpus_per_node)
+                 .ok()) {
+          continue;
+        }
+        if (par::EstimateMemory(cfg.model, cfg.parallel, capacity, cfg.topology.gpus_per_node,
+                                cfg.memory)
+                .fits) {
+          fix += ", or " + Num(largest * k) + " GPUs (e.g. " + DescribeLayout(c) + ")";
+          found = true;
+          break;
+        }
+      }
+      if (found) break;
+    }
+    return Status::FailedPrecondition(
+        "no layout of the model fits in GPU memory on " + Num(problem.gpu_counts.size()) +
+        " GPU count(s) (" + Num(res.rejected) + " layouts rejected); the smallest shortfall is " +
+        Gb(best->memory_shortfall_bytes) + " per GPU, for " + DescribeLayout(best->layout) +
+        " on " + Num(best->layout.gpus) + " GPUs (" + best->reason + "); would fit: " + fix);
+  }
+
+  // Confirm the best K and the Pareto front with the step simulation.
+  std::vector<size_t> ranked = Rank(res.evaluations, options.objective);
+  std::vector<size_t> confirm(ranked.begin(),
+                              ranked.begin() + std::min<size_t>(ranked.size(), options.top_k));
+  if (problem.confirm_pareto) {
+    for (size_t i : ParetoFront(res.evaluations)) confirm.push_back(i);
+  }
+  std::sort(confirm.begin(), confirm.end());
+  confirm.erase(std::unique(confirm.begin(), confirm.end()), confirm.end());
+  TRAINSIM_RETURN_IF_ERROR(Distribute(
+      comm, confirm, &res.evaluations, options.progress, "confirm", [&](const Evaluation& in) {
+        Evaluation e = in;
+        const par::StepConfig cfg = StepConfigFor(problem, in.layout);
+        Result<par::StepResult> r = par::SimulateStep(cfg);
+        if (!r.ok()) {
+          e.rejected = true;
+          e.fits = false;
+          e.reason = "step simulation: " + r.status().message();
+          return e;
+        }
+        Result<GoodputEstimate> g = ExpectedGoodput(problem.run, problem.parameters, in.layout.gpus,
+                                                    cfg.topology.gpus_per_node);
+        e.step_time_s = r->time_s;
+        e.mfu = r->mfu;
+        e.confirmed = true;
+        if (g.ok()) Finalise(problem, *g, &e);
+        return e;
+      }));
+  res.confirmed = int64_t(confirm.size());
+  res.evaluated = res.rejected = 0;
+  for (const Evaluation& e : res.evaluations) (e.rejected ? res.rejected : res.evaluated)++;
+  // Rank again: the top K among the confirmed layouts (a confirmed layout's simulated time may
+  // move it down; unconfirmed ones below them keep their estimate).
+  ranked = Rank(res.evaluations, options.objective);
+  for (size_t i : ranked) {
+    if (!res.evaluations[i].confirmed) continue;
+    if (res.top.size() >= size_t(options.top_k)) break;
+    res.top.push_back(i);
+  }
+  res.pareto = ParetoFront(res.evaluations);
+  return res;
+}
+
+}  // namespace trainsim::sweep

@@ -1,0 +1,167 @@
+// sweep/sweep.h — every parallel layout of a model on one or more cluster sizes, ranked by time
+// to train or by cost, with failures and checkpoints counted.
+//
+// What it is: the engine behind `trainsim sweep`. A SweepProblem is plain structs (the step
+// simulation's StepConfig as the template for model, GPU, compute, memory and network; the run
+// simulation's RunConfig for failures, checkpoints, recovery and price), so this library sits
+// below scenarios/ (cli → scenarios → sweep → checkpoint → parallelism → comm → sim); the command
+// maps a scenario onto it.
+//
+// For each GPU count it enumerates TP (powers of two up to the node; beyond the node with
+// tp_across_nodes, which parallelism::ValidateLayout then rejects with its reason), PP (divisors
+// of the layer count), DP (the rest), micro-batch size, schedule (1F1B, GPipe, interleaved 1F1B
+// with every virtual-stage count that divides the layers per stage), recomputation (none,
+// selective, full), sequence parallelism (TP > 1) and ZeRO stage (0–1 with PP > 1, 0–3 without).
+// Every layout is either rejected with its reason (ValidateLayout's message, or the memory
+// model's "does not fit" with stage, excess and fixes) or evaluated by the analytic estimator
+// (sweep/estimator.h): step time, MFU, memory, expected goodput with Daly's optimal checkpoint
+// interval under the failure model, time to train the token budget, GPU-hours and cost. The best
+// K by the objective and the time–cost Pareto front are then confirmed by the step simulation,
+// whose step time replaces the estimate for them (`confirmed`).
+//
+// Goodput (expected, closed form): M = 1 / (nodes × node failure rate) (the failure model's
+// rate), δ = the blocking cost of one checkpoint under the policy (SYNC: the write to storage;
+// ASYNC and IN_MEMORY: the snapshot to host memory), R = detection + requeue + process start +
+// communicator initialisation + checkpoint load; τ = Daly's interval, goodput = Daly's useful
+// fraction e^(−R/M)·(τ/M)/(e^((τ+δ)/M) − 1) (checkpoint/checkpoint_model.h). Time to train =
+// ceil(tokens / tokens per step) × step time / goodput; cost = that × billed GPUs × price.
+//
+// Distribution: layouts are dealt round-robin to the Communicator's ranks (index mod size),
+// evaluated, and all-gathered; the confirmations likewise. Results are ordered by layout index
+// and ranked with total orders (objective, then the layout tuple), so the output is identical
+// for any number of ranks.
+#ifndef TRAINSIM_SWEEP_SWEEP_H_
+#define TRAINSIM_SWEEP_SWEEP_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/run_simulation.h"
+#include "parallelism/layout.h"
+#include "parallelism/step_simulation.h"
+#include "sim/status.h"
+#include "sweep/distributed.h"
+#include "sweep/estimator.h"
+
+namespace trainsim::sweep {
+
+enum class Objective { kTime, kCost };
+Result<Objective> ParseObjective(const std::string& name);  // "time" or "cost"
+const char* ObjectiveName(Objective o);
+
+struct SweepProblem {
+  // Template: model, GPU, compute and memory parameters, network (nodes is replaced per GPU
+  // count), and parallel.global_batch / overlap_dp / dp_bucket_bytes / pp_scatter_gather.
+  parallelism::StepConfig base;
+  // Failure model, checkpoint policy and hardware, recovery, price, spares (nodes, degrees and
+  // total_steps are set per layout).
+  checkpoint::RunConfig run;
+  int64_t parameters = 0;   // for the checkpoint size
+  double token_budget = 0;  // tokens to train
+  std::vector<int> gpu_counts;
+  bool tp_across_nodes = false;
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+  // The techniques to try (a sweep restricted to what a published run had available, e.g.
+  // Megatron-LM 2021: full recompute, no sequence parallelism, no ZeRO).
+  std::vector<parallelism::Recompute> recompute_modes = {parallelism::Recompute::kNone,
+                                                         parallelism::Recompute::kSelective,
+                                                         parallelism::Recompute::kFull};
+  std::vector<bool> sequence_parallel = {false, true};  // true applies only with TP > 1
+  int max_zero_stage = 3;  // ZeRO ≥ 2 only without PP (ValidateLayout)
+  bool interleaving = true;
+  bool gpipe = true;
+  // Layouts to confirm with the step simulation beyond the top K: the Pareto front too.
+  bool confirm_pareto = true;
+};
+
+// One layout: the GPU count and the parallel configuration (global batch from the problem).
+struct Candidate {
+  int gpus = 0;
+  parallelism::ParallelConfig parallel;
+};
+
+// The layout tuple every ordering falls back on: (gpus, tp, pp, dp, micro_batch, schedule,
+// virtual_stages, recompute, sequence_parallel, zero_stage).
+bool LayoutLess(const Candidate& a, const Candidate& b);
+// "tp 8 pp 8 dp 2 mb 1 1f1b recompute selective sp zero 1"
+std::string DescribeLayout(const Candidate& c);
+
+struct Evaluation {
+  int64_t index = 0;  // position in EnumerateLayouts
+  Candidate layout;
+  bool rejected = false;
+  std::string reason;                 // why rejected (empty otherwise)
+  bool fits = false;                  // false for an invalid layout or one over memory
+  double memory_bytes_per_gpu = 0;    // peak over stages (0 when invalid)
+  double memory_shortfall_bytes = 0;  // peak − capacity when it does not fit
+  double step_time_s = 0;
+  double estimated_step_time_s = 0;  // the analytic estimate (= step_time_s unless confirmed)
+  double mfu = 0;
+  double goodput = 0;
+  double checkpoint_interval_s = 0;  // Daly's optimum (0 = never: no failures)
+  double time_to_train_s = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;
+  bool confirmed = false;  // step_time_s comes from the step simulation
+};
+
+// The goodput model of one job size (see the header comment).
+struct GoodputEstimate {
+  double goodput = 1;
+  double interval_s = 0;  // 0 when failures are off
+  double mtbf_s = 0;      // +inf when failures are off
+  double checkpoint_cost_s = 0;
+  double restart_s = 0;
+};
+Result<GoodputEstimate> ExpectedGoodput(const checkpoint::RunConfig& run, int64_t parameters,
+                                        int gpus, int gpus_per_node);
+
+// Checks the problem: GPU counts positive, whole nodes, a network that can be built; a token
+// budget > 0. Messages name the value and what would be valid.
+Status ValidateProblem(const SweepProblem& problem);
+
+// Every layout, in a deterministic order (GPU count, then the nested loops above).
+std::vector<Candidate> EnumerateLayouts(const SweepProblem& problem);
+
+// Rejects or evaluates one layout with the estimator (no step simulation).
+Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& candidate,
+                          EstimatorCache* cache);
+
+// The step configuration of one layout (the problem's template with the layout and GPU count).
+parallelism::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& candidate);
+
+// Objective value (time to train, or cost) and total order on it.
+double ObjectiveValue(const Evaluation& e, Objective o);
+bool BetterThan(const Evaluation& a, const Evaluation& b, Objective o);
+// Indices (into `evals`) of the fitting layouts, best first.
+std::vector<size_t> Rank(const std::vector<Evaluation>& evals, Objective o);
+// Indices of the time–cost Pareto front among fitting layouts (no other is at least as fast and
+// as cheap and better in one), ordered by time to train then the layout tuple.
+std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals);
+
+struct SweepOptions {
+  Objective objective = Objective::kTime;
+  int top_k = 10;
+  bool progress = false;  // progress bar on stderr (rank 0 only, and only on a terminal)
+};
+
+struct SweepResult {
+  std::vector<Evaluation> evaluations;  // every layout, in enumeration order
+  std::vector<size_t> top;              // best first, at most top_k
+  std::vector<size_t> pareto;
+  int64_t evaluated = 0;  // layouts that fit and were timed
+  int64_t rejected = 0;
+  int64_t confirmed = 0;  // step simulations run
+};
+
+// Runs the sweep over `comm`'s ranks (every rank returns the same result). Errors:
+// InvalidArgument for a bad problem; FailedPrecondition when no layout fits, naming the
+// smallest shortfall, the layout it belongs to and what would fix it.
+Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& options,
+                             Communicator* comm);
+
+}  // namespace trainsim::sweep
+
+#endif  // TRAINSIM_SWEEP_SWEEP_H_

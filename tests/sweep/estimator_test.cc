@@ -1,0 +1,160 @@
+// The analytic estimator against the step simulation over a spread of layouts (issue 6, item 2):
+// within 5% on each, and a table of every layout's error so a reader sees where it is closest
+// and where not.
+#include "sweep/estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "parallelism/step_simulation.h"
+
+namespace trainsim::sweep {
+namespace {
+
+namespace par = trainsim::parallelism;
+
+// GPT-3 175B (Brown et al. 2020) and a 39B GPT (Narayanan et al. Table 1) on DGX A100 nodes:
+// 312 TFLOP/s, 2.0 TB/s, 80 GB, 108 SMs; NVLink 3 300 GB/s per direction; 8 HDR-200 NICs.
+par::StepConfig Base(int layers, int hidden, int heads, int nodes, int64_t global_batch) {
+  par::StepConfig c;
+  c.model.num_layers = layers;
+  c.model.hidden = hidden;
+  c.model.heads = heads;
+  c.model.seq_len = 2048;
+  c.model.vocab = 51200;
+  c.topology.nodes = nodes;
+  c.topology.gpus_per_node = 8;
+  c.topology.nvlink_GBps = 300;
+  c.topology.nics_per_node = 8;
+  c.topology.nic_Gbps = 200;
+  c.parallel.global_batch = global_batch;
+  return c;
+}
+
+struct Case {
+  const char* name;
+  int layers, hidden, heads, nodes;
+  int64_t batch;
+  int tp, pp, dp, mb;
+  par::Schedule schedule;
+  int v;
+  par::Recompute recompute;
+  bool sp;
+  int zero;
+  bool overlap = true;
+};
+
+constexpr auto k1F1B = par::Schedule::k1F1B;
+constexpr auto kGpipe = par::Schedule::kGpipe;
+constexpr auto kInter = par::Schedule::kInterleaved1F1B;
+constexpr auto kNone = par::Recompute::kNone;
+constexpr auto kSel = par::Recompute::kSelective;
+constexpr auto kFull = par::Recompute::kFull;
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = {
+      // 175B on 1024 A100 (Narayanan et al.'s shape), the pipeline-heavy end.
+      {"175B t8 p8 d16 1f1b full", 96, 12288, 96, 128, 1536, 8, 8, 16, 1, k1F1B, 1, kFull, false,
+       0},
+      {"175B t8 p16 d8 1f1b sel sp z1", 96, 12288, 96, 128, 1536, 8, 16, 8, 1, k1F1B, 1, kSel, true,
+       1},
+      {"175B t8 p8 d16 interleaved v2", 96, 12288, 96, 128, 1536, 8, 8, 16, 1, kInter, 2, kSel,
+       true, 1},
+      {"175B t8 p8 d16 interleaved v4 mb2", 96, 12288, 96, 128, 1536, 8, 8, 16, 2, kInter, 4, kFull,
+       false, 0},
+      {"175B t4 p16 d16 mb2 full", 96, 12288, 96, 128, 1536, 4, 16, 16, 2, k1F1B, 1, kFull, true,
+       1},
+      {"175B t8 p32 d4 gpipe full", 96, 12288, 96, 128, 1536, 8, 32, 4, 1, kGpipe, 1, kFull, false,
+       0},
+      // 39B on 64–512 A100: more DP, shorter pipelines.
+      {"39B t8 p2 d32 1f1b full", 48, 8192, 64, 64, 1536, 8, 2, 32, 1, k1F1B, 1, kFull, false, 0},
+      {"39B t8 p4 d16 mb2 sel sp", 48, 8192, 64, 64, 1536, 8, 4, 16, 2, k1F1B, 1, kSel, true, 1},
+      {"39B t4 p4 d4 mb4 full", 48, 8192, 64, 8, 512, 4, 4, 4, 4, k1F1B, 1, kFull, true, 1},
+      {"39B t8 p8 d1 interleaved v2", 48, 8192, 64, 8, 512, 8, 8, 1, 1, kInter, 2, kSel, true, 0},
+      {"39B t8 p4 d2 no overlap", 48, 8192, 64, 8, 512, 8, 4, 2, 2, k1F1B, 1, kFull, false, 0,
+       false},
+      // 7.5B: data-parallel heavy, ZeRO stages without pipelining.
+      {"7.5B t8 p1 d16 z0", 36, 4096, 32, 16, 512, 8, 1, 16, 2, k1F1B, 1, kSel, true, 0},
+      {"7.5B t4 p1 d32 z1", 36, 4096, 32, 16, 512, 4, 1, 32, 2, k1F1B, 1, kFull, true, 1},
+      {"7.5B t8 p1 d16 z2", 36, 4096, 32, 16, 512, 8, 1, 16, 4, k1F1B, 1, kSel, true, 2},
+      {"7.5B t8 p1 d16 z3", 36, 4096, 32, 16, 512, 8, 1, 16, 2, k1F1B, 1, kFull, true, 3},
+      {"7.5B t2 p4 d16 1f1b", 36, 4096, 32, 16, 512, 2, 4, 16, 4, k1F1B, 1, kFull, false, 1},
+      {"7.5B t8 p2 d8 gpipe", 36, 4096, 32, 16, 512, 8, 2, 8, 1, kGpipe, 1, kFull, true, 0},
+  };
+  return cases;
+}
+
+par::StepConfig ConfigOf(const Case& k) {
+  par::StepConfig c = Base(k.layers, k.hidden, k.heads, k.nodes, k.batch);
+  c.parallel.tp = k.tp;
+  c.parallel.pp = k.pp;
+  c.parallel.dp = k.dp;
+  c.parallel.micro_batch = k.mb;
+  c.parallel.schedule = k.schedule;
+  c.parallel.virtual_stages = k.v;
+  c.parallel.recompute = k.recompute;
+  c.parallel.sequence_parallel = k.sp;
+  c.parallel.zero_stage = k.zero;
+  c.parallel.overlap_dp = k.overlap;
+  c.allow_oom = true;  // timing is compared; memory is the sweep's separate check
+  return c;
+}
+
+TEST(EstimatorTest, WithinFivePercentOfTheStepSimulationOverASpreadOfLayouts) {
+  EstimatorCache cache;
+  std::printf("%-36s %10s %10s %8s\n", "layout", "sim s", "est s", "error");
+  double worst = 0;
+  for (const Case& k : Cases()) {
+    const par::StepConfig c = ConfigOf(k);
+    Result<par::StepResult> sim = par::SimulateStep(c);
+    ASSERT_TRUE(sim.ok()) << k.name << ": " << sim.status().message();
+    Result<StepEstimate> est = EstimateStep(c, &cache);
+    ASSERT_TRUE(est.ok()) << k.name << ": " << est.status().message();
+    const double err = est->time_s / sim->time_s - 1;
+    worst = std::max(worst, std::abs(err));
+    std::printf("%-36s %10.4f %10.4f %+7.2f%%%s\n", k.name, sim->time_s, est->time_s, 100 * err,
+                std::abs(err) > 0.05 ? "  <-- outside 5%" : "");
+    EXPECT_LE(std::abs(err), 0.05)
+        << k.name << ": simulated " << sim->time_s << " s, estimated " << est->time_s << " s";
+  }
+  std::printf("worst |error| %.2f%%\n", 100 * worst);
+}
+
+TEST(EstimatorTest, RejectsWhatTheStepSimulationRejects) {
+  EstimatorCache cache;
+  par::StepConfig c = Base(48, 8192, 64, 8, 512);
+  c.parallel.tp = 8;
+  c.parallel.pp = 5;  // 48 layers do not split into 5 stages (and 8·5 ≠ 64 GPUs)
+  c.parallel.dp = 1;
+  EXPECT_FALSE(EstimateStep(c, &cache).ok());
+}
+
+TEST(EstimatorTest, PipelineBubbleFollowsTheClosedForm) {
+  // One stage's work w per micro-batch, m micro-batches, p stages: (m + p − 1)·w for 1F1B with
+  // uniform stages (Narayanan §2.2.1), and interleaving with v chunks cuts the bubble to
+  // (p − 1)·w/v. Holding everything else equal, the difference between v = 1 and v = 2 is the
+  // bubble's half plus the extra transfers.
+  EstimatorCache cache;
+  par::StepConfig c = Base(48, 8192, 64, 8, 64);
+  c.parallel.tp = 8;
+  c.parallel.pp = 8;
+  c.parallel.dp = 1;
+  c.parallel.micro_batch = 1;
+  c.allow_oom = true;
+  Result<StepEstimate> one = EstimateStep(c, &cache);
+  c.parallel.schedule = par::Schedule::kInterleaved1F1B;
+  c.parallel.virtual_stages = 2;
+  Result<StepEstimate> two = EstimateStep(c, &cache);
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_LT(two->pipeline_s, one->pipeline_s);
+  // Bubble of 1F1B ≈ (p − 1)/m of the work = 7/64 ≈ 11%; interleaved halves it.
+  const double work = one->pipeline_s / (1 + 7.0 / 64);
+  EXPECT_NEAR(one->pipeline_s - two->pipeline_s, work * 7.0 / 64 / 2, 0.02 * one->pipeline_s);
+}
+
+}  // namespace
+}  // namespace trainsim::sweep

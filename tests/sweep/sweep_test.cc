@@ -1,0 +1,261 @@
+// sweep/sweep.h: the layout space, ranking and Pareto front, the goodput model, errors, and the
+// distribution over ranks (an in-process group of threads standing in for MPI ranks).
+#include "sweep/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "checkpoint/checkpoint_model.h"
+
+namespace trainsim::sweep {
+namespace {
+
+namespace par = trainsim::parallelism;
+
+// A 7.5B-class GPT (Narayanan et al. Table 1: 36 layers, hidden 4096, 32 heads) on DGX A100
+// nodes, with the default (Llama 3) failure model and 1 trillion tokens to train.
+SweepProblem Problem(std::vector<int> gpus) {
+  SweepProblem p;
+  p.base.model.num_layers = 36;
+  p.base.model.hidden = 4096;
+  p.base.model.heads = 32;
+  p.base.model.seq_len = 2048;
+  p.base.model.vocab = 51200;
+  p.base.topology.gpus_per_node = 8;
+  p.base.topology.nvlink_GBps = 300;
+  p.base.topology.nic_Gbps = 200;
+  p.base.parallel.global_batch = 512;
+  p.parameters = par::ParameterCount(p.base.model);
+  p.token_budget = 1e12;
+  p.gpu_counts = std::move(gpus);
+  p.micro_batches = {1, 2, 4};
+  return p;
+}
+
+TEST(SweepTest, EnumeratesEveryDegreeSplitOnce) {
+  const SweepProblem p = Problem({32, 64});
+  const std::vector<Candidate> all = EnumerateLayouts(p);
+  std::set<std::tuple<int, int, int, int, int, int, int, int, bool, int>> seen;
+  std::set<std::tuple<int, int, int>> degrees[2];
+  for (const Candidate& c : all) {
+    const par::ParallelConfig& q = c.parallel;
+    EXPECT_EQ(q.tp * q.pp * q.dp, c.gpus);
+    EXPECT_LE(q.tp, 8);
+    EXPECT_EQ(q.tp & (q.tp - 1), 0) << "TP is a power of two";
+    EXPECT_EQ(36 % q.pp, 0) << "PP divides the layers";
+    if (q.virtual_stages > 1) {
+      EXPECT_EQ(36 / q.pp % q.virtual_stages, 0);
+    }
+    EXPECT_FALSE(q.sequence_parallel && q.tp == 1);
+    EXPECT_TRUE(q.zero_stage <= 1 || q.pp == 1);
+    EXPECT_TRUE(seen.insert({c.gpus, q.tp, q.pp, q.dp, q.micro_batch, int(q.schedule),
+                             q.virtual_stages, int(q.recompute), q.sequence_parallel, q.zero_stage})
+                    .second)
+        << "duplicate " << DescribeLayout(c);
+    degrees[c.gpus == 64].insert({q.tp, q.pp, q.dp});
+  }
+  // 32 GPUs: TP ∈ {1,2,4,8} and PP ∈ divisors of 36 that divide 32/TP: {1,2,4} for TP ≤ 8
+  // (32/8 = 4), so 4 × 3 = 12 splits, minus TP=… none: every pair divides. 64 GPUs: PP up to 4
+  // as well (36 has no divisor 8): 12 splits.
+  EXPECT_EQ(degrees[0].size(), 12u);
+  EXPECT_EQ(degrees[1].size(), 12u);
+}
+
+TEST(SweepTest, EveryLayoutIsEvaluatedOrRejectedWithAReason) {
+  SweepProblem p = Problem({32});
+  p.confirm_pareto = false;  // the step simulations are the slow part; three are enough here
+  LocalCommunicator comm;
+  Result<SweepResult> r = RunSweep(p, {Objective::kTime, 3, false}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->evaluated + r->rejected, int64_t(r->evaluations.size()));
+  for (const Evaluation& e : r->evaluations) {
+    if (e.rejected) {
+      EXPECT_FALSE(e.reason.empty()) << DescribeLayout(e.layout);
+    } else {
+      EXPECT_GT(e.step_time_s, 0);
+      EXPECT_GT(e.mfu, 0);
+      EXPECT_LT(e.mfu, 1);
+      EXPECT_LE(e.memory_bytes_per_gpu, p.base.gpu.memory_bytes);
+      EXPECT_GT(e.goodput, 0);
+      EXPECT_LE(e.goodput, 1);
+      // time to train = ceil(tokens / tokens per step) × step / goodput.
+      const double steps = std::ceil(1e12 / (512.0 * 2048));
+      EXPECT_NEAR(e.time_to_train_s, steps * e.step_time_s / e.goodput, 1e-9 * e.time_to_train_s);
+      EXPECT_NEAR(e.cost_usd, e.time_to_train_s / 3600 * 32 * p.run.usd_per_gpu_hour,
+                  1e-9 * e.cost_usd);
+    }
+  }
+  ASSERT_EQ(r->top.size(), 3u);
+  for (size_t i : r->top) EXPECT_TRUE(r->evaluations[i].confirmed);
+  for (size_t k = 1; k < r->top.size(); ++k) {
+    EXPECT_TRUE(
+        BetterThan(r->evaluations[r->top[k - 1]], r->evaluations[r->top[k]], Objective::kTime));
+  }
+}
+
+TEST(SweepTest, ParetoFrontIsNotDominated) {
+  LocalCommunicator comm;
+  SweepProblem p = Problem({32, 64});
+  p.micro_batches = {1, 2};
+  Result<SweepResult> r = RunSweep(p, {Objective::kCost, 1, false}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->pareto.empty());
+  for (size_t i : r->pareto) {
+    const Evaluation& a = r->evaluations[i];
+    for (const Evaluation& b : r->evaluations) {
+      if (b.rejected) continue;
+      const bool dominates = b.time_to_train_s <= a.time_to_train_s && b.cost_usd <= a.cost_usd &&
+                             (b.time_to_train_s < a.time_to_train_s || b.cost_usd < a.cost_usd);
+      EXPECT_FALSE(dominates) << DescribeLayout(b.layout) << " dominates "
+                              << DescribeLayout(a.layout);
+    }
+  }
+  // The front runs from fastest to cheapest.
+  for (size_t k = 1; k < r->pareto.size(); ++k) {
+    EXPECT_LT(r->evaluations[r->pareto[k - 1]].time_to_train_s,
+              r->evaluations[r->pareto[k]].time_to_train_s + 1e-12);
+    EXPECT_GT(r->evaluations[r->pareto[k - 1]].cost_usd, r->evaluations[r->pareto[k]].cost_usd);
+  }
+}
+
+TEST(SweepTest, GoodputIsDalysUsefulFractionAtDalysInterval) {
+  checkpoint::RunConfig run;
+  run.checkpoint.policy = checkpoint::CheckpointPolicy::kSync;
+  Result<GoodputEstimate> g = ExpectedGoodput(run, 175'000'000'000, 1024, 8);
+  ASSERT_TRUE(g.ok());
+  // M = 1 / (128 nodes × 419 / (54 × 2048) per node-day).
+  const double mtbf = 86400.0 / (128 * 419.0 / (54 * 2048));
+  EXPECT_NEAR(g->mtbf_s, mtbf, 1e-6 * mtbf);
+  // δ: 175e9 × 14 bytes written by 128 nodes at min(8 × 25 GB/s PCIe, 50 GB/s NIC) each,
+  // capped by 2000 GB/s of storage: 2.45 TB / 2000 GB/s = 1.225 s... the 128 nodes give 6.4 TB/s,
+  // so storage is the limit.
+  EXPECT_NEAR(g->checkpoint_cost_s, 175e9 * 14 / 2000e9, 1e-3);
+  const double tau = std::sqrt(2 * g->checkpoint_cost_s * mtbf) *
+                         (1 + std::sqrt(g->checkpoint_cost_s / (2 * mtbf)) / 3 +
+                          g->checkpoint_cost_s / (2 * mtbf) / 9) -
+                     g->checkpoint_cost_s;
+  EXPECT_NEAR(g->interval_s, tau, 1e-6 * tau);
+  const double useful = std::exp(-g->restart_s / mtbf) * (tau / mtbf) /
+                        (std::exp((tau + g->checkpoint_cost_s) / mtbf) - 1);
+  EXPECT_NEAR(g->goodput, useful, 1e-9);
+  // Restart: 10 min timeout + 2 min requeue + 3 min start + 10 s + 2 ms × 1024 init + load.
+  EXPECT_NEAR(g->restart_s, 600 + 120 + 180 + 10 + 2.048 + 175e9 * 14 / 2000e9, 1e-3);
+
+  // Twice the GPUs: twice the failure rate, lower goodput.
+  Result<GoodputEstimate> g2 = ExpectedGoodput(run, 175'000'000'000, 2048, 8);
+  ASSERT_TRUE(g2.ok());
+  EXPECT_LT(g2->goodput, g->goodput);
+  // No failures: nothing lost, no checkpoints needed.
+  run.failures.enabled = false;
+  Result<GoodputEstimate> none = ExpectedGoodput(run, 175'000'000'000, 1024, 8);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->goodput, 1.0);
+}
+
+TEST(SweepTest, RejectsGpuCountsTheClusterCannotHold) {
+  LocalCommunicator comm;
+  for (int n : {0, -8, 12}) {
+    Result<SweepResult> r = RunSweep(Problem({n}), {}, &comm);
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("multiple of 8"), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(SweepTest, AModelNoLayoutFitsNamesTheSmallestShortfallAndAFix) {
+  SweepProblem p = Problem({8});
+  // GPT-3 175B on one node: 175e9 × 16 B / 8 GPUs = 350 GB of model states per GPU at best.
+  p.base.model.num_layers = 96;
+  p.base.model.hidden = 12288;
+  p.base.model.heads = 96;
+  p.parameters = par::ParameterCount(p.base.model);
+  LocalCommunicator comm;
+  Result<SweepResult> r = RunSweep(p, {}, &comm);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kFailedPrecondition);
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("smallest shortfall"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("would fit"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("GPUs (e.g."), std::string::npos) << msg;
+}
+
+TEST(SweepTest, UnknownObjectiveIsRejected) {
+  EXPECT_FALSE(ParseObjective("fastest").ok());
+  EXPECT_EQ(*ParseObjective("cost"), Objective::kCost);
+}
+
+// N threads standing in for N ranks: AllGather meets at a barrier.
+class ThreadGroup {
+ public:
+  explicit ThreadGroup(int n) : n_(n), parts_(size_t(n)), barrier_(n) {}
+  class Rank : public Communicator {
+   public:
+    Rank(ThreadGroup* g, int r) : g_(g), r_(r) {}
+    int rank() const override { return r_; }
+    int size() const override { return g_->n_; }
+    Result<std::vector<std::string>> AllGather(const std::string& mine) override {
+      g_->parts_[size_t(r_)] = mine;
+      g_->barrier_.arrive_and_wait();
+      std::vector<std::string> out = g_->parts_;
+      g_->barrier_.arrive_and_wait();
+      return out;
+    }
+
+   private:
+    ThreadGroup* g_;
+    int r_;
+  };
+  int n_;
+  std::vector<std::string> parts_;
+  std::barrier<> barrier_;
+};
+
+TEST(SweepTest, ThreeRanksGiveTheSameResultAsOne) {
+  SweepProblem p = Problem({32, 64});
+  p.micro_batches = {1, 2};
+  p.confirm_pareto = false;
+  const SweepOptions opts{Objective::kTime, 3, false};
+  LocalCommunicator one;
+  Result<SweepResult> single = RunSweep(p, opts, &one);
+  ASSERT_TRUE(single.ok()) << single.status().message();
+
+  ThreadGroup group(3);
+  std::vector<std::optional<Result<SweepResult>>> results(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      ThreadGroup::Rank comm(&group, r);
+      results[size_t(r)] = RunSweep(p, opts, &comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(results[size_t(r)]->ok());
+    const SweepResult& multi = **results[size_t(r)];
+    EXPECT_EQ(multi.top, single->top);
+    EXPECT_EQ(multi.pareto, single->pareto);
+    ASSERT_EQ(multi.evaluations.size(), single->evaluations.size());
+    for (size_t i = 0; i < multi.evaluations.size(); ++i) {
+      const Evaluation& a = multi.evaluations[i];
+      const Evaluation& b = single->evaluations[i];
+      ASSERT_EQ(a.reason, b.reason) << i;
+      ASSERT_EQ(a.step_time_s, b.step_time_s) << i;  // bit-identical, not merely close
+      ASSERT_EQ(a.cost_usd, b.cost_usd) << i;
+      ASSERT_EQ(a.confirmed, b.confirmed) << i;
+      ASSERT_TRUE(!LayoutLess(a.layout, b.layout) && !LayoutLess(b.layout, a.layout)) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::sweep
