@@ -222,3 +222,47 @@ TEST(StepSimulationTest, MfuAndThroughputFollowFromStepTime) {
 
 }  // namespace
 }  // namespace trainsim::parallelism
+
+namespace trainsim::parallelism {
+namespace {
+
+// Property: over a grid of layouts, every simulation either explains why the layout cannot run
+// or completes with each stage's breakdown adding up to the step time.
+TEST(StepSimulationPropertyTest, EveryLayoutCompletesOrIsExplainedAndAddsUp) {
+  int simulated = 0;
+  for (int tp : {1, 2, 4}) {
+    for (int pp : {1, 2, 4}) {
+      for (Schedule sched : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved1F1B}) {
+        for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+          for (int zero : {0, 1}) {
+            for (bool overlap : {false, true}) {
+              const int dp = 16 / (tp * pp);
+              StepConfig c = Small(2, tp, pp, dp, int64_t(dp) * 2 * 4);
+              c.parallel.micro_batch = 2;
+              c.parallel.schedule = sched;
+              c.parallel.virtual_stages = sched == Schedule::kInterleaved1F1B ? 2 : 1;
+              c.parallel.recompute = rc;
+              c.parallel.sequence_parallel = tp > 1 && rc == Recompute::kSelective;
+              c.parallel.zero_stage = zero;
+              c.parallel.overlap_dp = overlap;
+              Result<StepResult> r = SimulateStep(c);
+              if (!r.ok()) {
+                EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument)
+                    << r.status().message();
+                EXPECT_FALSE(r.status().message().empty());
+                continue;
+              }
+              ++simulated;
+              ExpectBreakdownAddsUp(*r);
+              EXPECT_GT(r->time_s, 0);
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(simulated, 100);
+}
+
+}  // namespace
+}  // namespace trainsim::parallelism
