@@ -473,7 +473,45 @@ class StepSim {
       Slice(e.gpu, 0, "wait for dp reduction", "idle", e.compute_done_s, now - e.compute_done_s);
       reduced_count_++;
     }
-    if (reduced_count_ == execs_.size()) Barrier();
+    if (reduced_count_ == execs_.size()) ReduceTiedEmbedding();
+  }
+
+  // Megatron ties the output layer to the word embedding: with pp > 1 the first and last stages
+  // each hold a copy, and after the DP reduction they all-reduce its gradient
+  // (_allreduce_embedding_grads: vocab/tp × h per TP rank) before the optimizer. Its time is
+  // exposed DP-side communication for those two stages.
+  void ReduceTiedEmbedding() {
+    if (c_.pp == 1) {
+      Barrier();
+      return;
+    }
+    const double start = engine_.now().seconds();
+    const double bytes = double(cfg_.model.vocab) / c_.tp * cfg_.model.hidden *
+                         cfg_.memory.grad_bytes_per_param * nic_share_;
+    pending_embedding_ = replicas_.size();
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      const int first = int(r) * c_.pp, last = first + c_.pp - 1;
+      comm::CollectiveSpec spec{comm::Op::kAllReduce,
+                                comm::Algo::kAuto,
+                                {execs_[size_t(first)].gpu, execs_[size_t(last)].gpu},
+                                uint64_t(bytes)};
+      Result<comm::CollectiveEstimate> res =
+          comm::RunCollective(&net_, spec, [this, first, last, start] {
+            const double now = engine_.now().seconds();
+            for (int ei : {first, last}) {
+              Exec& e = execs_[size_t(ei)];
+              // Until the all-reduce could start this stage waited on the others (as at the
+              // barrier); then on the all-reduce itself.
+              const double idle = start - e.reduced_s;
+              if (c_.pp > 1) e.b.bubble_s += idle;
+              e.b.exposed_dp_comm_s += now - start;
+              Slice(e.gpu, 1, "tied embedding all_reduce", "dp", start, now - start);
+              e.reduced_s = now;
+            }
+            if (--pending_embedding_ == 0) Barrier();
+          });
+      if (!res.ok()) error_ = res.status();
+    }
   }
 
   void Barrier() {
@@ -549,6 +587,7 @@ class StepSim {
   std::vector<Exec> execs_;
   std::vector<Channel> channels_;
   size_t reduced_count_ = 0;
+  size_t pending_embedding_ = 0;
   Status error_;
   std::vector<TraceSlice> trace_;
 };
