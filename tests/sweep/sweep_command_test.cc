@@ -1,0 +1,160 @@
+// `trainsim sweep`, run as users run it: JSON keys, CSV of every layout, bad input (exit 2 with
+// one clear message), and the MPI run (`mpirun --oversubscribe -np 2`) byte-identical to the
+// single process; that one skips when mpirun is absent.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource = TRAINSIM_SOURCE_DIR;
+// A 1.3B GPT on one DGX A100 (8 GPUs), 26B tokens: a sweep of a few hundred layouts.
+const std::string kSmall = (kSource / "scenarios/examples/small.json").string();
+const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q.append("'\\''");
+    } else {
+      q += c;
+    }
+  }
+  q += '\'';
+  return q;
+}
+
+// Runs `prefix` (e.g. mpirun ...) + trainsim + args; stdout and stderr captured.
+RunResult RunCommand(const std::vector<std::string>& prefix, const std::vector<std::string>& args) {
+  const fs::path err_file =
+      fs::temp_directory_path() / ("trainsim_sweep_test_" + std::to_string(::getpid()) + ".err");
+  std::string cmd;
+  for (const std::string& p : prefix) cmd.append(ShellQuote(p)).append(" ");
+  cmd.append(ShellQuote(TRAINSIM_BINARY));
+  for (const std::string& a : args) cmd.append(" ").append(ShellQuote(a));
+  cmd.append(" 2>").append(ShellQuote(err_file.string()));
+  RunResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_file);
+  return r;
+}
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(SweepCommandTest, JsonHasTheIssuesKeys) {
+  RunResult r = RunCommand({}, {"sweep", kSmall, "--top", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* k : {"top", "pareto", "evaluated", "rejected"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  ASSERT_EQ(j["top"].size(), 3u);
+  for (const char* k : {"tp", "pp", "dp", "micro_batch", "virtual_stages", "recompute",
+                        "sequence_parallel", "zero_stage", "step_time_s", "mfu",
+                        "memory_bytes_per_gpu", "goodput", "time_to_train_s", "cost_usd"}) {
+    EXPECT_TRUE(j["top"][0].contains(k)) << k;
+  }
+  EXPECT_GT(j["evaluated"].get<int>(), 0);
+  // Ranked by time to train, fastest first.
+  EXPECT_LE(j["top"][0]["time_to_train_s"].get<double>(),
+            j["top"][1]["time_to_train_s"].get<double>());
+  EXPECT_TRUE(r.err.empty()) << "no progress bar outside a terminal: " << r.err;
+}
+
+TEST(SweepCommandTest, CsvHoldsEveryEvaluatedAndRejectedLayout) {
+  const fs::path csv =
+      fs::temp_directory_path() / ("trainsim_sweep_test_" + std::to_string(::getpid()) + ".csv");
+  RunResult r = RunCommand({}, {"sweep", kSmall, "--top", "2", "--json", "--csv", csv.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("index,gpus,tp,pp,dp,micro_batch,", 0), 0u) << line;
+  int evaluated = 0, rejected = 0;
+  while (std::getline(in, line)) {
+    if (Contains(line, ",evaluated,")) ++evaluated;
+    if (Contains(line, ",rejected,")) ++rejected;
+  }
+  EXPECT_EQ(evaluated, j["evaluated"].get<int>());
+  EXPECT_EQ(rejected, j["rejected"].get<int>());
+  EXPECT_GT(rejected, 0);
+  fs::remove(csv);
+}
+
+TEST(SweepCommandTest, BadInputExitsTwoWithOneMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"sweep", kSmall, "--objective", "fastest"}, "unknown objective 'fastest'"},
+      {{"sweep", kSmall, "--gpus", "12"}, "multiple of 8"},
+      {{"sweep", kSmall, "--top", "0"}, "--top"},
+      // training.duration gives no token budget.
+      {{"sweep", kDemo}, "--tokens"},
+      // GPT-3 175B on one DGX H100: nothing fits.
+      {{"sweep", kDemo, "--tokens", "300e9", "--gpus", "8"}, "smallest shortfall"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = RunCommand({}, c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.expected << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_TRUE(Contains(r.err, "trainsim: error: ")) << r.err;
+    EXPECT_TRUE(Contains(r.err, c.expected)) << r.err;
+  }
+}
+
+TEST(SweepCommandTest, TwoMpiRanksPrintExactlyWhatOneProcessPrints) {
+  const std::string mpiexec = TRAINSIM_MPIEXEC;
+  if (mpiexec.empty() || ::access(mpiexec.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "mpirun not found; the sweep runs as one process without it";
+  }
+  // Open MPI refuses to run as root without these; harmless otherwise.
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::vector<std::string> args = {"sweep", kSmall, "--top", "4"};
+  RunResult one = RunCommand({}, args);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  RunResult two = RunCommand({mpiexec, "--oversubscribe", "-np", "2"}, args);
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.out, one.out);
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  RunResult one_json = RunCommand({}, json_args);
+  RunResult two_json = RunCommand({mpiexec, "--oversubscribe", "-np", "2"}, json_args);
+  ASSERT_EQ(two_json.exit_code, 0) << two_json.err;
+  EXPECT_EQ(two_json.out, one_json.out);
+}
+
+}  // namespace
