@@ -191,6 +191,13 @@ class StepSim {
       }
     }
     SetUpChannels();
+    if (record_trace_) {
+      for (const Op& op : LayerOps(cfg.model, {c_.tp, c_.sequence_parallel}, c_.micro_batch)) {
+        layer_ops_.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true),
+                              OpTimeSeconds(cfg.gpu, cfg.compute, op, false),
+                              op.selective_recompute});
+      }
+    }
   }
 
   comm::FlowNetwork* network() { return &net_; }
@@ -231,6 +238,11 @@ class StepSim {
   std::vector<TraceSlice>& trace() { return trace_; }
 
  private:
+  struct KernelTime {
+    std::string name;
+    double fwd_s = 0, bwd_s = 0;
+    bool selective = false;
+  };
   struct Msg {
     bool arrived = false;
     double produced_s = 0;  // when the producer finished computing it (the send started)
@@ -372,6 +384,7 @@ class StepSim {
       if (v_ > 1) name.append(".").append(std::to_string(t.chunk));
       Slice(e.gpu, 0, name, t.forward ? "forward" : "backward", start, compute);
       Slice(e.gpu, 1, "tp collectives " + name, "tp", start + compute, tp);
+      if (t.micro_batch == 0) KernelSlices(e, t, start);
     }
     const double dur = compute + tp;
     // Gradient buckets of this chunk become final during its last backward (overlap) or in
@@ -389,6 +402,34 @@ class StepSim {
       return;
     }
     engine_.Schedule(Delay(dur), [this, ei, t, j] { TaskDone(ei, t, j); });
+  }
+
+  // The first micro-batch's passes broken into their kernels, layer by layer (nested inside
+  // the task's slice; the embedding and head kernels are the rest of the task).
+  void KernelSlices(const Exec& e, const Task& t, double start) {
+    const int layers = cfg_.model.num_layers / (c_.pp * v_);
+    double at = start;
+    auto put = [&](const std::string& name, double dur) {
+      Slice(e.gpu, 0, name, "kernel", at, dur * e.slow);
+      at += dur * e.slow;
+    };
+    for (int l = 0; l < layers; ++l) {
+      const std::string layer = "L" + std::to_string(t.chunk * c_.pp * layers + e.stage * layers +
+                                                     (t.forward ? l : layers - 1 - l));
+      if (t.forward) {
+        for (const KernelTime& k : layer_ops_) put(layer + " " + k.name, k.fwd_s);
+        continue;
+      }
+      for (const KernelTime& k : layer_ops_) {
+        if (c_.recompute == Recompute::kFull ||
+            (c_.recompute == Recompute::kSelective && k.selective)) {
+          put(layer + " recompute " + k.name, k.fwd_s);
+        }
+      }
+      for (auto it = layer_ops_.rbegin(); it != layer_ops_.rend(); ++it) {
+        put(layer + " " + it->name + " bwd", it->bwd_s);
+      }
+    }
   }
 
   void TaskDone(int ei, Task t, int j) {
@@ -588,6 +629,7 @@ class StepSim {
   std::vector<Channel> channels_;
   size_t reduced_count_ = 0;
   size_t pending_embedding_ = 0;
+  std::vector<KernelTime> layer_ops_;  // one layer's kernels, for the trace
   Status error_;
   std::vector<TraceSlice> trace_;
 };

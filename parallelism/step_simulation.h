@@ -122,8 +122,11 @@ struct SimulateOptions {
 Result<StepResult> SimulateStep(const StepConfig& config, const ClusterState& state = {},
                                 const SimulateOptions& options = {});
 
-// Writes the trace as Chrome trace-event JSON (opens in ui.perfetto.dev): one process per GPU,
-// a compute and a communication thread, slices in µs.
+// Writes the trace as Chrome trace-event JSON (opens in ui.perfetto.dev): one process per
+// simulated GPU (TP rank 0 of each stage of each simulated replica; its TP peers are identical),
+// a compute and a communication thread, slices in µs: every task (F/B per micro-batch and
+// chunk), idle waits, TP collectives, PP sends, DP reductions, the optimizer, and the first
+// micro-batch's kernels layer by layer.
 void WriteChromeTrace(const StepResult& result, std::ostream& out);
 
 }  // namespace trainsim::parallelism
