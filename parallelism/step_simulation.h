@@ -10,8 +10,9 @@
 // reduction runs in buckets (launched as the last micro-batch's backward produces them when
 // overlap_dp is set, else after the last backward), serialised on one communicator as NCCL
 // does, and couples every replica to the slowest. The gradient-norm reduction that precedes
-// Megatron's optimizer acts as a barrier across stages; then each stage runs its optimizer
-// (memory-bound) and, with ZeRO ≥ 1, the all-gather of updated weights.
+// Megatron's optimizer acts as a barrier across stages (preceded, with pp > 1, by the tied
+// embedding's gradient all-reduce between the first and last stage); then each stage runs its
+// optimizer (memory-bound) and, with ZeRO ≥ 1, the all-gather of updated weights.
 //
 // Representative simulation: replicas whose GPUs are all healthy behave identically, so one
 // healthy replica is simulated for all of them, plus every replica holding a slowed GPU (all
@@ -22,7 +23,8 @@
 //
 // Accounting: for the reported GPU the breakdown categories add up to the step time exactly:
 // compute (kernels, incl. recomputation), exposed TP communication, exposed DP communication
-// (gradient reduction not hidden behind backward, ZeRO gathers), PP wait (input in flight on the
+// (gradient reduction not hidden behind backward, the tied-embedding all-reduce, ZeRO
+// gathers), PP wait (input in flight on the
 // network), bubble (input not yet produced: pipeline fill/drain, and waiting at the gradient-
 // norm barrier for other stages), optimizer, other (waiting at the end for slower stages).
 //
