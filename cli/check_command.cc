@@ -148,10 +148,13 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
                                 Thousands(r.params) + ")");
 
   out += "Parallelism\n";
-  out += Line("Layout", "TP " + std::to_string(r.tp) + " x PP " + std::to_string(r.pp) + " x DP " +
-                            std::to_string(r.dp) + " = " + std::to_string(r.num_gpus) + " GPUs, " +
-                            std::to_string(m.layers() / (r.pp * r.virtual_stages)) +
-                            " layers per " + (r.virtual_stages > 1 ? "chunk" : "stage"));
+  out += Line("Layout",
+              "TP " + std::to_string(r.tp) + " x PP " + std::to_string(r.pp) + " x DP " +
+                  std::to_string(r.dp) + " = " + std::to_string(r.num_gpus) + " GPUs, " +
+                  Count(m.layers() / (r.pp * r.virtual_stages), "layer") + " per " +
+                  (r.virtual_stages > 1 ? "model chunk (" + std::to_string(r.virtual_stages) +
+                                              " chunks per pipeline rank)"
+                                        : "stage"));
   out += Line("Batch", "global " + Thousands(p.global_batch()) +
                            " sequences = " + Thousands(r.tokens_per_step) +
                            " tokens per step, micro-batch " + std::to_string(p.micro_batch()) +
