@@ -1,7 +1,9 @@
 #include "parallelism/compute.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <set>
 
 namespace trainsim::parallelism {
 
@@ -28,17 +30,37 @@ double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& p, double batch, 
   return p.gemm_efficiency * best * (k / (k + p.gemm_k_half));
 }
 
+std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCalibration* cal,
+                                               double batch, double m, double n, double k) {
+  if (cal == nullptr || cal->calibration == nullptr || gpu.peak_flops <= 0) return std::nullopt;
+  const double peak_tflops = gpu.peak_flops / 1e12;
+  const auto b = int64_t(batch), mi = int64_t(m), ni = int64_t(n), ki = int64_t(k);
+  // An exact row in either orientation beats a nearest match in the other.
+  for (const comm::GemmSample& g : cal->calibration->gemms()) {
+    if (g.dtype == cal->dtype && g.batch == b && g.k == ki &&
+        ((g.m == mi && g.n == ni) || (g.m == ni && g.n == mi))) {
+      return g.tflops / peak_tflops;
+    }
+  }
+  std::optional<double> e =
+      cal->calibration->GemmEfficiency(cal->dtype, mi, ni, ki, b, peak_tflops);
+  if (!e) e = cal->calibration->GemmEfficiency(cal->dtype, ni, mi, ki, b, peak_tflops);
+  return e;
+}
+
 namespace {
 double MatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
-                     double k, double bytes) {
+                     double k, double bytes, const GemmCalibration* cal) {
   const double flops = 2.0 * batch * m * n * k;
-  const double eff = GemmEfficiency(gpu, p, batch, m, n, k);
+  const std::optional<double> measured = CalibratedGemmEfficiency(gpu, cal, batch, m, n, k);
+  const double eff = measured ? *measured : GemmEfficiency(gpu, p, batch, m, n, k);
   return std::max(flops / (gpu.peak_flops * eff),
                   bytes / (gpu.hbm_bytes_per_s * p.memory_efficiency));
 }
 }  // namespace
 
-double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward) {
+double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward,
+                     const GemmCalibration* cal) {
   const int kernels = forward ? op.fwd_kernels : op.bwd_kernels;
   const double launch = kernels * p.kernel_overhead_s;
   const double bytes = forward ? op.fwd_bytes : op.bwd_bytes;
@@ -47,10 +69,10 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, b
     case OpKind::kGemm:
     case OpKind::kBatchedGemm: {
       const double b = double(op.batch), m = double(op.m), n = double(op.n), k = double(op.k);
-      if (forward) return launch + MatmulSeconds(gpu, p, b, m, n, k, bytes);
+      if (forward) return launch + MatmulSeconds(gpu, p, b, m, n, k, bytes, cal);
       // dgrad: dA[m×k] = dC[m×n]·Bᵀ; wgrad: dB[k×n] = Aᵀ·dC[m×n].
-      return launch + MatmulSeconds(gpu, p, b, m, k, n, bytes / 2) +
-             MatmulSeconds(gpu, p, b, k, n, m, bytes / 2);
+      return launch + MatmulSeconds(gpu, p, b, m, k, n, bytes / 2, cal) +
+             MatmulSeconds(gpu, p, b, k, n, m, bytes / 2, cal);
     }
     case OpKind::kFlashAttention: {
       const double flops = forward ? op.fwd_matmul_flops : op.bwd_matmul_flops + op.bwd_other_flops;
@@ -60,6 +82,26 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, b
       return launch + bytes / bw;
   }
   return launch;
+}
+
+GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
+                                  const std::vector<Op>& ops) {
+  std::set<std::array<int64_t, 4>> seen;
+  GemmCoverage out;
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::kGemm && op.kind != OpKind::kBatchedGemm) continue;
+    const std::array<std::array<int64_t, 4>, 3> shapes = {
+        {{op.batch, op.m, op.n, op.k}, {op.batch, op.m, op.k, op.n}, {op.batch, op.k, op.n, op.m}}};
+    for (const auto& s : shapes) {
+      if (!seen.insert(s).second) continue;
+      ++out.shapes;
+      if (CalibratedGemmEfficiency(gpu, cal, double(s[0]), double(s[1]), double(s[2]),
+                                   double(s[3]))) {
+        ++out.calibrated;
+      }
+    }
+  }
+  return out;
 }
 
 double OptimizerTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, double params) {

@@ -8,13 +8,20 @@
 // k / (k + k_half) for the per-tile prologue/epilogue that short reductions cannot amortise.
 // Backward products are timed as their two real shapes (dgrad m×k←m×n·n×k, wgrad k×n←k×m·m×n).
 //
-// What it promises: deterministic, monotone in FLOPs and bytes; a loaded calibration (later
-// issue) replaces ComputeParams without touching callers.
+// Calibration: with a GemmCalibration (a loaded comm::Calibration and the GEMM input type), each
+// matrix product whose shape the file covers (comm::Calibration::GemmTflops' nearest-shape rule,
+// tried as written and transposed, C^T = B^T·A^T being the same cuBLAS call) runs at the
+// measured rate instead of the modelled efficiency; uncovered shapes keep the model.
+//
+// What it promises: deterministic, monotone in FLOPs and bytes.
 #ifndef TRAINSIM_PARALLELISM_COMPUTE_H_
 #define TRAINSIM_PARALLELISM_COMPUTE_H_
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "comm/calibration.h"
 #include "parallelism/model.h"
 
 namespace trainsim::parallelism {
@@ -52,8 +59,30 @@ struct ComputeParams {
 double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
                       double k);
 
-// Seconds one kernel of `op` takes, forward or backward.
-double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward);
+// Measured matrix-product rates that replace GemmEfficiency where a shape is covered.
+struct GemmCalibration {
+  const comm::Calibration* calibration = nullptr;  // not owned; null = model only
+  std::string dtype = "bf16";                      // comm::kCalibDtypes
+};
+
+// The calibrated efficiency (measured TFLOP/s / gpu.peak_flops) of `batch` products
+// C[m×n] = A[m×k]·B[k×n]: the shape as written, else its transpose (n, m, k); nullopt when
+// `cal` is null or covers neither.
+std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCalibration* cal,
+                                               double batch, double m, double n, double k);
+
+// Seconds one kernel of `op` takes, forward or backward; GEMMs use `cal` where it covers them.
+double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward,
+                     const GemmCalibration* cal = nullptr);
+
+// The distinct matrix-product shapes (batch, m, n, k) `ops` run forward and backward (dgrad
+// (m, k, n), wgrad (k, n, m)), and how many of them `cal` covers.
+struct GemmCoverage {
+  int shapes = 0;
+  int calibrated = 0;
+};
+GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
+                                  const std::vector<Op>& ops);
 
 // Optimizer step for `params` parameters: Adam reads and writes fp32 master weights, momentum
 // and variance, reads the gradient and writes bf16 weights (~34 bytes per parameter), memory-bound

@@ -38,8 +38,12 @@ comm::Op ToCommOp(TpCollectiveKind k) {
 
 class TpTimer {
  public:
-  TpTimer(const comm::Topology* topo, std::vector<int> group)
-      : topo_(topo), group_(std::move(group)) {}
+  TpTimer(const comm::Topology* topo, std::vector<int> group, const comm::Calibration* cal)
+      : topo_(topo), group_(std::move(group)), cal_(cal) {
+    std::set<int> nodes;
+    for (int g : group_) nodes.insert(topo_->node_of(g));
+    nodes_ = int(nodes.size());
+  }
   Result<double> Seconds(comm::Op op, double bytes) {
     if (group_.size() <= 1 || bytes <= 0) return 0.0;
     const auto key = std::make_pair(int(op), uint64_t(bytes));
@@ -49,17 +53,32 @@ class TpTimer {
     spec.op = op;
     spec.gpus = group_;
     spec.bytes = uint64_t(bytes);
-    Result<comm::CollectiveEstimate> est = comm::EstimateCollective(*topo_, spec);
+    Result<comm::CollectiveTiming> est = comm::EstimateCollectiveCalibrated(*topo_, spec, cal_);
     if (!est.ok()) return est.status();
     const double s = est->time.seconds();
     cache_[key] = s;
+    // A collective counts as calibrated only when every size it ran at was.
+    std::string name(comm::OpName(op));
+    name.append(" ").append(std::to_string(group_.size())).append(" ranks");
+    if (nodes_ > 1) name.append(" over ").append(std::to_string(nodes_)).append(" nodes");
+    auto u = std::find_if(use_.begin(), use_.end(), [&](const auto& x) { return x.first == name; });
+    if (u == use_.end()) {
+      use_.emplace_back(name, est->calibrated);
+    } else {
+      u->second = u->second && est->calibrated;
+    }
     return s;
   }
+  // (name, calibrated) per distinct collective, in first-use order.
+  const std::vector<std::pair<std::string, bool>>& use() const { return use_; }
 
  private:
   const comm::Topology* topo_;
   std::vector<int> group_;
+  const comm::Calibration* cal_;
+  int nodes_ = 1;
   std::map<std::pair<int, uint64_t>, double> cache_;
+  std::vector<std::pair<std::string, bool>> use_;
 };
 
 Result<double> SumTp(TpTimer* timer, const std::vector<TpCollective>& cs, bool forward) {
@@ -73,12 +92,16 @@ Result<double> SumTp(TpTimer* timer, const std::vector<TpCollective>& cs, bool f
   return total;
 }
 
+// The GEMM calibration of a config (calibration null without one).
+GemmCalibration GemmCalOf(const StepConfig& cfg) { return {cfg.calibration.get(), cfg.gemm_dtype}; }
+
 double SumOps(const StepConfig& cfg, const std::vector<Op>& ops, bool forward,
               bool selective_only = false) {
+  const GemmCalibration cal = GemmCalOf(cfg);
   double total = 0;
   for (const Op& op : ops) {
     if (selective_only && !op.selective_recompute) continue;
-    total += OpTimeSeconds(cfg.gpu, cfg.compute, op, forward);
+    total += OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
   }
   return total;
 }
@@ -192,9 +215,10 @@ class StepSim {
     }
     SetUpChannels();
     if (record_trace_) {
+      const GemmCalibration cal = GemmCalOf(cfg);
       for (const Op& op : LayerOps(cfg.model, {c_.tp, c_.sequence_parallel}, c_.micro_batch)) {
-        layer_ops_.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true),
-                              OpTimeSeconds(cfg.gpu, cfg.compute, op, false),
+        layer_ops_.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
+                              OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal),
                               op.selective_recompute});
       }
     }
@@ -414,8 +438,10 @@ class StepSim {
       at += dur * e.slow;
     };
     for (int l = 0; l < layers; ++l) {
-      const std::string layer = "L" + std::to_string(t.chunk * c_.pp * layers + e.stage * layers +
-                                                     (t.forward ? l : layers - 1 - l));
+      // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
+      std::string layer = "L";
+      layer.append(std::to_string(t.chunk * c_.pp * layers + e.stage * layers +
+                                  (t.forward ? l : layers - 1 - l)));
       if (t.forward) {
         for (const KernelTime& k : layer_ops_) put(layer + " " + k.name, k.fwd_s);
         continue;
@@ -705,7 +731,7 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     return replicas.front();
   }();
 
-  TpTimer tp(&*topo, layout.TpGroup(0));
+  TpTimer tp(&*topo, layout.TpGroup(0), cfg.calibration.get());
   Result<std::vector<ChunkCost>> costs = ChunkCosts(cfg, &tp);
   if (!costs.ok()) return costs.status();
   {
@@ -767,6 +793,21 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   res.events = sim.events();
   res.flows = sim.flows();
   if (options.record_trace) res.trace = std::move(sim.trace());
+  if (cfg.calibration) {
+    CalibrationUse& u = res.calibration;
+    u.used = true;
+    u.file = cfg.calibration->path();
+    u.gpu = cfg.calibration->gpu_name();
+    u.sample = cfg.calibration->is_sample();
+    const GemmCalibration cal = GemmCalOf(cfg);
+    const GemmCoverage g = CountCalibratedGemms(
+        cfg.gpu, &cal, LayerOps(cfg.model, {c.tp, c.sequence_parallel}, c.micro_batch));
+    u.gemm_shapes = g.shapes;
+    u.gemm_shapes_calibrated = g.calibrated;
+    for (const auto& [name, calibrated] : tp.use()) {
+      (calibrated ? u.collectives_calibrated : u.collectives_modelled).push_back(name);
+    }
+  }
   return res;
 }
 

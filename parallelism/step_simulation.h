@@ -28,15 +28,24 @@
 // network), bubble (input not yet produced: pipeline fill/drain, and waiting at the gradient-
 // norm barrier for other stages), optimizer, other (waiting at the end for slower stages).
 //
+// Calibration: with StepConfig::calibration set, matrix products take the measured rate where
+// the file covers their shape (parallelism/compute.h), and TP collectives (closed form) the
+// measured curve where it covers (op, algorithm, TP size, nodes, bytes)
+// (comm::EstimateCollectiveCalibrated); pipeline sends and DP/ZeRO/embedding reductions stay
+// modelled flows (they contend on the network, which a one-collective-at-a-time measurement
+// does not capture). StepResult::calibration says what came from the file.
+//
 // Determinism: no randomness; same config and state → identical result.
 #ifndef TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
 #define TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "comm/calibration.h"
 #include "comm/topology.h"
 #include "parallelism/compute.h"
 #include "parallelism/layout.h"
@@ -56,6 +65,26 @@ struct StepConfig {
   // Simulate a layout that does not fit in memory anyway (result says fits = false and why).
   bool allow_oom = false;
   int report_gpu = 0;  // whose step breakdown to report
+  // Measured GEMM rates and collective curves (null = the model only); GEMM rows of
+  // `gemm_dtype` (comm::kCalibDtypes: the model's precision) are used.
+  std::shared_ptr<const comm::Calibration> calibration;
+  std::string gemm_dtype = "bf16";
+};
+
+// What a step took from its calibration (all zero/empty without one).
+struct CalibrationUse {
+  bool used = false;  // a calibration was given
+  std::string file;
+  std::string gpu;
+  bool sample = false;
+  // Distinct GEMM shapes of one transformer layer (forward, dgrad, wgrad) and how many the
+  // file covers.
+  int gemm_shapes = 0;
+  int gemm_shapes_calibrated = 0;
+  // TP collectives, one entry per distinct (op, ranks, nodes) in first-use order, e.g.
+  // "all_gather 8 ranks"; calibrated when every size of it was covered.
+  std::vector<std::string> collectives_calibrated;
+  std::vector<std::string> collectives_modelled;
 };
 
 struct LinkDegradation {
@@ -112,6 +141,7 @@ struct StepResult {
   uint64_t events = 0;
   uint64_t flows = 0;
   std::vector<TraceSlice> trace;  // when SimulateOptions::record_trace
+  CalibrationUse calibration;
 };
 
 struct SimulateOptions {

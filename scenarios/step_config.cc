@@ -87,6 +87,11 @@ Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.model.swiglu = m.swiglu();
   c.model.flash_attention = m.flash_attention();
   c.model.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
+  // The calibration's GEMM input type for the precision (TF32 has none: nothing matches).
+  c.gemm_dtype = m.precision() == pb::FP16   ? "fp16"
+                 : m.precision() == pb::FP8  ? "fp8"
+                 : m.precision() == pb::TF32 ? "tf32"
+                                             : "bf16";
 
   const pb::Parallelism& p = s.parallelism();
   c.parallel.tp = r.tp;

@@ -8,6 +8,9 @@
 //
 // Promises: every field of StepConfig is derived from the scenario or documented here; no
 // efficiency parameter is set per scenario (ComputeParams keeps its documented defaults).
+// StepConfig::calibration stays null: the command loads cluster.calibration or --calibration
+// (cli::LoadScenarioCalibration, which checks the GPU) and attaches it; gemm_dtype is set from
+// the model's precision (bf16, fp16, fp8; "tf32" matches no calibration row).
 #ifndef TRAINSIM_SCENARIOS_STEP_CONFIG_H_
 #define TRAINSIM_SCENARIOS_STEP_CONFIG_H_
 
