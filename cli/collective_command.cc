@@ -5,9 +5,12 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "cli/calibrate_command.h"
 #include "cli/commands.h"
+#include "comm/calibration.h"
 #include "comm/collective.h"
 #include "comm/flow_network.h"
 #include "comm/message_size.h"
@@ -36,7 +39,7 @@ const char* kGroupHelp =
 
 struct Row {
   uint64_t bytes = 0;
-  comm::CollectiveEstimate estimate;
+  comm::CollectiveTiming estimate;
   double time_s = 0;
   double algbw_GBps = 0;
   double busbw_GBps = 0;
@@ -46,6 +49,11 @@ std::string Fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
+}
+
+// The protocol the model picked; a measured time has none of ours (NCCL chose it): "nccl".
+std::string ProtocolText(const comm::CollectiveTiming& t) {
+  return t.protocol ? std::string(comm::ProtocolName(*t.protocol)) : std::string("nccl");
 }
 
 std::string Pad(const std::string& s, size_t width) {
@@ -103,6 +111,7 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     std::string sizes = "8B:8GiB";
     int step_factor = 2;
     bool expand = false;
+    std::string calibration;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -125,6 +134,10 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                   "Multiply the size by this between rows (nccl-tests -f; default 2)");
   cmd->add_flag("--expand", opts->expand,
                 "Run the flow-level expansion on the event engine instead of the closed form");
+  cmd->add_option("--calibration", opts->calibration,
+                  "Calibration file (trainsim calibrate) whose measured curves replace the model "
+                  "where they cover the op, algorithm, group and size (default: "
+                  "cluster.calibration)");
   cmd->callback([opts, exit_code] {
     Result<comm::Op> op = comm::ParseOp(opts->op);
     if (!op.ok()) {
@@ -151,6 +164,13 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(resolved.status());
       return;
     }
+    Result<std::optional<comm::Calibration>> calibration =
+        LoadScenarioCalibration(*resolved, opts->calibration);
+    if (!calibration.ok()) {
+      *exit_code = ReportError(calibration.status());
+      return;
+    }
+    const comm::Calibration* cal = calibration->has_value() ? &**calibration : nullptr;
     const comm::TopologySpec topo_spec = scenarios::MakeTopologySpec(*resolved);
     Result<comm::Topology> topology = comm::Topology::Build(topo_spec);
     if (!topology.ok()) {
@@ -177,14 +197,15 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
       spec.bytes = bytes;
       Row row;
       row.bytes = bytes;
-      Result<comm::CollectiveEstimate> est = comm::EstimateCollective(*topology, spec);
+      Result<comm::CollectiveTiming> est = comm::EstimateCollectiveCalibrated(*topology, spec, cal);
       if (!est.ok()) {
         *exit_code = ReportError(est.status());
         return;
       }
       row.estimate = *est;
       row.time_s = est->time.seconds();
-      if (opts->expand) {
+      // A measured time stands as is; --expand replaces only the model's closed form.
+      if (opts->expand && !est->calibrated) {
         sim::Engine engine;
         comm::FlowNetwork network(&engine, &*topology);
         sim::Time done = sim::Time::Max();
@@ -205,14 +226,22 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     if (opts->scenario.json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const Row& r : rows) {
-        out.push_back({{"op", std::string(comm::OpName(*op))},
-                       {"algo", std::string(comm::AlgoName(r.estimate.algo))},
-                       {"protocol", std::string(comm::ProtocolName(r.estimate.protocol))},
-                       {"group", n},
-                       {"size_bytes", r.bytes},
-                       {"time_s", r.time_s},
-                       {"algbw_GBps", r.algbw_GBps},
-                       {"busbw_GBps", r.busbw_GBps}});
+        nlohmann::ordered_json row = {{"op", std::string(comm::OpName(*op))},
+                                      {"algo", std::string(comm::AlgoName(r.estimate.algo))},
+                                      {"protocol", ProtocolText(r.estimate)},
+                                      {"group", n},
+                                      {"size_bytes", r.bytes},
+                                      {"time_s", r.time_s},
+                                      {"algbw_GBps", r.algbw_GBps},
+                                      {"busbw_GBps", r.busbw_GBps},
+                                      {"source", r.estimate.calibrated ? "calibration" : "model"}};
+        if (cal != nullptr) {
+          row["calibration"] = {{"file", cal->path()},
+                                {"gpu", cal->gpu_name()},
+                                {"nccl_version", cal->nccl_version()},
+                                {"sample", cal->is_sample()}};
+        }
+        out.push_back(std::move(row));
       }
       std::cout << out.dump(2) << "\n";
       *exit_code = kExitOk;
@@ -224,16 +253,31 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
               << "# "
               << (opts->expand ? "flow-level expansion on the event engine"
                                : "closed form (idle network)")
-              << "; busbw factor " << Fmt("%.4f", comm::BusBandwidthFactor(*op, n)) << "\n"
-              << "#" << Pad("bytes", 13) << Pad("size", 14) << Pad("time(us)", 13)
-              << Pad("algbw(GB/s)", 13) << Pad("busbw(GB/s)", 13) << "  algo          proto\n";
+              << "; busbw factor " << Fmt("%.4f", comm::BusBandwidthFactor(*op, n)) << "\n";
+    int calibrated_rows = 0;
+    for (const Row& r : rows) calibrated_rows += r.estimate.calibrated ? 1 : 0;
+    if (cal != nullptr) {
+      std::cout << "# " << cal->Describe() << "\n"
+                << "# " << calibrated_rows << " of " << rows.size()
+                << " rows calibrated (source calib: interpolated log-log between measured sizes), "
+                   "the rest modelled (source model)\n";
+    }
+    std::cout << "#" << Pad("bytes", 13) << Pad("size", 14) << Pad("time(us)", 13)
+              << Pad("algbw(GB/s)", 13) << Pad("busbw(GB/s)", 13) << "  algo          proto"
+              << (cal != nullptr ? "   source" : "") << "\n";
     for (const Row& r : rows) {
       std::cout << Pad(std::to_string(r.bytes), 14) << Pad(comm::FormatMessageSize(r.bytes), 14)
                 << Pad(Fmt("%.2f", r.time_s * 1e6), 13) << Pad(Fmt("%.2f", r.algbw_GBps), 13)
                 << Pad(Fmt("%.2f", r.busbw_GBps), 13) << "  ";
       std::string algo_name(comm::AlgoName(r.estimate.algo));
       algo_name.resize(14, ' ');
-      std::cout << algo_name << comm::ProtocolName(r.estimate.protocol) << "\n";
+      if (cal == nullptr) {
+        std::cout << ProtocolText(r.estimate) << "\n";
+        continue;
+      }
+      std::string proto = ProtocolText(r.estimate);
+      proto.resize(8, ' ');
+      std::cout << algo_name << proto << (r.estimate.calibrated ? "calib" : "model") << "\n";
     }
     *exit_code = kExitOk;
   });

@@ -12,8 +12,16 @@
 // --json: an array of rows {op, algo, protocol, group, size_bytes, time_s, algbw_GBps,
 // busbw_GBps}. busbw = algbw · 2(n−1)/n for all-reduce, (n−1)/n for reduce-scatter, all-gather
 // and all-to-all, 1 for broadcast and send/recv (nccl-tests' convention).
+// --calibration FILE (default: the scenario's cluster.calibration): rows whose op, algorithm,
+// group size, node count and size a measured curve covers take the measured time
+// (comm::EstimateCollectiveCalibrated: log-log interpolation, never extrapolated; with --algo
+// auto the fastest calibrated algorithm); the table's header names the file, its GPU, NCCL
+// version and whether it is a sample, and a "source" column says calib or model per row (JSON:
+// "source": "calibration"|"model", and "calibration": {file, gpu, nccl_version, sample}).
+// Measured rows have protocol "nccl" (NCCL chose it) and are not re-run by --expand.
 // Bad input (unknown op or algorithm, a group larger than the cluster, a size of 0 or with a bad
-// unit): one message on stderr and exit 2.
+// unit, a calibration file that is missing, does not parse or was measured on another GPU type):
+// one message on stderr and exit 2.
 #ifndef TRAINSIM_CLI_COLLECTIVE_COMMAND_H_
 #define TRAINSIM_CLI_COLLECTIVE_COMMAND_H_
 
