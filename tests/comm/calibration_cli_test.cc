@@ -1,0 +1,159 @@
+// A calibration file through the `trainsim` binary (issue 7 item 3): `trainsim collective`
+// takes covered rows from the sample file (interpolated log-log, checked by hand here) and marks
+// the rest modelled; a missing, unparsable or wrong-GPU file is one message and exit 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource = TRAINSIM_SOURCE_DIR;
+const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
+const std::string kSample = (kSource / "scenarios/calibration/dgx_h100_sample.json").string();
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+RunResult RunTrainsim(const std::vector<std::string>& args) {
+  const fs::path err_file =
+      fs::temp_directory_path() / ("trainsim_calib_cli_" + std::to_string(::getpid()) + ".err");
+  std::string cmd = "cd ";
+  cmd.append(ShellQuote(kSource.string())).append(" && ").append(ShellQuote(TRAINSIM_BINARY));
+  // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
+  for (const std::string& a : args) cmd.append(" ").append(ShellQuote(a));
+  cmd.append(" 2>").append(ShellQuote(err_file.string()));
+  RunResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_file);
+  return r;
+}
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(CalibrationCliTest, CollectiveInsideCoverageIsTheHandInterpolatedTime) {
+  // 8-rank ring all-reduce in one node at 48 MiB lies between the sample's 16 MiB (137.4 µs)
+  // and 128 MiB (768.6 µs) rows; a power law through them gives
+  // 137.4 · (768.6/137.4)^(ln 3 / ln 8) µs.
+  RunResult r = RunTrainsim({"collective", kDemo, "--group", "8", "--algo", "ring", "--sizes",
+                             "48MiB", "--calibration", kSample, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  const double expected = 137.4e-6 * std::pow(768.6 / 137.4, std::log(3.0) / std::log(8.0));
+  EXPECT_NEAR(j[0]["time_s"].get<double>(), expected, 1e-9);  // the simulator's ns resolution
+  EXPECT_EQ(j[0]["source"], "calibration");
+  EXPECT_EQ(j[0]["protocol"], "nccl");
+  EXPECT_EQ(j[0]["calibration"]["sample"], true);
+  EXPECT_EQ(j[0]["calibration"]["gpu"], "NVIDIA H100 80GB HBM3");
+}
+
+TEST(CalibrationCliTest, CollectiveAtAMeasuredSizeIsExactlyTheMeasurement) {
+  RunResult r = RunTrainsim({"collective", kDemo, "--group", "8", "--algo", "tree", "--sizes",
+                             "2MiB", "--calibration", kSample, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j[0]["time_s"].get<double>(), 4.065e-05, 1e-9);
+}
+
+TEST(CalibrationCliTest, RowsOutsideCoverageAreModelledAndMarked) {
+  // 2 GiB is above the largest measured size (1 GiB); 16 GPUs over 2 nodes has no curve; the
+  // sample has no all_to_all. Each falls back to the model and says so.
+  const std::vector<std::vector<std::string>> cases = {
+      {"--group", "8", "--algo", "ring", "--sizes", "2GiB"},
+      {"--group", "16", "--algo", "ring", "--sizes", "48MiB"},
+      {"--op", "all_to_all", "--group", "8", "--sizes", "48MiB"},
+  };
+  for (const auto& extra : cases) {
+    std::vector<std::string> args = {"collective", kDemo, "--calibration", kSample, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = RunTrainsim(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j[0]["source"], "model") << extra[1];
+    EXPECT_NE(j[0]["protocol"], "nccl") << extra[1];
+  }
+}
+
+TEST(CalibrationCliTest, TableNamesTheFileAndMarksEachRow) {
+  RunResult r = RunTrainsim({"collective", kDemo, "--group", "8", "--algo", "ring", "--sizes",
+                             "512MiB:2GiB", "--calibration", kSample});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "SAMPLE calibration")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "NVIDIA H100 80GB HBM3")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "NCCL 2.30")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "2 of 3 rows calibrated")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "calib\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "model\n")) << r.out;
+  // Without a calibration the table is the model's, with no source column.
+  RunResult plain = RunTrainsim({"collective", kDemo, "--group", "8", "--sizes", "1GiB"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(Contains(plain.out, "source")) << plain.out;
+}
+
+TEST(CalibrationCliTest, BadCalibrationFilesExitTwoWithOneMessage) {
+  const fs::path bad =
+      fs::temp_directory_path() / ("trainsim_calib_bad_" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(bad);
+    out << "{\"format\": \"trainsim-calibration\",\n  \"version\": 1,\n  oops\n}\n";
+  }
+  struct Case {
+    std::vector<std::string> args;
+    const char* fragment;
+  } cases[] = {
+      // An H100 file for an A100 cluster.
+      {{"--calibration", kSample, "--set", "cluster.gpu=A100-SXM-80GB"}, "A100"},
+      {{"--calibration", bad.string()}, ":3:"},  // path:line:column of the syntax error
+      {{"--calibration", "/nonexistent/calibration.json"}, "/nonexistent/calibration.json"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"collective", kDemo, "--group", "8", "--sizes", "1MiB"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    RunResult r = RunTrainsim(args);
+    EXPECT_EQ(r.exit_code, 2) << c.fragment << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_EQ(r.err.rfind("trainsim: error: ", 0), 0u) << r.err;
+    EXPECT_TRUE(Contains(r.err, c.fragment)) << r.err;
+  }
+  fs::remove(bad);
+}
+
+}  // namespace
