@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+
+#include "sim/stats.h"
 
 namespace trainsim::checkpoint {
 
@@ -30,38 +33,32 @@ Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCac
     o.lost_work_s = r->breakdown.lost.seconds();
     o.failures = r->failures;
     o.checkpoints = r->checkpoints;
+    o.steps = r->total_steps;
     o.breakdown = r->breakdown;
     out.push_back(o);
   }
   return out;
 }
 
-double NearestRankPercentile(const std::vector<double>& sorted, double p) {
-  const double n = static_cast<double>(sorted.size());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * n));
-  rank = std::clamp<size_t>(rank, 1, sorted.size());
-  return sorted[rank - 1];
+Stat StatOf(std::vector<double> samples) {
+  Stat s;
+  Result<sim::Summary> sum = sim::Summarize(std::move(samples));
+  if (!sum.ok()) return s;
+  s.mean = sum->mean;
+  s.p50 = sum->p50;
+  s.p90 = sum->p90;
+  s.p99 = sum->p99;
+  return s;
 }
 
 namespace {
 
 template <typename F>
-Stat StatOf(const std::vector<TrialOutcome>& v, F get) {
-  Stat s;
-  if (v.empty()) return s;
+Stat StatOfOutcomes(const std::vector<TrialOutcome>& v, F get) {
   std::vector<double> x;
   x.reserve(v.size());
-  double sum = 0;
-  for (const TrialOutcome& o : v) {
-    x.push_back(get(o));
-    sum += x.back();
-  }
-  s.mean = sum / static_cast<double>(x.size());
-  std::sort(x.begin(), x.end());
-  s.p50 = NearestRankPercentile(x, 50);
-  s.p90 = NearestRankPercentile(x, 90);
-  s.p99 = NearestRankPercentile(x, 99);
-  return s;
+  for (const TrialOutcome& o : v) x.push_back(get(o));
+  return StatOf(std::move(x));
 }
 
 }  // namespace
@@ -71,12 +68,12 @@ MonteCarloSummary Summarize(std::vector<TrialOutcome> outcomes) {
             [](const TrialOutcome& a, const TrialOutcome& b) { return a.trial < b.trial; });
   MonteCarloSummary s;
   s.trials = static_cast<int64_t>(outcomes.size());
-  s.wall_time_s = StatOf(outcomes, [](const TrialOutcome& o) { return o.wall_time_s; });
-  s.goodput = StatOf(outcomes, [](const TrialOutcome& o) { return o.goodput; });
-  s.ettr = StatOf(outcomes, [](const TrialOutcome& o) { return o.ettr; });
-  s.cost_usd = StatOf(outcomes, [](const TrialOutcome& o) { return o.cost_usd; });
-  s.lost_work_s = StatOf(outcomes, [](const TrialOutcome& o) { return o.lost_work_s; });
-  s.failures = StatOf(outcomes, [](const TrialOutcome& o) { return double(o.failures); });
+  s.wall_time_s = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.wall_time_s; });
+  s.goodput = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.goodput; });
+  s.ettr = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.ettr; });
+  s.cost_usd = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.cost_usd; });
+  s.lost_work_s = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.lost_work_s; });
+  s.failures = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return double(o.failures); });
   return s;
 }
 
@@ -113,13 +110,29 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
     c.checkpoint.interval.every = sim::Time::FromSeconds(g);
     Result<std::vector<TrialOutcome>> r = RunTrials(c, step_times, 0, trials);
     if (!r.ok()) return r.status();
-    double sum = 0;
-    for (const TrialOutcome& o : r.value()) sum += o.wall_time_s;
-    opt.scan.push_back({g, sum / static_cast<double>(trials)});
+    double wall = 0, goodput = 0, steps = 0;
+    for (const TrialOutcome& o : r.value()) {
+      wall += o.wall_time_s;
+      goodput += o.goodput;
+      steps += static_cast<double>(o.steps);
+    }
+    const double n = static_cast<double>(trials);
+    IntervalScanPoint p;
+    p.interval_s = g;
+    p.mean_wall_time_s = wall / n;
+    p.mean_goodput = goodput / n;
+    p.mean_steps = steps / n;
+    if (!(steps > 0)) {
+      return Status::FailedPrecondition(
+          "no training step is kept at checkpoint interval " + sim::FormatSecondsHuman(g) +
+          " in any trial; the training goal is too short to compare intervals");
+    }
+    p.wall_time_per_step_s = wall / steps;
+    opt.scan.push_back(p);
   }
   size_t best = 0;
   for (size_t i = 1; i < opt.scan.size(); ++i) {
-    if (opt.scan[i].mean_wall_time_s < opt.scan[best].mean_wall_time_s) best = i;
+    if (opt.scan[i].wall_time_per_step_s < opt.scan[best].wall_time_per_step_s) best = i;
   }
   opt.best_grid_s = opt.scan[best].interval_s;
   opt.fitted_s = opt.best_grid_s;
@@ -132,7 +145,7 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
     double s[5] = {0, 0, 0, 0, 0}, t[3] = {0, 0, 0};           // Σx^k, Σx^k·y
     for (size_t i = lo; i <= hi; ++i) {
       const double x = std::log(opt.scan[i].interval_s) - x_mid;
-      const double y = opt.scan[i].mean_wall_time_s;
+      const double y = opt.scan[i].wall_time_per_step_s;
       double xk = 1;
       for (int k = 0; k < 5; ++k) {
         if (k < 3) t[k] += xk * y;

@@ -8,8 +8,9 @@
 // Two configs that differ only in scheduled faults or in the checkpoint interval see the same
 // failure history in trial k (common random numbers), so their difference is the change's alone.
 //
-// Percentiles use the nearest-rank method on the sorted values (p-th percentile = the
-// ceil(p/100 · n)-th smallest), which is exact and deterministic.
+// Statistics use sim/stats.h, the product's one percentile rule (linear interpolation between
+// closest ranks, NumPy's and R's default): p50 of an even count is the midpoint of the two middle
+// values, p99 of 100 samples lies between the 99th and the 100th smallest.
 #ifndef TRAINSIM_CHECKPOINT_MONTE_CARLO_H_
 #define TRAINSIM_CHECKPOINT_MONTE_CARLO_H_
 
@@ -31,6 +32,7 @@ struct TrialOutcome {
   double lost_work_s = 0;
   int failures = 0;
   int checkpoints = 0;
+  int64_t steps = 0;  // steps kept (the goal, or what fit in a wall-clock goal)
   Breakdown breakdown;
 };
 
@@ -49,18 +51,26 @@ struct MonteCarloSummary {
 };
 
 // Summarises outcomes in trial order (the input may come in any order, e.g. gathered from ranks).
+// Each Stat is sim::Summarize of that quantity over the trials (all zero when `outcomes` is
+// empty).
 MonteCarloSummary Summarize(std::vector<TrialOutcome> outcomes);
-// Nearest-rank percentile of `sorted` (ascending). REQUIRES: !sorted.empty(), 0 < p <= 100.
-double NearestRankPercentile(const std::vector<double>& sorted, double p);
+// sim::Summarize's mean, p50, p90 and p99 of `samples` (all zero for an empty or non-finite set).
+Stat StatOf(std::vector<double> samples);
 
 struct IntervalScanPoint {
   double interval_s = 0;
   double mean_wall_time_s = 0;
+  double mean_goodput = 0;
+  double mean_steps = 0;
+  // The objective: wall time per step kept, Σ wall / Σ steps over the trials. For a goal in
+  // steps it is the mean wall time / steps; for a wall-clock goal (training.duration) the wall
+  // time is fixed and it falls as more steps fit, so one objective serves both goals.
+  double wall_time_per_step_s = 0;
 };
 
 struct IntervalOptimum {
   std::vector<IntervalScanPoint> scan;
-  double best_grid_s = 0;  // the grid point with the smallest mean wall time
+  double best_grid_s = 0;  // the grid point with the smallest wall_time_per_step_s
   // The vertex of a least-squares parabola in log(interval) over the best grid point and up to
   // two neighbours each side (the grid point itself when it lies on the grid's edge): smooths
   // Monte Carlo noise.
@@ -72,8 +82,9 @@ struct IntervalOptimum {
 };
 
 // Scans training-time checkpoint intervals (`grid_s`; empty = 21 points from Daly/4 to Daly·4,
-// geometric) with `trials` trials each (common random numbers across grid points) and reports
-// the optimum next to Young's and Daly's. Requires the stochastic failure model to be on.
+// geometric) with `trials` trials each (common random numbers across grid points), minimising
+// the wall time per step kept, and reports the optimum next to Young's and Daly's. Requires the
+// stochastic failure model to be on; FailedPrecondition when no trial keeps a step.
 Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
                                                    StepTimeCache& step_times, int64_t trials,
                                                    std::vector<double> grid_s = {});

@@ -42,6 +42,10 @@ nlohmann::json RunReportJson(const checkpoint::RunReport& r) {
   return j;
 }
 
+nlohmann::json StatJson(const checkpoint::Stat& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
+}
+
 namespace {
 
 struct WhatIfOptions {
@@ -81,23 +85,7 @@ std::string Row(const std::string& label, const std::string& a, const std::strin
 }
 
 using checkpoint::Stat;
-
-Stat StatOf(std::vector<double> v) {
-  Stat s;
-  if (v.empty()) return s;
-  double sum = 0;
-  for (double x : v) sum += x;  // in trial order
-  s.mean = sum / static_cast<double>(v.size());
-  std::sort(v.begin(), v.end());
-  s.p50 = checkpoint::NearestRankPercentile(v, 50);
-  s.p90 = checkpoint::NearestRankPercentile(v, 90);
-  s.p99 = checkpoint::NearestRankPercentile(v, 99);
-  return s;
-}
-
-nlohmann::json StatJson(const Stat& s) {
-  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
-}
+using checkpoint::StatOf;  // sim/stats.h's percentile rule, shared with `trainsim run --trials`
 
 // The added fault's failure record in the what-if run (scheduled, at its time), if any.
 const checkpoint::FailureRecord* RecordOf(const checkpoint::RunReport& r,

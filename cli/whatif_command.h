@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/monte_carlo.h"
 #include "checkpoint/run_simulation.h"
 
 namespace trainsim::cli {
@@ -29,6 +30,9 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code);
 // breakdown_s.{useful, exposed_comm, bubble, checkpoint_stall, lost, detection, restart,
 // waiting}. For `trainsim run`'s `run` object too.
 nlohmann::json RunReportJson(const checkpoint::RunReport& report);
+
+// {mean, p50, p90, p99} of a Monte Carlo statistic (sim/stats.h's percentile rule).
+nlohmann::json StatJson(const checkpoint::Stat& stat);
 
 }  // namespace trainsim::cli
 

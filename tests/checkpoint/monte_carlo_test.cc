@@ -31,7 +31,10 @@ TEST(MonteCarloTest, SplittingTheTrialRangeGivesIdenticalResults) {
   EXPECT_NE(all->at(0).wall_time_s, all->at(1).wall_time_s);
 }
 
-TEST(MonteCarloTest, PercentilesAreNearestRank) {
+// One percentile rule for the product: sim/stats.h's linear interpolation (type 7). For the
+// samples 1..100, h = 99·p: p50 → h = 49.5, between the 50th and 51st smallest (50 and 51) →
+// 50.5; p90 → h = 89.1 → 90 + 0.1 = 90.1; p99 → h = 98.01 → 99 + 0.01 = 99.01.
+TEST(MonteCarloTest, PercentilesInterpolateBetweenClosestRanks) {
   std::vector<TrialOutcome> v;
   for (int i = 100; i >= 1; --i) {
     TrialOutcome o;
@@ -41,10 +44,18 @@ TEST(MonteCarloTest, PercentilesAreNearestRank) {
   }
   MonteCarloSummary s = Summarize(v);
   EXPECT_DOUBLE_EQ(s.wall_time_s.mean, 50.5);
-  EXPECT_DOUBLE_EQ(s.wall_time_s.p50, 50);
-  EXPECT_DOUBLE_EQ(s.wall_time_s.p90, 90);
-  EXPECT_DOUBLE_EQ(s.wall_time_s.p99, 99);
-  EXPECT_DOUBLE_EQ(NearestRankPercentile({3.0}, 99), 3.0);
+  EXPECT_DOUBLE_EQ(s.wall_time_s.p50, 50.5);
+  EXPECT_DOUBLE_EQ(s.wall_time_s.p90, 90.1);
+  EXPECT_DOUBLE_EQ(s.wall_time_s.p99, 99.01);
+  // One sample is every percentile of itself; four samples 1, 2, 3, 10: p50 = 2.5 (midpoint),
+  // p90: h = 2.7 → 3 + 0.7·7 = 7.9.
+  EXPECT_DOUBLE_EQ(StatOf({3.0}).p99, 3.0);
+  const Stat four = StatOf({10.0, 1.0, 3.0, 2.0});
+  EXPECT_DOUBLE_EQ(four.mean, 4.0);
+  EXPECT_DOUBLE_EQ(four.p50, 2.5);
+  EXPECT_DOUBLE_EQ(four.p90, 7.9);
+  // An empty set summarises to zeros rather than failing.
+  EXPECT_EQ(StatOf({}).mean, 0.0);
 }
 
 TEST(MonteCarloTest, RejectsABackwardsRange) {
