@@ -1,0 +1,267 @@
+// Runs the built `trainsim run` on the bundled demo scenario and checks the run report that
+// follows the step report (issue 5, items 6 and 8): every `run.*` JSON name, the accounting
+// identity, Monte Carlo determinism under a seed, bad input (exit 2 with one message, nothing on
+// stdout), the interval scan against Young's and Daly's closed forms, and the run trace.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSource = TRAINSIM_SOURCE_DIR;
+const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+RunResult RunTrainsim(const std::vector<std::string>& args) {
+  fs::path err_file = fs::temp_directory_path() /
+                      ("trainsim_run_report_test_" + std::to_string(::getpid()) + ".err");
+  std::string cmd = "cd ";
+  cmd.append(ShellQuote(kSource.string())).append(" && CI=1 ").append(ShellQuote(TRAINSIM_BINARY));
+  for (const std::string& a : args) cmd.append(" ").append(ShellQuote(a));
+  cmd.append(" 2>").append(ShellQuote(err_file.string()));
+  RunResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_file);
+  return r;
+}
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// The demo with a scheduled fault appended (a scenario file in a temporary directory).
+std::string DemoWithFault(const std::string& fault_text) {
+  std::ifstream in(kDemo);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  static int count = 0;
+  const fs::path path =
+      fs::temp_directory_path() / ("trainsim_run_report_" + std::to_string(::getpid()) + "_" +
+                                   std::to_string(count++) + ".textproto");
+  std::ofstream out(path);
+  out << ss.str() << "\nfaults { " << fault_text << " }\n";
+  return path.string();
+}
+
+const char* const kBreakdownKeys[] = {"useful",           "exposed_comm", "bubble",  "lost",
+                                      "checkpoint_stall", "detection",    "restart", "waiting"};
+
+TEST(RunReportTest, JsonHasEveryRunKeyAndKeepsTheStep) {
+  RunResult r = RunTrainsim({"run", kDemo, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  // The step report is still there, unchanged in shape.
+  ASSERT_TRUE(j.contains("step"));
+  EXPECT_TRUE(j["step"]["time_s"].is_number());
+  EXPECT_TRUE(j["step"]["mfu"].is_number());
+  ASSERT_TRUE(j.contains("run"));
+  const json& run = j["run"];
+  for (const char* key : {"wall_time_s", "goodput", "ettr", "lost_work_s", "cost_usd"}) {
+    EXPECT_TRUE(run.contains(key) && run[key].is_number()) << key;
+  }
+  EXPECT_TRUE(run["failures"].is_number_integer());
+  EXPECT_TRUE(run["checkpoints"].is_number_integer());
+  ASSERT_TRUE(run["failures_by_cause"].is_object());
+  int by_cause = 0;
+  for (const auto& [cause, n] : run["failures_by_cause"].items()) by_cause += n.get<int>();
+  EXPECT_EQ(by_cause, run["failures"].get<int>());
+  for (const char* key : kBreakdownKeys) {
+    EXPECT_TRUE(run["breakdown_s"].contains(key) && run["breakdown_s"][key].is_number()) << key;
+  }
+  // training.duration is 21 days: the job holds its GPUs exactly that long.
+  EXPECT_DOUBLE_EQ(run["wall_time_s"].get<double>(), 21 * 86400.0);
+  EXPECT_FALSE(j.contains("run_stats"));  // only with --trials
+  EXPECT_FALSE(run.contains("events"));   // only with --events
+}
+
+TEST(RunReportTest, BreakdownSumsToWallTime) {
+  // Also under a failure rate high enough that every category is used.
+  for (const std::string rate : {"0.00379", "0.2"}) {
+    RunResult r = RunTrainsim({"run", kDemo, "--json", "--set", "failures.node_day_rate=" + rate});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json run = json::parse(r.out)["run"];
+    double sum = 0;
+    for (const char* key : kBreakdownKeys) sum += run["breakdown_s"][key].get<double>();
+    const double wall = run["wall_time_s"].get<double>();
+    // Each category is a whole number of nanoseconds printed as seconds: the sum is exact to
+    // rounding of eight doubles.
+    EXPECT_NEAR(sum, wall, 1e-9 * wall) << rate;
+    EXPECT_NEAR(run["goodput"].get<double>(), run["breakdown_s"]["useful"].get<double>() / wall,
+                1e-12);
+    EXPECT_GT(run["checkpoints"].get<int>(), 0);
+    if (rate == "0.2") {
+      // 16 nodes × 0.2 per node-day × 21 days ≈ 67 failures expected.
+      EXPECT_GT(run["failures"].get<int>(), 30);
+      EXPECT_GT(run["breakdown_s"]["detection"].get<double>(), 0);
+      EXPECT_GT(run["breakdown_s"]["restart"].get<double>(), 0);
+    }
+  }
+}
+
+TEST(RunReportTest, TrialsAreReproducibleUnderASeed) {
+  const std::vector<std::string> base = {"run", kDemo, "--json", "--trials", "20"};
+  auto with_seed = [&](const std::string& seed) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--seed", seed, "--set", "failures.node_day_rate=0.05"});
+    return RunTrainsim(a);
+  };
+  RunResult a = with_seed("7"), b = with_seed("7"), c = with_seed("8");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(a.out, b.out);  // byte-identical
+  const json ja = json::parse(a.out), jc = json::parse(c.out);
+  EXPECT_NE(ja["run_stats"], jc["run_stats"]);
+  const json& stats = ja["run_stats"];
+  EXPECT_EQ(stats["trials"], 20);
+  for (const char* q : {"wall_time_s", "goodput", "ettr", "cost_usd"}) {
+    for (const char* p : {"mean", "p50", "p90", "p99"}) {
+      ASSERT_TRUE(stats[q].contains(p) && stats[q][p].is_number()) << q << "." << p;
+    }
+    EXPECT_LE(stats[q]["p50"].get<double>(), stats[q]["p90"].get<double>()) << q;
+    EXPECT_LE(stats[q]["p90"].get<double>(), stats[q]["p99"].get<double>()) << q;
+  }
+  // `run` is the first trial in full: the same as a run without --trials.
+  RunResult single =
+      RunTrainsim({"run", kDemo, "--json", "--seed", "7", "--set", "failures.node_day_rate=0.05"});
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(json::parse(single.out)["run"], ja["run"]);
+  // No progress bar off a terminal.
+  EXPECT_TRUE(a.err.empty()) << a.err;
+}
+
+TEST(RunReportTest, HumanReportShowsTheRunAndItsAccounting) {
+  RunResult r = RunTrainsim({"run", kDemo, "--events", "--trials", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"where GPU", "run (failure history 0", "wall time", "goodput", "ETTR",
+                           "failures", "lost work", "downtime", "checkpoints", "GPU-hours", "cost",
+                           "checkpoint stall", "total = wall time", "over 5 failure histories",
+                           "p99", "events (failure history 0)", "checkpoint #1 completed"}) {
+    EXPECT_TRUE(Contains(r.out, part)) << part;
+  }
+}
+
+TEST(RunReportTest, BadInputExitsTwoWithOneMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<std::string> files = {DemoWithFault("kind: GPU id: 37 at: \"30d\""),
+                                          DemoWithFault("kind: GPU id: 128 at: \"16h\""),
+                                          DemoWithFault("kind: NODE id: 16 at: \"16h\"")};
+  std::vector<Case> cases = {
+      {{"run", files[0]}, "after the end"},
+      {{"run", files[1]}, "GPU id 128 does not exist"},
+      {{"run", files[2]}, "NODE id 16 does not exist"},
+      {{"run", kDemo, "--set", "checkpoint.interval=0s"}, "checkpoint.interval"},
+      {{"run", kDemo, "--set", "checkpoint.interval=steps:0"}, "checkpoint.interval"},
+      {{"run", kDemo, "--set", "failures.node_day_rate=-0.1"}, "node_day_rate"},
+      {{"run", kDemo, "--set", "cluster.spare_nodes=1000"}, "holds at most"},
+      {{"run", kDemo, "--set", "cluster.spare_nodes=-1"}, "spare_nodes"},
+      {{"run", kDemo, "--trials", "0"}, "trials"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = RunTrainsim(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args.back() << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args.back();
+    EXPECT_TRUE(Contains(r.err, "trainsim: error: ")) << r.err;
+    EXPECT_TRUE(Contains(r.err, c.message)) << c.message << " not in: " << r.err;
+  }
+  for (const std::string& f : files) fs::remove(f);
+}
+
+// Young (1974) and Daly (2006) from the δ and M the command reports, and the scanned optimum
+// against them. With failures this frequent (M = 86,400 / (16 × 2) = 2,700 s) the cost curve is
+// sharp enough for 40 failure histories to locate its minimum; Daly's formula is a first-order
+// optimum of a renewal model, so the scan's optimum must land within a factor of two of it (the
+// grid spans Daly/4 .. 4·Daly, so this is not implied by the grid). Checkpoints are SYNC so δ is
+// the plain write time.
+TEST(RunReportTest, OptimumIntervalLiesNearDaly) {
+  RunResult r = RunTrainsim({"run", kDemo, "--json", "--optimize-checkpoint-interval", "--trials",
+                             "40", "--set", "failures.node_day_rate=2", "--set",
+                             "failures.distribution=EXPONENTIAL", "--set", "checkpoint.policy=SYNC",
+                             "--set", "training.duration=3d"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json opt = json::parse(r.out)["checkpoint_interval"];
+  const double delta = opt["delta_s"].get<double>(), m = opt["mtbf_s"].get<double>();
+  EXPECT_NEAR(m, 86400.0 / (16 * 2), 1e-6);
+  EXPECT_NEAR(opt["young_s"].get<double>(), std::sqrt(2 * delta * m), 1e-6);
+  const double x = delta / (2 * m);
+  const double daly = std::sqrt(2 * delta * m) * (1 + std::sqrt(x) / 3 + x / 9) - delta;
+  EXPECT_NEAR(opt["daly_s"].get<double>(), daly, 1e-6 * daly);
+  ASSERT_EQ(opt["scan"].size(), 21u);
+  const double best = opt["optimum_s"].get<double>();
+  EXPECT_GT(best, daly / 2);
+  EXPECT_LT(best, daly * 2);
+}
+
+TEST(RunReportTest, TraceWritesTheStepAndTheRunTimeline) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("trainsim_run_trace_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path step = dir / "t.json";
+  RunResult r = RunTrainsim({"run", kDemo, "--trace", step.string(), "--set",
+                             "failures.node_day_rate=0.1", "--set", "cluster.spare_nodes=0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(dir / "t.run.json");
+  ASSERT_TRUE(in.good());
+  const json trace = json::parse(in);
+  // The phases tile the run: training, detection, waiting and restart slices on the phase
+  // track add up to the wall time (21 days), and failures are marked.
+  double phases_us = 0;
+  bool failure_mark = false, detection = false, stall = false;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == 1) {
+      phases_us += e["dur"].get<double>();
+      if (e["name"] == "detection") detection = true;
+    }
+    if (e["ph"] == "X" && e["tid"] == 2) stall = true;
+    if (e["ph"] == "i") failure_mark = true;
+  }
+  EXPECT_NEAR(phases_us, 21 * 86400e6, 1.0);
+  EXPECT_TRUE(failure_mark);
+  EXPECT_TRUE(detection);
+  EXPECT_TRUE(stall);
+  EXPECT_TRUE(fs::exists(step));
+  fs::remove_all(dir);
+}
+
+}  // namespace
