@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What `make demo` shows: the bundled default scenario resolved (`check`), one simulated step
-# (`run`), and what GPU 37 failing at hour 16 costs (`whatif`). Commands this build does not
+# What `make demo` shows: the bundled default scenario resolved (`check`), one simulated step and
+# the whole three-week run with its checkpoints and failures (`run`), and, last, what GPU 37
+# failing at hour 16 costs (`whatif`). Each command takes well under a second. Commands this build does not
 # have yet are skipped, so the demo works at every stage of the project.
 set -euo pipefail
 TRAINSIM=${1:-build/trainsim}
