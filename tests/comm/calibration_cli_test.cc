@@ -1,6 +1,7 @@
 // A calibration file through the `trainsim` binary (issue 7 item 3): `trainsim collective`
 // takes covered rows from the sample file (interpolated log-log, checked by hand here) and marks
-// the rest modelled; a missing, unparsable or wrong-GPU file is one message and exit 2.
+// the rest modelled; `trainsim run` says what of the step came from the file; a missing,
+// unparsable or wrong-GPU file is one message and exit 2.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,6 +155,44 @@ TEST(CalibrationCliTest, BadCalibrationFilesExitTwoWithOneMessage) {
     EXPECT_TRUE(Contains(r.err, c.fragment)) << r.err;
   }
   fs::remove(bad);
+}
+
+TEST(CalibrationCliTest, RunSaysWhatCameFromTheCalibration) {
+  RunResult plain = RunTrainsim({"run", kDemo, "--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  RunResult r = RunTrainsim({"run", kDemo, "--calibration", kSample, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(plain.out);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(a["step"].contains("calibration"));
+  const nlohmann::json& c = j["step"]["calibration"];
+  EXPECT_EQ(c["sample"], true);
+  EXPECT_EQ(c["gpu"], "NVIDIA H100 80GB HBM3");
+  // GPT-3 175B at TP 8, micro-batch 1: the sample was written for exactly these shapes
+  // (4 forward, 2 new dgrad, 4 wgrad products).
+  EXPECT_EQ(c["gemm_shapes"], 10);
+  EXPECT_EQ(c["gemm_shapes_calibrated"], 10);
+  EXPECT_EQ(c["collectives_calibrated"][0], "all_gather 8 ranks");
+  EXPECT_TRUE(c["collectives_modelled"].empty());
+  EXPECT_NE(j["step"]["time_s"], a["step"]["time_s"]);
+
+  RunResult text = RunTrainsim({"run", kDemo, "--calibration", kSample});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(Contains(text.out, "calibrated          GEMM efficiency for 10/10 layer shapes"))
+      << text.out;
+  EXPECT_TRUE(Contains(text.out, "SAMPLE: not measured")) << text.out;
+  EXPECT_TRUE(Contains(text.out, "modelled            DP/PP/ZeRO flows")) << text.out;
+}
+
+TEST(CalibrationCliTest, RunRejectsACalibrationOfAnotherGpu) {
+  RunResult r =
+      RunTrainsim({"run", kDemo, "--calibration", kSample, "--set", "cluster.gpu=A100-SXM-80GB"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(Contains(r.err, "A100-SXM-80GB")) << r.err;
+  RunResult missing = RunTrainsim({"run", kDemo, "--calibration", "/nonexistent/c.json"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_TRUE(missing.out.empty()) << missing.out;
 }
 
 }  // namespace
