@@ -86,6 +86,17 @@ TEST(CalibrationCliTest, CollectiveInsideCoverageIsTheHandInterpolatedTime) {
   EXPECT_EQ(j[0]["calibration"]["gpu"], "NVIDIA H100 80GB HBM3");
 }
 
+TEST(CalibrationCliTest, ScenarioClusterCalibrationIsUsedWithoutTheFlag) {
+  // cluster.calibration is relative to the scenario file's directory (scenarios/examples/).
+  RunResult r =
+      RunTrainsim({"collective", kDemo, "--group", "8", "--algo", "ring", "--sizes", "16MiB",
+                   "--set", "cluster.calibration=../calibration/dgx_h100_sample.json", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["source"], "calibration");
+  EXPECT_NEAR(j[0]["time_s"].get<double>(), 137.4e-6, 1e-9);  // the sample's 16 MiB row
+}
+
 TEST(CalibrationCliTest, CollectiveAtAMeasuredSizeIsExactlyTheMeasurement) {
   RunResult r = RunTrainsim({"collective", kDemo, "--group", "8", "--algo", "tree", "--sizes",
                              "2MiB", "--calibration", kSample, "--json"});
