@@ -78,6 +78,12 @@ nlohmann::ordered_json EvalJson(const sweep::Evaluation& e) {
   j["time_to_train_s"] = e.time_to_train_s;
   j["gpu_hours"] = e.gpu_hours;
   j["cost_usd"] = e.cost_usd;
+  if (e.trials > 0) {
+    j["trials"] = e.trials;
+    j["mc_goodput"] = e.mc_goodput;
+    j["mc_time_to_train_s"] = e.mc_time_to_train_s;
+    j["mc_cost_usd"] = e.mc_cost_usd;
+  }
   return j;
 }
 
@@ -103,6 +109,7 @@ struct SweepOptions {
   double tokens = 0;
   bool tp_across_nodes = false;
   std::vector<int> micro_batches;
+  int64_t trials = 0;
 };
 
 int RunSweepCommand(const SweepOptions& opts) {
@@ -136,6 +143,9 @@ int RunSweepCommand(const SweepOptions& opts) {
   so.objective = *objective;
   so.top_k = opts.top;
   so.progress = true;  // drawn only on a terminal outside CI (sim::ProgressBar)
+  if (opts.trials < 0) return fail(Status::InvalidArgument("--trials must be >= 0"));
+  so.trials = opts.trials;
+  problem->step_time_fn = [](const par::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
   Result<sweep::SweepResult> result = sweep::RunSweep(*problem, so, comm);
   if (!result.ok()) return fail(result.status());
   if (!root) return kExitOk;
@@ -202,6 +212,19 @@ std::string FormatSweepTable(const sweep::SweepProblem& problem, const sweep::Sw
   out += Header();
   size_t k = 1;
   for (size_t i : result.top) out += Row(result.evaluations[i], k++);
+  bool mc = false;
+  for (size_t i : result.top) mc |= result.evaluations[i].trials > 0;
+  if (mc) {
+    out += "\nMonte Carlo (run simulation, Daly interval, means over trials):\n";
+    k = 1;
+    for (size_t i : result.top) {
+      const sweep::Evaluation& e = result.evaluations[i];
+      out += Col(std::to_string(k++), 3) + "  " + std::to_string(e.trials) + " trials: goodput " +
+             Fmt("%.2f%%", 100 * e.mc_goodput) + ", " +
+             Fmt("%.2f days", e.mc_time_to_train_s / 86400) + ", " +
+             Fmt("%.0f USD", e.mc_cost_usd) + "\n";
+    }
+  }
   out += "\nPareto front (time to train vs cost):\n";
   out += Header();
   k = 1;
@@ -274,6 +297,9 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--micro-batches", opts->micro_batches,
                   "Micro-batch sizes to try, comma-separated (default 1,2,4,8)")
       ->delimiter(',');
+  cmd->add_option("--trials", opts->trials,
+                  "Monte Carlo trials of the run simulation (failures, checkpoints at Daly's "
+                  "interval) for each of the top layouts; split across MPI ranks (default 0)");
   cmd->callback([opts, exit_code] { *exit_code = RunSweepCommand(*opts); });
 }
 

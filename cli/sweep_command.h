@@ -1,9 +1,11 @@
 // `trainsim sweep SCENARIO [--gpus 128,256,...] [--objective time|cost] [--top K] [--csv FILE]
-// [--json] [--tokens N] [--tp-across-nodes] [--micro-batches 1,2,4,8] [--set PATH=VALUE]...`:
+// [--json] [--tokens N] [--tp-across-nodes] [--micro-batches 1,2,4,8] [--trials N]
+// [--set PATH=VALUE]...`:
 // every valid parallel layout of the scenario's model on the scenario's cluster, or on each
 // --gpus count of its nodes (sweep/sweep.h). Prints the top K by time to train or by cost, with
 // failures and checkpoints counted, and the time–cost Pareto front; --csv writes every layout,
-// evaluated or rejected with its reason; --json prints {top, pareto, evaluated, rejected, ...}.
+// evaluated or rejected with its reason; --json prints {top, pareto, evaluated, rejected, ...};
+// --trials N adds a Monte Carlo run simulation of each top layout (means over N trials).
 //
 // Under `mpirun -np K` the layouts are split across the ranks and rank 0 prints (byte-identical
 // to one process); without mpirun the command is one process and never initialises MPI.

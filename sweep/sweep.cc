@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "checkpoint/checkpoint_model.h"
+#include "checkpoint/monte_carlo.h"
 #include "comm/topology.h"
 #include "parallelism/memory.h"
 #include "sim/progress.h"
@@ -187,6 +188,75 @@ void Finalise(const SweepProblem& problem, const GoodputEstimate& g, Evaluation*
       e->layout.gpus + (problem.run.bill_spares ? double(problem.run.spare_nodes) * gpn : 0.0);
   e->gpu_hours = e->time_to_train_s / 3600.0 * billed;
   e->cost_usd = e->gpu_hours * problem.run.usd_per_gpu_hour;
+}
+
+// The Monte Carlo run simulation of the top layouts (SweepOptions::trials).
+Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, Communicator* comm,
+                     SweepResult* res) {
+  if (!problem.step_time_fn) {
+    return Status::InvalidArgument("Monte Carlo trials need a step-time function");
+  }
+  const int gpn = problem.base.topology.gpus_per_node;
+  const int64_t tokens_per_step =
+      int64_t(problem.base.parallel.global_batch) * problem.base.model.seq_len;
+  const int64_t steps = int64_t(std::ceil(problem.token_budget / double(tokens_per_step)));
+  for (size_t i : res->top) {
+    Evaluation& e = res->evaluations[i];
+    ckpt::RunConfig run = problem.run;
+    run.nodes = e.layout.gpus / gpn;
+    run.gpus_per_node = gpn;
+    run.tp = e.layout.parallel.tp;
+    run.pp = e.layout.parallel.pp;
+    run.dp = e.layout.parallel.dp;
+    run.cluster_nodes = 0;
+    run.faults.clear();  // the scenario's scheduled faults name its own layout's GPUs
+    run.total_steps = steps;
+    run.wall_time_limit.reset();
+    run.checkpoint.interval.kind = ckpt::CheckpointInterval::Kind::kAuto;
+    run.record_events = false;
+    run.checkpoint.spec.parameters = problem.parameters;  // as ExpectedGoodput sizes it
+    ckpt::StepTimeCache cache(problem.step_time_fn(StepConfigFor(problem, e.layout)));
+    const int64_t n = options.trials, size = comm->size(), rank = comm->rank();
+    Result<std::vector<ckpt::TrialOutcome>> mine =
+        ckpt::RunTrials(run, cache, n * rank / size, n * (rank + 1) / size);
+    // Every rank reaches the all-gather even on error, so none waits forever.
+    Writer w;
+    w.I(mine.ok() ? 1 : 0);
+    if (mine.ok()) {
+      for (const ckpt::TrialOutcome& t : *mine) {
+        w.I(t.trial);
+        w.D(t.wall_time_s);
+        w.D(t.goodput);
+        w.D(t.cost_usd);
+      }
+    } else {
+      w.S(mine.status().message());
+    }
+    Result<std::vector<std::string>> all = comm->AllGather(w.str());
+    if (!all.ok()) return all.status();
+    std::vector<ckpt::TrialOutcome> outcomes;
+    for (const std::string& part : *all) {
+      Reader r(part);
+      if (r.I() == 0) {
+        return Status::FailedPrecondition("Monte Carlo trials of " + DescribeLayout(e.layout) +
+                                          ": " + r.S());
+      }
+      while (!r.done() && r.ok()) {
+        ckpt::TrialOutcome t;
+        t.trial = r.I();
+        t.wall_time_s = r.D();
+        t.goodput = r.D();
+        t.cost_usd = r.D();
+        outcomes.push_back(t);
+      }
+    }
+    const ckpt::MonteCarloSummary s = ckpt::Summarize(std::move(outcomes));
+    e.trials = s.trials;
+    e.mc_goodput = s.goodput.mean;
+    e.mc_time_to_train_s = s.wall_time_s.mean;
+    e.mc_cost_usd = s.cost_usd.mean;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -532,6 +602,7 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
     res.top.push_back(i);
   }
   res.pareto = ParetoFront(res.evaluations);
+  if (options.trials > 0) TRAINSIM_RETURN_IF_ERROR(RunMonteCarlo(problem, options, comm, &res));
   return res;
 }
 

@@ -74,6 +74,9 @@ struct SweepProblem {
   bool gpipe = true;
   // Layouts to confirm with the step simulation beyond the top K: the Pareto front too.
   bool confirm_pareto = true;
+  // Step time per cluster state for the Monte Carlo run simulation of the top layouts
+  // (SweepOptions::trials); the command passes scenarios::MakeStepTimeFn. Needed only then.
+  std::function<checkpoint::StepTimeFn(const parallelism::StepConfig&)> step_time_fn;
 };
 
 // One layout: the GPU count and the parallel configuration (global batch from the problem).
@@ -105,6 +108,12 @@ struct Evaluation {
   double gpu_hours = 0;
   double cost_usd = 0;
   bool confirmed = false;  // step_time_s comes from the step simulation
+  // Monte Carlo over failure histories (top layouts, SweepOptions::trials > 0): the run
+  // simulation with Daly's interval (`auto`), means over the trials.
+  int64_t trials = 0;
+  double mc_goodput = 0;
+  double mc_time_to_train_s = 0;
+  double mc_cost_usd = 0;
 };
 
 // The goodput model of one job size (see the header comment).
@@ -145,6 +154,10 @@ struct SweepOptions {
   Objective objective = Objective::kTime;
   int top_k = 10;
   bool progress = false;  // progress bar on stderr (rank 0 only, and only on a terminal)
+  // Monte Carlo trials of the run simulation for each of the top layouts (0 = none). Trials
+  // [0, N) are split into contiguous ranges over the ranks (checkpoint::RunTrials: trial k
+  // depends only on the config and k) and gathered, so the means do not depend on the ranks.
+  int64_t trials = 0;
 };
 
 struct SweepResult {

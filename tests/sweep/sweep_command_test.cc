@@ -155,6 +155,13 @@ TEST(SweepCommandTest, TwoMpiRanksPrintExactlyWhatOneProcessPrints) {
   RunResult two_json = RunCommand({mpiexec, "--oversubscribe", "-np", "2"}, json_args);
   ASSERT_EQ(two_json.exit_code, 0) << two_json.err;
   EXPECT_EQ(two_json.out, one_json.out);
+  // Monte Carlo trials are split over the ranks the same way.
+  json_args.insert(json_args.end(), {"--trials", "16"});
+  RunResult one_mc = RunCommand({}, json_args);
+  RunResult two_mc = RunCommand({mpiexec, "--oversubscribe", "-np", "2"}, json_args);
+  ASSERT_EQ(two_mc.exit_code, 0) << two_mc.err;
+  EXPECT_TRUE(Contains(one_mc.out, "\"mc_goodput\"")) << one_mc.out;
+  EXPECT_EQ(two_mc.out, one_mc.out);
 }
 
 }  // namespace

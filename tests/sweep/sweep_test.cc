@@ -8,6 +8,7 @@
 #include <barrier>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -254,6 +255,51 @@ TEST(SweepTest, ThreeRanksGiveTheSameResultAsOne) {
       ASSERT_EQ(a.confirmed, b.confirmed) << i;
       ASSERT_TRUE(!LayoutLess(a.layout, b.layout) && !LayoutLess(b.layout, a.layout)) << i;
     }
+  }
+}
+
+TEST(SweepTest, MonteCarloTrialsSplitOverRanksGiveTheSameMeans) {
+  SweepProblem p = Problem({32});
+  p.micro_batches = {2};
+  p.confirm_pareto = false;
+  p.token_budget = 20e9;
+  // The healthy step's time for every cluster state (failures here only interrupt the run).
+  p.step_time_fn = [](const par::StepConfig& c) -> checkpoint::StepTimeFn {
+    return [c](const checkpoint::ClusterState&) -> Result<checkpoint::StepTiming> {
+      Result<par::StepResult> r = par::SimulateStep(c);
+      if (!r.ok()) return r.status();
+      checkpoint::StepTiming t;
+      t.useful = sim::Time::FromSeconds(r->time_s);
+      return t;
+    };
+  };
+  const SweepOptions opts{Objective::kTime, 1, false, 6};
+  LocalCommunicator one;
+  Result<SweepResult> single = RunSweep(p, opts, &one);
+  ASSERT_TRUE(single.ok()) << single.status().message();
+  const Evaluation& e = single->evaluations[single->top[0]];
+  EXPECT_EQ(e.trials, 6);
+  EXPECT_GT(e.mc_goodput, 0.5);
+  EXPECT_LE(e.mc_goodput, 1.0);
+  // The run takes at least the failure-free time: steps × step time.
+  EXPECT_GE(e.mc_time_to_train_s, std::ceil(20e9 / (512.0 * 2048)) * e.step_time_s * 0.999);
+
+  ThreadGroup group(2);
+  std::vector<std::optional<Result<SweepResult>>> results(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      ThreadGroup::Rank comm(&group, r);
+      results[size_t(r)] = RunSweep(p, opts, &comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(results[size_t(r)]->ok());
+    const Evaluation& m = (**results[size_t(r)]).evaluations[single->top[0]];
+    EXPECT_EQ(m.mc_goodput, e.mc_goodput);
+    EXPECT_EQ(m.mc_time_to_train_s, e.mc_time_to_train_s);
+    EXPECT_EQ(m.mc_cost_usd, e.mc_cost_usd);
   }
 }
 
