@@ -1,11 +1,13 @@
 # The two commands of the README's quick start, and a few more for developers.
 #   make demo   installs what is missing, builds, runs the bundled default scenario
 #   make test   the same set-up, then the whole test suite through ctest
+#   make test-asan  the whole suite built with AddressSanitizer + UBSan (build-asan/)
+#   make fuzz   the libFuzzer targets (clang) run FUZZ_SECONDS each on fuzz/corpus (build-fuzz/)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test bench format clean
+.PHONY: all setup configure build demo test test-asan fuzz bench format clean
 
 all: build
 
@@ -25,6 +27,28 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Sanitizers: every test, and the trainsim binary the CLI tests run, built with ASan and UBSan;
+# any report fails the test (UBSan does not recover). No CUDA: the NCCL runner is not built here.
+ASAN_BUILD ?= build-asan
+test-asan: setup
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSIM_WITH_CUDA=OFF \
+	  -DTRAINSIM_BUILD_BENCH=OFF -DTRAINSIM_SANITIZE=address,undefined \
+	  -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# Fuzzing: clang's libFuzzer on the scenario loader (text, JSON), durations and --set.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = fuzz_scenario_text fuzz_scenario_json fuzz_duration fuzz_set
+fuzz: setup
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTRAINSIM_FUZZ=ON -DTRAINSIM_SANITIZE=address,undefined -DTRAINSIM_WITH_CUDA=OFF \
+	  -DTRAINSIM_BUILD_TESTS=OFF -DTRAINSIM_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) --target $(FUZZ_TARGETS) -j $(JOBS)
+	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 bench: build
 	bash scripts/bench.sh $(BUILD)
