@@ -337,6 +337,9 @@ Status ValidateProblem(const SweepProblem& problem) {
     return Status::InvalidArgument("global_batch must be >= 1");
   }
   if (problem.micro_batches.empty()) return Status::InvalidArgument("no micro-batch sizes");
+  if (problem.recompute_modes.empty() || problem.sequence_parallel.empty()) {
+    return Status::InvalidArgument("no recompute modes or sequence-parallel settings to try");
+  }
   for (int mb : problem.micro_batches) {
     if (mb < 1) return Status::InvalidArgument("micro-batch sizes must be >= 1");
   }
