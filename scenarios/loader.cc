@@ -511,6 +511,13 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
     std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     size_t byte = e.byte > 0 ? e.byte - 1 : 0;
     return Status::InvalidArgument(At(name_for_errors, LineColumn(text, byte)) + ": " + detail);
+  } catch (const nlohmann::json::exception& e) {
+    // Anything else the JSON reader throws (e.g. out_of_range.406 for a number such as 1e400
+    // that overflows a double) is still the user's input: report it, never let it escape.
+    std::string what = e.what();
+    size_t bracket = what.find("] ");
+    return Status::InvalidArgument(
+        name_for_errors + ": " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   SourceMap local;
   local.is_json = true;
@@ -610,6 +617,9 @@ Result<pb::Scenario> ParseScenarioText(std::string_view text, const std::string&
                        /*check_files=*/false);
 }
 
+// Scenario files are a few KiB; 16 MiB leaves room for generated ones with thousands of faults.
+constexpr size_t kMaxScenarioBytes = size_t{16} << 20;
+
 Result<pb::Scenario> LoadScenario(const std::string& path,
                                   const std::vector<std::string>& set_overrides) {
   std::error_code ec;
@@ -618,10 +628,17 @@ Result<pb::Scenario> LoadScenario(const std::string& path,
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open the scenario file (does it exist?)");
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read at most one byte past the limit, so a huge file, a sparse one or /dev/zero is refused
+  // after reading kMaxScenarioBytes rather than exhausting memory or never returning.
+  std::string body(kMaxScenarioBytes + 1, '\0');
+  in.read(body.data(), static_cast<std::streamsize>(body.size()));
   if (in.bad()) return Status::InvalidArgument(path + ": read error");
-  std::string body = text.str();
+  body.resize(static_cast<size_t>(in.gcount()));
+  if (body.size() > kMaxScenarioBytes) {
+    return Status::InvalidArgument(path + ": larger than " +
+                                   std::to_string(kMaxScenarioBytes >> 20) +
+                                   " MiB; a scenario is a few KiB of text");
+  }
   bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   return ParseAndCheck(body, path, set_overrides, std::filesystem::path(path).parent_path(),
                        json || detail::LooksLikeJson(body), /*check_files=*/true);

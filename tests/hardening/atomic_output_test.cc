@@ -35,12 +35,10 @@ std::vector<std::string> Entries(const fs::path& dir) {
   return names;
 }
 
-// BUG cli/run_command.cc (`run --trace`): the trace is written with std::ofstream straight to the
-// target and the stream is never checked after writing, so a write that fails part-way exits 0
-// and leaves a truncated trace (4,096 bytes here). Fix: build the trace in a std::ostringstream
-// and write it with sim::WriteFileAtomically (sim/atomic_file.h), reporting its Status; the same
-// for the run-phase trace file. Enable these two tests then.
-TEST(AtomicOutputTest, DISABLED_TraceIsCompleteOrAbsentWhenTheWriteFailsPartWay) {
+// `run --trace` once wrote straight to the target without checking the stream, so a write that
+// failed part-way exited 0 and left a truncated trace (4,096 bytes here); traces now go through
+// sim::WriteFileAtomically.
+TEST(AtomicOutputTest, TraceIsCompleteOrAbsentWhenTheWriteFailsPartWay) {
   fs::path d = ScratchDir("fsize");
   const std::string trace = (d / "trace.json").string();
   RunLimits limits;
@@ -55,8 +53,7 @@ TEST(AtomicOutputTest, DISABLED_TraceIsCompleteOrAbsentWhenTheWriteFailsPartWay)
   fs::remove_all(d);
 }
 
-// BUG: as above (cli/run_command.cc writes the trace in place).
-TEST(AtomicOutputTest, DISABLED_AFailedTraceWriteKeepsThePreviousFile) {
+TEST(AtomicOutputTest, AFailedTraceWriteKeepsThePreviousFile) {
   fs::path d = ScratchDir("keep");
   const std::string trace = (d / "trace.json").string();
   { std::ofstream(trace) << "previous trace\n"; }

@@ -87,12 +87,12 @@ std::vector<Case> LoadCases() {
   return cases;
 }
 
+// Each case removes the directory when it ends, so it is (re)made on every call: the cases then
+// also pass when one process runs them all (the binary run by hand), not only under ctest.
 fs::path GenDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("trainsim_hardening_" + std::to_string(::getpid()));
-    fs::create_directories(d / "scratch");
-    return d;
-  }();
+  static const fs::path dir =
+      fs::temp_directory_path() / ("trainsim_hardening_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "scratch");
   return dir;
 }
 
