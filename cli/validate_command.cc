@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -24,7 +25,11 @@ std::string Fmt(const char* format, double v) {
 
 void AddValidateCommand(CLI::App& app, int* exit_code) {
   struct Options {
-    std::string dir = "scenarios/validation";
+    // From the repository root the bundled rows are found as-is; elsewhere, in the source tree
+    // this binary was built from.
+    std::string dir = std::filesystem::is_directory("scenarios/validation")
+                          ? "scenarios/validation"
+                          : std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/validation";
     std::vector<std::string> sets;
     bool json = false;
   };

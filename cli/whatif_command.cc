@@ -238,7 +238,7 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--events", opts->events, "Also print the what-if run's event log");
   cmd->add_option("--trial", opts->trial,
                   "Which stochastic failure history to use (Monte Carlo trial index)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--trials", opts->trials,
                   "Also repeat the comparison over N failure histories (trials 0..N-1) and "
                   "report mean, p50, p90 and p99 of the extra wall time, cost and lost work")
