@@ -271,11 +271,11 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                 << Pad(Fmt("%.2f", r.busbw_GBps), 13) << "  ";
       std::string algo_name(comm::AlgoName(r.estimate.algo));
       algo_name.resize(14, ' ');
+      std::string proto = ProtocolText(r.estimate);
       if (cal == nullptr) {
-        std::cout << ProtocolText(r.estimate) << "\n";
+        std::cout << algo_name << proto << "\n";
         continue;
       }
-      std::string proto = ProtocolText(r.estimate);
       proto.resize(8, ' ');
       std::cout << algo_name << proto << (r.estimate.calibrated ? "calib" : "model") << "\n";
     }

@@ -140,6 +140,15 @@ TEST(CalibrationCliTest, TableNamesTheFileAndMarksEachRow) {
   EXPECT_FALSE(Contains(plain.out, "source")) << plain.out;
 }
 
+// Regression: the model-only table once printed the protocol under the "algo" heading and no
+// algorithm at all. A 1 GiB all-reduce in one NVSwitch node is a ring with the Simple protocol
+// (the tree's 0.92 bandwidth cap and LL/LL128's caps all lose at that size; REFERENCES.md).
+TEST(CalibrationCliTest, ModelTableNamesTheAlgorithmAndTheProtocol) {
+  RunResult r = RunTrainsim({"collective", kDemo, "--group", "8", "--sizes", "1GiB"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "  ring          Simple\n")) << r.out;
+}
+
 TEST(CalibrationCliTest, BadCalibrationFilesExitTwoWithOneMessage) {
   const fs::path bad =
       fs::temp_directory_path() / ("trainsim_calib_bad_" + std::to_string(::getpid()) + ".json");
