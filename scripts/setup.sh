@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev googletest        # unit tests
   libbenchmark-dev               # bench/
   openmpi-bin libopenmpi-dev     # distributed sweeps (optional at run time)
+  clang libclang-rt-14-dev       # make fuzz: libFuzzer with ASan/UBSan
 )
 
 missing=()
