@@ -10,10 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "tests/hardening/run_trainsim.h"
+#include "tests/util/run_trainsim.h"
 
 namespace trainsim::hardening {
 namespace {
+
+using test_util::Contains;
+using test_util::ReadFileOrEmpty;
+using test_util::RunLimits;
+using test_util::RunResult;
+using test_util::RunTrainsim;
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-#include "tests/hardening/run_trainsim.h"
+#include "tests/util/run_trainsim.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace trainsim::hardening {
+namespace trainsim::test_util {
 
 namespace {
 
@@ -116,4 +116,4 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return ss.str();
 }
 
-}  // namespace trainsim::hardening
+}  // namespace trainsim::test_util
