@@ -3,11 +3,9 @@
 // identity, Monte Carlo determinism under a seed, bad input (exit 2 with one message, nothing on
 // stdout), the interval scan against Young's and Daly's closed forms, and the run trace.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,57 +13,24 @@
 #include <string>
 #include <vector>
 
+#include "tests/util/run_trainsim.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using trainsim::test_util::Contains;
+using trainsim::test_util::RunProgram;
+using trainsim::test_util::RunResult;
 
 const fs::path kSource = TRAINSIM_SOURCE_DIR;
 const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
+// With CI=1 (through env(1)) so no progress bar reaches stderr (sim/progress.cc), as before.
 RunResult RunTrainsim(const std::vector<std::string>& args) {
-  fs::path err_file = fs::temp_directory_path() /
-                      ("trainsim_run_report_test_" + std::to_string(::getpid()) + ".err");
-  std::string cmd = "cd ";
-  cmd.append(ShellQuote(kSource.string())).append(" && CI=1 ").append(ShellQuote(TRAINSIM_BINARY));
-  for (const std::string& a : args) cmd.append(" ").append(ShellQuote(a));
-  cmd.append(" 2>").append(ShellQuote(err_file.string()));
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_file);
-  return r;
-}
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
+  std::vector<std::string> argv = {"env", "CI=1", TRAINSIM_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProgram(argv);
 }
 
 // The demo with a scheduled fault appended (a scenario file in a temporary directory).

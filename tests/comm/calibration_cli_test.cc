@@ -3,71 +3,27 @@
 // the rest modelled; `trainsim run` says what of the step came from the file; a missing,
 // unparsable or wrong-GPU file is one message and exit 2.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/util/run_trainsim.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using trainsim::test_util::Contains;
+using trainsim::test_util::RunResult;
+using trainsim::test_util::RunTrainsim;
 
 const fs::path kSource = TRAINSIM_SOURCE_DIR;
 const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
 const std::string kSample = (kSource / "scenarios/calibration/dgx_h100_sample.json").string();
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
-RunResult RunTrainsim(const std::vector<std::string>& args) {
-  const fs::path err_file =
-      fs::temp_directory_path() / ("trainsim_calib_cli_" + std::to_string(::getpid()) + ".err");
-  std::string cmd = "cd ";
-  cmd.append(ShellQuote(kSource.string())).append(" && ").append(ShellQuote(TRAINSIM_BINARY));
-  // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
-  for (const std::string& a : args) cmd.append(" ").append(ShellQuote(a));
-  cmd.append(" 2>").append(ShellQuote(err_file.string()));
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_file);
-  return r;
-}
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST(CalibrationCliTest, CollectiveInsideCoverageIsTheHandInterpolatedTime) {
   // 8-rank ring all-reduce in one node at 48 MiB lies between the sample's 16 MiB (137.4 µs)
