@@ -2,17 +2,14 @@
 // one clear message), and the MPI run (`mpirun --oversubscribe -np 2`) byte-identical to the
 // single process; that one skips when mpirun is absent.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/util/run_trainsim.h"
 
 namespace {
 
@@ -23,52 +20,19 @@ const fs::path kSource = TRAINSIM_SOURCE_DIR;
 const std::string kSmall = (kSource / "scenarios/examples/small.json").string();
 const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using trainsim::test_util::Contains;
+using trainsim::test_util::RunProgram;
+using trainsim::test_util::RunResult;
 
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q.append("'\\''");
-    } else {
-      q += c;
-    }
-  }
-  q += '\'';
-  return q;
-}
-
-// Runs `prefix` (e.g. mpirun ...) + trainsim + args; stdout and stderr captured.
+// Runs `prefix` (e.g. mpirun ...) + trainsim + args from the source tree; stdout and stderr
+// captured. Sweeps under mpirun on a loaded 2-core machine can take minutes, hence the limit.
 RunResult RunCommand(const std::vector<std::string>& prefix, const std::vector<std::string>& args) {
-  const fs::path err_file =
-      fs::temp_directory_path() / ("trainsim_sweep_test_" + std::to_string(::getpid()) + ".err");
-  std::string cmd;
-  for (const std::string& p : prefix) cmd.append(ShellQuote(p)).append(" ");
-  cmd.append(ShellQuote(TRAINSIM_BINARY));
-  for (const std::string& a : args) cmd.append(" ").append(ShellQuote(a));
-  cmd.append(" 2>").append(ShellQuote(err_file.string()));
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  fs::remove(err_file);
-  return r;
-}
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
+  std::vector<std::string> argv = prefix;
+  argv.push_back(TRAINSIM_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  trainsim::test_util::RunLimits limits;
+  limits.timeout_s = 900;
+  return RunProgram(argv, kSource.string(), limits);
 }
 
 TEST(SweepCommandTest, JsonHasTheIssuesKeys) {
