@@ -23,7 +23,7 @@ struct RunResult {
 struct RunLimits {
   int timeout_s = 60;
   long file_size_limit_bytes = -1;  // -1: none
-  long memory_limit_bytes = -1;     // RLIMIT_AS; -1: none
+  long memory_limit_bytes = -1;     // RLIMIT_AS; -1: none. Not applied under AddressSanitizer.
 };
 
 // Runs TRAINSIM_BINARY with `args` in `cwd` (default: the source tree, TRAINSIM_SOURCE_DIR).
