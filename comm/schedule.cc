@@ -142,7 +142,8 @@ int64_t PipelineChunks(uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t mi
 }
 
 std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& schedule,
-                                     const std::vector<Protocol>& protocols) {
+                                     const std::vector<Protocol>& protocols,
+                                     const std::vector<double>* capacity_Bps) {
   const size_t np = protocols.size();
   std::vector<double> total(np, 0.0);
   for (size_t k = 0; k < np; ++k) {
@@ -159,7 +160,9 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& s
   }
   std::vector<double> capacity(static_cast<size_t>(topology.num_links()));
   for (size_t l = 0; l < capacity.size(); ++l) {
-    capacity[l] = topology.link(static_cast<LinkId>(l)).bandwidth_Bps;
+    capacity[l] = capacity_Bps != nullptr && l < capacity_Bps->size()
+                      ? (*capacity_Bps)[l]
+                      : topology.link(static_cast<LinkId>(l)).bandwidth_Bps;
   }
   const std::vector<int64_t> bounds = Boundaries(schedule);
   const int64_t end_wave = schedule.total_waves();
@@ -233,6 +236,8 @@ class ScheduleRun {
   void Start() { StartWave(); }
 
  private:
+  // Runs the next segment: the waves up to the next boundary share one active set, so they run
+  // as one wave whose flows carry the segment's bytes (see schedule.h, "segments").
   void StartWave() {
     while (wave_ < end_wave_) {
       if (bound_index_ < bounds_.size() && bounds_[bound_index_] == wave_) {
@@ -255,18 +260,21 @@ class ScheduleRun {
       });
       return;
     }
+    const int64_t next =
+        bound_index_ < bounds_.size() ? std::min(bounds_[bound_index_], end_wave_) : end_wave_;
+    span_ = next - wave_;
     pending_ = active_.size();
     for (size_t i : active_) {
       // The chain latency stands for every hop's latency, so flows add none of their own.
       network_->StartFlow(
-          std::span<const LinkId>(paths_[i]), wire_[i], [this] { OnDelivered(); },
-          sim::Time::Zero(), /*charge_path_latency=*/false);
+          std::span<const LinkId>(paths_[i]), wire_[i] * static_cast<uint64_t>(span_),
+          [this] { OnDelivered(); }, sim::Time::Zero(), /*charge_path_latency=*/false);
     }
   }
 
   void OnDelivered() {
     if (--pending_ > 0) return;
-    ++wave_;
+    wave_ += span_;
     StartWave();
   }
 
@@ -281,6 +289,7 @@ class ScheduleRun {
   std::vector<size_t> active_;
   size_t bound_index_ = 0;
   int64_t wave_ = 0;
+  int64_t span_ = 1;  // waves in the running segment
   size_t pending_ = 0;
 };
 

@@ -24,7 +24,16 @@
 //     set are computed once, so a ring is one alpha-beta term times its 2(n−1) steps. The load
 //     does not depend on the protocol, so one evaluation prices every protocol.
 //   - RunSchedule (expansion): the same waves as flows on a FlowNetwork (their latency is the
-//     chain latency, added after the last wave, not the flows' path latency).
+//     chain latency, added after the last wave, not the flows' path latency). Segments: a run of
+//     consecutive waves with the same active transfers (a ring's 2(n−1) steps) starts as one
+//     wave whose flows carry the run's bytes, so a ring over n ranks costs n·C flows, not
+//     2(n−1)·n·C. On an idle network this is exact (each wave would last payload / r at the
+//     same rate r). Under contention it lets a transfer on an uncontended link run ahead of the
+//     per-step barrier, so the collective ends when its slowest transfer has moved the whole
+//     run: max over transfers of the sum of their drains rather than the sum over steps of the
+//     slowest drain. The two agree while contention is steady over the collective (a ring
+//     that shares one NIC with a long pipeline send); NCCL's ring, throttled by the slowest
+//     link through its bounded step buffers (NCCL_STEPS), lies between them.
 // They agree on an idle network because all transfers of one wave carry the same bytes: the
 // flows on the most loaded link are frozen first, at the smallest rate r, and keep r until they
 // drain (every flow sharing that link has rate r, so none finishes earlier and frees capacity),
@@ -69,12 +78,16 @@ struct Schedule {
   // Latency of the critical chain of hops under a protocol's costs, in seconds.
   std::function<double(const ProtocolCosts&)> chain_latency_s;
   int64_t total_waves() const;
-  uint64_t total_flows() const;  // Σ num_waves: flows the expansion starts
+  uint64_t total_flows() const;  // Σ num_waves: an upper bound on the flows the expansion starts
 };
 
 // Closed-form time in seconds on the idle topology, one entry per protocol in `protocols`.
+// With `capacity_Bps` (one entry per LinkId, e.g. FlowNetwork::LinkCapacities()) links have
+// those capacities instead of the topology's; a wave crossing a link of capacity 0 never ends
+// (+infinity).
 std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& schedule,
-                                     const std::vector<Protocol>& protocols);
+                                     const std::vector<Protocol>& protocols,
+                                     const std::vector<double>* capacity_Bps = nullptr);
 
 // Runs the schedule with `protocol` on the network from now; on_done after the last wave has
 // drained and the chain latency has passed.
