@@ -249,6 +249,24 @@ Result<CollectiveEstimate> EstimateCollective(const Topology& topology,
   return CollectiveEstimate{choice->algo, choice->protocol, *time};
 }
 
+Result<CollectiveEstimate> EstimateCollectiveOnNetwork(const FlowNetwork& network,
+                                                       const CollectiveSpec& spec) {
+  const Topology& topology = network.topology();
+  TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
+  if (spec.gpus.size() == 1) {
+    const std::vector<Algo> algos = AlgorithmsFor(spec.op);
+    return CollectiveEstimate{spec.algo == Algo::kAuto ? algos.front() : spec.algo,
+                              Protocol::kSimple, sim::Time::Zero()};
+  }
+  Result<Choice> choice = Choose(topology, spec);
+  if (!choice.ok()) return choice.status();
+  const std::vector<double> t =
+      EvaluateSchedule(topology, choice->schedule, {choice->protocol}, &network.LinkCapacities());
+  const auto time = sim::Time::FromSecondsChecked(t.front());
+  return CollectiveEstimate{choice->algo, choice->protocol,
+                            time.has_value() ? *time : sim::Time::Max()};
+}
+
 Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
                                          std::function<void()> on_done) {
   const Topology& topology = network->topology();

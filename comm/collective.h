@@ -86,6 +86,14 @@ Result<CollectiveEstimate> EstimateCollective(const Topology& topology, const Co
 Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
                                          std::function<void()> on_done);
 
+// The closed form on the network's current link capacities (degraded links slow it; a link that
+// is down on its path gives sim::Time::Max()), for the algorithm and protocol RunCollective
+// would pick (chosen on the idle topology). Schedules nothing. For callers that time a
+// collective as one event where the flow expansion would cost too much; unlike RunCollective
+// it does not contend with other traffic on the network.
+Result<CollectiveEstimate> EstimateCollectiveOnNetwork(const FlowNetwork& network,
+                                                       const CollectiveSpec& spec);
+
 // The first `n` GPUs in rank order (0..n−1, tensor-parallel innermost).
 std::vector<int> FirstGpus(int n);
 

@@ -54,6 +54,8 @@ class FlowNetwork {
   // Scales link bandwidth; factor >= 0 (0 = down). Takes effect at the current instant.
   void SetLinkBandwidthFactor(LinkId link, double factor);
   double LinkBandwidthFactor(LinkId link) const;
+  // Every link's current capacity (bandwidth × factor), bytes/s, indexed by LinkId.
+  const std::vector<double>& LinkCapacities() const { return capacity_Bps_; }
 
   // Current rate of an active flow in bytes/s (0 if it is not draining, e.g. finished). Rates
   // reflect flows started at this instant only once the engine has processed the instant.

@@ -258,6 +258,48 @@ TEST(CollectiveTest, DegradedLinkSlowsTheCollective) {
   EXPECT_GT(done.seconds(), 1.9 * healthy.seconds() - 1e-3);
 }
 
+TEST(CollectiveTest, RingExpansionStartsOneFlowPerRankAndChannelNotPerStep) {
+  // 16 nodes, rail 3 of each (one GPU per node, C = 1 channel): all 2(n−1) = 30 steps of the
+  // ring move the same n transfers, so the expansion runs them as one wave of n flows carrying
+  // the 30 steps' bytes, not 30·n flows; the time is the closed form's.
+  const Topology t = Dgx(16);
+  std::vector<int> gpus;
+  for (int node = 0; node < 16; ++node) gpus.push_back(node * 8 + 3);
+  const CollectiveSpec spec{Op::kAllReduce, Algo::kRing, gpus, uint64_t{1} << 30};
+  sim::Engine engine;
+  FlowNetwork network(&engine, &t);
+  sim::Time done;
+  ASSERT_TRUE(RunCollective(&network, spec, [&] { done = engine.now(); }).ok());
+  engine.Run();
+  EXPECT_EQ(network.flows_started(), 16u);
+  const double closed = EstimateCollective(t, spec)->time.seconds();
+  EXPECT_NEAR(done.seconds(), closed, 1e-6 * closed);
+}
+
+TEST(CollectiveTest, ClosedFormOnTheNetworkSeesItsDegradedLinks) {
+  // Ring over rail 0 of 4 nodes with node 2's NIC at half speed: the closed form on the
+  // network's capacities agrees with the expansion on that network (nothing else runs), and the
+  // bandwidth-bound ring takes about twice as long as on the healthy network.
+  const Topology t = Dgx(4);
+  const CollectiveSpec spec{Op::kAllReduce, Algo::kRing, {0, 8, 16, 24}, uint64_t{1} << 30};
+  sim::Engine engine;
+  FlowNetwork network(&engine, &t);
+  network.SetLinkBandwidthFactor(t.nic_tx(2 * 8), 0.5);
+  Result<CollectiveEstimate> closed = EstimateCollectiveOnNetwork(network, spec);
+  ASSERT_TRUE(closed.ok()) << closed.status().message();
+  sim::Time done;
+  ASSERT_TRUE(RunCollective(&network, spec, [&] { done = engine.now(); }).ok());
+  engine.Run();
+  EXPECT_NEAR(closed->time.seconds(), done.seconds(), 0.01 * done.seconds());
+  const double healthy = EstimateCollective(t, spec)->time.seconds();
+  EXPECT_GT(closed->time.seconds(), 1.9 * healthy);
+  EXPECT_LT(closed->time.seconds(), 2.0 * healthy);
+
+  // A link down on its path: it never finishes.
+  network.SetLinkBandwidthFactor(t.nic_rx(8), 0.0);
+  EXPECT_TRUE(EstimateCollectiveOnNetwork(network, spec)->time.is_max());
+}
+
 TEST(CollectiveTest, GroupOfOneCostsNothing) {
   const Topology t = Dgx(1);
   const CollectiveSpec spec{Op::kAllReduce, Algo::kAuto, {5}, 1024};
