@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "comm/collective.h"
 #include "comm/flow_network.h"
@@ -259,6 +260,8 @@ class StepSim {
 
   uint64_t events() const { return engine_.events_processed(); }
   uint64_t flows() const { return net_.flows_started(); }
+  int closed_form_collectives() const { return closed_form_collectives_; }
+  int closed_form_max_nodes() const { return closed_form_max_nodes_; }
   std::vector<TraceSlice>& trace() { return trace_; }
 
  private:
@@ -305,6 +308,31 @@ class StepSim {
   static Status TooLong(double s) {
     return Status::OutOfRange("one pipeline task would take " + Fmt("%.3g", s) +
                               " s of simulated time; check the model size and slowdowns");
+  }
+
+  // Starts a DP-side collective: as flows on the network, or, when its group spans more than
+  // flow_collective_max_nodes nodes, as one event after comm's closed form on the network's
+  // current capacities (cached per group, op and size: capacities do not change during a step).
+  // on_done never runs if a link on its path is down, as with flows.
+  Result<comm::CollectiveEstimate> StartCollective(const comm::CollectiveSpec& spec,
+                                                   std::function<void()> on_done) {
+    std::vector<int> nodes;
+    nodes.reserve(spec.gpus.size());
+    for (int g : spec.gpus) nodes.push_back(topo_->node_of(g));
+    std::sort(nodes.begin(), nodes.end());
+    const int span = int(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    if (span <= cfg_.flow_collective_max_nodes) return comm::RunCollective(&net_, spec, on_done);
+    auto key = std::make_tuple(spec.gpus, int(spec.op), spec.bytes);
+    auto it = closed_form_cache_.find(key);
+    if (it == closed_form_cache_.end()) {
+      Result<comm::CollectiveEstimate> est = comm::EstimateCollectiveOnNetwork(net_, spec);
+      if (!est.ok()) return est.status();
+      it = closed_form_cache_.emplace(std::move(key), *est).first;
+    }
+    closed_form_collectives_++;
+    closed_form_max_nodes_ = std::max(closed_form_max_nodes_, span);
+    if (!it->second.time.is_max()) engine_.Schedule(it->second.time, std::move(on_done));
+    return it->second;
   }
 
   size_t MsgIndex(bool forward, int chunk, int mb) const {
@@ -380,7 +408,7 @@ class StepSim {
       const double bytes = 2.0 * ParametersPerGpu(cfg_.model, c_, e.stage) / v_ * nic_share_;
       comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, layout_->DpGroup(e.gpu),
                                 uint64_t(bytes)};
-      Result<comm::CollectiveEstimate> r = comm::RunCollective(&net_, spec, [this, ei, now] {
+      Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, ei, now] {
         Exec& x = execs_[size_t(ei)];
         const double t_now = engine_.now().seconds();
         x.b.exposed_dp_comm_s += t_now - now;
@@ -512,7 +540,7 @@ class StepSim {
     ch.running = true;
     const double start = engine_.now().seconds();
     comm::CollectiveSpec spec{b.op, comm::Algo::kAuto, ch.group, uint64_t(b.bytes)};
-    Result<comm::CollectiveEstimate> r = comm::RunCollective(&net_, spec, [this, stage, start] {
+    Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, start] {
       Channel& x = channels_[size_t(stage)];
       x.running = false;
       x.next++;
@@ -562,21 +590,20 @@ class StepSim {
                                 comm::Algo::kAuto,
                                 {execs_[size_t(first)].gpu, execs_[size_t(last)].gpu},
                                 uint64_t(bytes)};
-      Result<comm::CollectiveEstimate> res =
-          comm::RunCollective(&net_, spec, [this, first, last, start] {
-            const double now = engine_.now().seconds();
-            for (int ei : {first, last}) {
-              Exec& e = execs_[size_t(ei)];
-              // Until the all-reduce could start this stage waited on the others (as at the
-              // barrier); then on the all-reduce itself.
-              const double idle = start - e.reduced_s;
-              if (c_.pp > 1) e.b.bubble_s += idle;
-              e.b.exposed_dp_comm_s += now - start;
-              Slice(e.gpu, 1, "tied embedding all_reduce", "dp", start, now - start);
-              e.reduced_s = now;
-            }
-            if (--pending_embedding_ == 0) Barrier();
-          });
+      Result<comm::CollectiveEstimate> res = StartCollective(spec, [this, first, last, start] {
+        const double now = engine_.now().seconds();
+        for (int ei : {first, last}) {
+          Exec& e = execs_[size_t(ei)];
+          // Until the all-reduce could start this stage waited on the others (as at the
+          // barrier); then on the all-reduce itself.
+          const double idle = start - e.reduced_s;
+          if (c_.pp > 1) e.b.bubble_s += idle;
+          e.b.exposed_dp_comm_s += now - start;
+          Slice(e.gpu, 1, "tied embedding all_reduce", "dp", start, now - start);
+          e.reduced_s = now;
+        }
+        if (--pending_embedding_ == 0) Barrier();
+      });
       if (!res.ok()) error_ = res.status();
     }
   }
@@ -621,7 +648,7 @@ class StepSim {
     const double bytes = 2.0 * ParametersPerGpu(cfg_.model, c_, e.stage) * nic_share_;
     comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, ch.group, uint64_t(bytes)};
     const int stage = e.stage;
-    Result<comm::CollectiveEstimate> r = comm::RunCollective(&net_, spec, [this, stage, now] {
+    Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, now] {
       const double t = engine_.now().seconds();
       Slice(channels_[size_t(stage)].group[0], 1, "zero weight all_gather", "dp", now, t - now);
       for (size_t rr = 0; rr < replicas_.size(); ++rr) Finish(int(rr) * c_.pp + stage, t);
@@ -655,10 +682,83 @@ class StepSim {
   std::vector<Channel> channels_;
   size_t reduced_count_ = 0;
   size_t pending_embedding_ = 0;
+  std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>
+      closed_form_cache_;
+  int closed_form_collectives_ = 0;
+  int closed_form_max_nodes_ = 0;
   std::vector<KernelTime> layer_ops_;  // one layer's kernels, for the trace
   Status error_;
   std::vector<TraceSlice> trace_;
 };
+
+// The link factors the simulation applies (the worst per link): each degraded link, plus, for a
+// GPU-side link (NVLink, PCIe, NIC) of a GPU that is not its TP group's rank 0, the same link of
+// rank 0, whose flows stand for the group's (see the header). Adds the replicas such links
+// touch to *replicas; a degraded switch link sets *all (every replica's traffic may cross it).
+std::map<comm::LinkId, double> FoldLinkDegradations(const comm::Topology& topo,
+                                                    const Layout& layout,
+                                                    const std::vector<LinkDegradation>& links,
+                                                    std::set<int>* replicas, bool* all) {
+  std::map<comm::LinkId, double> factor;
+  auto degrade = [&](comm::LinkId l, double f) {
+    auto [it, fresh] = factor.emplace(l, f);
+    if (!fresh) it->second = std::min(it->second, f);
+  };
+  const int nics = topo.spec().nics_per_node;
+  for (const LinkDegradation& d : links) {
+    degrade(d.link, d.bandwidth_factor);
+    const comm::Link& link = topo.link(d.link);
+    std::vector<int> gpus;  // the GPUs whose traffic uses the link
+    switch (link.kind) {
+      case comm::LinkKind::kNvlinkUp:
+      case comm::LinkKind::kNvlinkDown:
+      case comm::LinkKind::kPcieUp:
+      case comm::LinkKind::kPcieDown:
+        gpus.push_back(link.owner);
+        break;
+      case comm::LinkKind::kNicTx:
+      case comm::LinkKind::kNicRx: {
+        const int node = link.owner / nics, first = node * topo.gpus_per_node();
+        for (int g = first; g < first + topo.gpus_per_node(); ++g) {
+          if (topo.global_nic_of(g) == link.owner) gpus.push_back(g);
+        }
+        break;
+      }
+      default:
+        *all = true;
+        break;
+    }
+    for (int g : gpus) {
+      if (g >= layout.num_gpus()) continue;  // a spare: no job traffic
+      const RankCoord rc = layout.CoordOf(g);
+      replicas->insert(rc.dp);
+      const int g0 = layout.GpuOf({0, rc.pp, rc.dp});
+      switch (link.kind) {
+        case comm::LinkKind::kNvlinkUp:
+          degrade(topo.nvlink_up(g0), d.bandwidth_factor);
+          break;
+        case comm::LinkKind::kNvlinkDown:
+          degrade(topo.nvlink_down(g0), d.bandwidth_factor);
+          break;
+        case comm::LinkKind::kPcieUp:
+          degrade(topo.pcie_up(g0), d.bandwidth_factor);
+          break;
+        case comm::LinkKind::kPcieDown:
+          degrade(topo.pcie_down(g0), d.bandwidth_factor);
+          break;
+        case comm::LinkKind::kNicTx:
+          degrade(topo.nic_tx(topo.global_nic_of(g0)), d.bandwidth_factor);
+          break;
+        case comm::LinkKind::kNicRx:
+          degrade(topo.nic_rx(topo.global_nic_of(g0)), d.bandwidth_factor);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return factor;
+}
 
 }  // namespace
 
@@ -706,27 +806,31 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     return Status::FailedPrecondition(msg);
   }
 
-  // Which replicas to simulate: every one with a slowed GPU, plus one healthy representative.
-  std::set<int> slowed;
+  // Which replicas to simulate: every one with a slowed GPU or a degraded link, plus one
+  // healthy representative.
+  std::set<int> distinct;  // replicas that differ from the healthy ones
   for (const auto& [gpu, f] : slowdown) {
-    if (f > 1.0) slowed.insert(layout.CoordOf(gpu).dp);
+    if (f > 1.0) distinct.insert(layout.CoordOf(gpu).dp);
   }
+  bool all_replicas = false;
+  const std::map<comm::LinkId, double> link_factor =
+      FoldLinkDegradations(*topo, layout, state.links, &distinct, &all_replicas);
   std::vector<int> replicas;
-  if (!state.links.empty()) {
+  if (all_replicas) {
     for (int d = 0; d < c.dp; ++d) replicas.push_back(d);
   } else {
     for (int d = 0; d < c.dp; ++d) {
-      if (!slowed.count(d)) {
+      if (!distinct.count(d)) {
         replicas.push_back(d);
         break;
       }
     }
-    for (int d : slowed) replicas.push_back(d);
+    for (int d : distinct) replicas.push_back(d);
     std::sort(replicas.begin(), replicas.end());
   }
   const int healthy_rep = [&] {
     for (int d : replicas) {
-      if (!slowed.count(d)) return d;
+      if (!distinct.count(d)) return d;
     }
     return replicas.front();
   }();
@@ -751,8 +855,8 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   }
 
   StepSim sim(cfg, &*topo, &layout, std::move(*costs), replicas, slowdown, options.record_trace);
-  for (const LinkDegradation& d : state.links) {
-    sim.network()->SetLinkBandwidthFactor(d.link, d.bandwidth_factor);
+  for (const auto& [link, factor] : link_factor) {
+    sim.network()->SetLinkBandwidthFactor(link, factor);
   }
   TRAINSIM_RETURN_IF_ERROR(sim.Run());
 
@@ -787,9 +891,19 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     }
     res.simulation_note += others_text;
     res.simulation_note += " identical to replica " + std::to_string(healthy_rep) +
-                           "; their gradient reductions run on the network)";
+                           "; the data-parallel collectives span every replica)";
   }
   res.simulation_note += "; each stage's TP ranks run as one (the slowest)";
+  res.closed_form_collectives = sim.closed_form_collectives();
+  res.closed_form_max_nodes = sim.closed_form_max_nodes();
+  if (res.closed_form_collectives > 0) {
+    res.simulation_note += "; data-parallel collectives over up to " +
+                           std::to_string(res.closed_form_max_nodes) +
+                           " nodes timed in closed form (groups over " +
+                           std::to_string(cfg.flow_collective_max_nodes) +
+                           " nodes do not run as flows, so they do not contend with pipeline "
+                           "sends)";
+  }
   res.events = sim.events();
   res.flows = sim.flows();
   if (options.record_trace) res.trace = std::move(sim.trace());

@@ -15,11 +15,16 @@
 // optimizer (memory-bound) and, with ZeRO ≥ 1, the all-gather of updated weights.
 //
 // Representative simulation: replicas whose GPUs are all healthy behave identically, so one
-// healthy replica is simulated for all of them, plus every replica holding a slowed GPU (all
-// replicas when a link is degraded). Inside a stage all TP ranks are identical except for their
-// slowdown: the stage runs at its slowest TP rank (TP collectives synchronise them every
-// layer). Flows are started for TP rank 0; when a node has fewer NICs than GPUs, its bytes are
-// scaled by the TP peers sharing the NIC. StepResult::simulation_note says what was simulated.
+// healthy replica is simulated for all of them, plus every replica holding a slowed GPU or a
+// GPU on a node with a degraded NIC, NVLink or PCIe link (all replicas when a switch link is
+// degraded). Inside a stage all TP ranks are identical except for their slowdown: the stage
+// runs at its slowest TP rank (TP collectives synchronise them every layer). Flows are started
+// for TP rank 0; when a node has fewer NICs than GPUs, its bytes are scaled by the TP peers
+// sharing the NIC. A degraded NIC, NVLink or PCIe link of another TP rank's GPU is therefore
+// applied to the same link of its TP rank 0 (the worst factor wins): that rank's DP ring and
+// pipeline sends stand for its peers', and the stage waits for the slowest. Data-parallel
+// collectives over more than StepConfig::flow_collective_max_nodes nodes run as one closed-form
+// event. StepResult::simulation_note says what was simulated.
 //
 // Accounting: for the reported GPU the breakdown categories add up to the step time exactly:
 // compute (kernels, incl. recomputation), exposed TP communication, exposed DP communication
@@ -69,6 +74,16 @@ struct StepConfig {
   // `gemm_dtype` (comm::kCalibDtypes: the model's precision) are used.
   std::shared_ptr<const comm::Calibration> calibration;
   std::string gemm_dtype = "bf16";
+  // Data-parallel collectives (gradient reduction, ZeRO gathers) whose group spans more than
+  // this many nodes are timed as one event by comm's closed form on the network's current link
+  // capacities (degraded links count) instead of as flows. Why: a flow expansion over n nodes
+  // costs O(n) flows per wave and max-min solves per drain, so one step of a 16,384-GPU job
+  // took hours; the closed form agrees with the expansion on an idle network (comm tests, 1%).
+  // What is lost: such a collective does not contend with concurrent pipeline sends or with
+  // other stages' reductions on shared switch links. 64 nodes keeps every bundled validation
+  // run (at most 24 nodes per DP group) and clusters up to 4,096 GPUs at TP 8 on flows.
+  // 0 = always closed form; a very large value = always flows.
+  int flow_collective_max_nodes = 64;
 };
 
 // What a step took from its calibration (all zero/empty without one).
@@ -137,6 +152,10 @@ struct StepResult {
   StepBreakdown breakdown;                     // of report_gpu
   std::vector<StepBreakdown> stage_breakdown;  // report_gpu's replica, index = pp rank
   int simulated_replicas = 0;
+  // Data-parallel collectives timed in closed form (StepConfig::flow_collective_max_nodes) and
+  // the most nodes one of them spanned (0 when all ran as flows).
+  int closed_form_collectives = 0;
+  int closed_form_max_nodes = 0;
   std::string simulation_note;
   uint64_t events = 0;
   uint64_t flows = 0;

@@ -130,6 +130,62 @@ TEST(StepSimulationTest, SlowGpuSlowsEveryReplica) {
   ExpectBreakdownAddsUp(*slow);
 }
 
+TEST(StepSimulationTest, DegradedNicOfAnyTensorParallelRankSlowsTheStepAlike) {
+  // TP 8 × PP 2 × DP 4 on 8 nodes: node 1 holds stage 0 of replica 1, its 8 GPUs on rails 0–7.
+  // Each TP rank reduces its gradient shard over its own rail, so a NIC at a quarter of its
+  // speed slows the stage's DP reduction the same whichever rank it serves (by symmetry).
+  StepConfig c = Small(8, 8, 2, 4, 32);
+  c.parallel.overlap_dp = false;
+  const comm::Topology topo = comm::Topology::Build(c.topology).value();
+  Result<StepResult> healthy = SimulateStep(c);
+  ASSERT_TRUE(healthy.ok()) << healthy.status().message();
+  auto with_nic = [&](int global_nic) {
+    ClusterState s;
+    s.links.push_back({topo.nic_tx(global_nic), 0.25});
+    s.links.push_back({topo.nic_rx(global_nic), 0.25});
+    Result<StepResult> r = SimulateStep(c, s);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return *r;
+  };
+  const StepResult rank0 = with_nic(8 + 0), rank3 = with_nic(8 + 3);
+  EXPECT_GT(rank0.time_s, healthy->time_s + 0.5 * healthy->breakdown.exposed_dp_comm_s);
+  EXPECT_NEAR(rank3.time_s, rank0.time_s, 1e-9);
+  // Replica 1 (on the degraded node) and one healthy representative, not all four.
+  EXPECT_EQ(rank3.simulated_replicas, 2);
+  ExpectBreakdownAddsUp(rank3);
+
+  // A degraded leaf up-link may carry any replica's traffic: all are simulated.
+  ClusterState leaf;
+  leaf.links.push_back({topo.leaf_up(0), 0.5});
+  Result<StepResult> r = SimulateStep(c, leaf);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->simulated_replicas, 4);
+}
+
+TEST(StepSimulationTest, DataParallelReductionOverManyNodesRunsInClosedFormAndAgreesWithFlows) {
+  // TP 8 × DP 8 on 8 nodes: the gradient all-reduce spans 8 nodes. Nothing else is on the
+  // network while it runs (no pipeline), so the closed form and the flows agree (comm holds
+  // them within 1% on an idle network).
+  StepConfig c = Small(8, 8, 1, 8, 64);
+  c.parallel.overlap_dp = false;
+  Result<StepResult> flows = SimulateStep(c);
+  ASSERT_TRUE(flows.ok()) << flows.status().message();
+  EXPECT_EQ(flows->closed_form_collectives, 0);
+  c.flow_collective_max_nodes = 4;
+  Result<StepResult> closed = SimulateStep(c);
+  ASSERT_TRUE(closed.ok()) << closed.status().message();
+  EXPECT_EQ(closed->closed_form_collectives, 1);
+  EXPECT_EQ(closed->closed_form_max_nodes, 8);
+  EXPECT_NE(closed->simulation_note.find("over up to 8 nodes timed in closed form"),
+            std::string::npos)
+      << closed->simulation_note;
+  EXPECT_GT(flows->breakdown.exposed_dp_comm_s, 0.05 * flows->time_s);
+  EXPECT_NEAR(closed->breakdown.exposed_dp_comm_s, flows->breakdown.exposed_dp_comm_s,
+              0.01 * flows->breakdown.exposed_dp_comm_s);
+  EXPECT_LT(closed->flows, flows->flows);
+  ExpectBreakdownAddsUp(*closed);
+}
+
 TEST(StepSimulationTest, OverlappedGradientReductionHidesBehindBackward) {
   // One micro-batch per replica: the reduction can hide behind that backward only.
   StepConfig c = Small(2, 1, 1, 16, 16);
