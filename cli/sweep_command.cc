@@ -36,8 +36,8 @@ std::string Row(const sweep::Evaluation& e, size_t rank) {
   std::string sched = par::ScheduleName(p.schedule);
   if (p.virtual_stages > 1) sched += "/" + std::to_string(p.virtual_stages);
   std::string s =
-      Col(std::to_string(rank), 3) + Col(std::to_string(e.layout.gpus), 6) +
-      Col(std::to_string(p.tp), 4) + Col(std::to_string(p.pp), 4) + Col(std::to_string(p.dp), 5) +
+      Col(std::to_string(rank), 3) + Col(std::to_string(e.layout.gpus), 8) +
+      Col(std::to_string(p.tp), 4) + Col(std::to_string(p.pp), 4) + Col(std::to_string(p.dp), 6) +
       Col(std::to_string(p.micro_batch), 4) + Col(sched, 15) +
       Col(par::RecomputeName(p.recompute), 11) + Col(p.sequence_parallel ? "yes" : "no", 4) +
       Col(std::to_string(p.zero_stage), 5) + Col(Fmt("%.3f", e.step_time_s), 9) +
@@ -49,7 +49,7 @@ std::string Row(const sweep::Evaluation& e, size_t rank) {
 }
 
 std::string Header() {
-  return Col("#", 3) + Col("GPUs", 6) + Col("TP", 4) + Col("PP", 4) + Col("DP", 5) + Col("mb", 4) +
+  return Col("#", 3) + Col("GPUs", 8) + Col("TP", 4) + Col("PP", 4) + Col("DP", 6) + Col("mb", 4) +
          Col("schedule", 15) + Col("recompute", 11) + Col("SP", 4) + Col("ZeRO", 5) +
          Col("step s", 9) + Col("MFU", 7) + Col("mem GB", 7) + Col("goodput", 8) + Col("days", 8) +
          Col("GPU-hours", 10) + Col("cost USD", 12) + "\n";
