@@ -55,6 +55,7 @@ nlohmann::json MemoryJson(const par::MemoryReport& m) {
                             {"gradients", w.gradients},
                             {"optimizer", w.optimizer},
                             {"activations", w.activations},
+                            {"optimizer_step_grads", w.step_grads},
                             {"overhead", w.overhead}};
   if (!m.fits) {
     j["reason"] = m.reason;
@@ -171,6 +172,11 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   out << Line("gradients", Gb(w.gradients));
   out << Line("optimizer", Gb(w.optimizer));
   out << Line("activations", Gb(w.activations));
+  if (w.step_grads > 0) {
+    out << Line("fp32 grad copies", Gb(w.step_grads) +
+                                        " at the optimizer step, after activations are freed" +
+                                        (w.step_grads > w.activations ? " (the peak)" : ""));
+  }
   out << Line("framework", Gb(w.overhead));
   out << Line("total", Gb(m.peak_bytes) + " of " + Gb(m.capacity_bytes) +
                            (m.fits ? " (fits)" : " (DOES NOT FIT)"));

@@ -104,13 +104,19 @@ GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal
   return out;
 }
 
-double OptimizerTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, double params) {
-  // fp32 master, m, v: read + write (24 B); gradient read (2 B, or 4 with fp32 main grads);
-  // bf16 weight write (2 B); Megatron's multi-tensor Adam: ~34 B per parameter, streaming.
-  constexpr double kBytesPerParam = 34;
-  constexpr int kKernels = 4;  // unscale/check, grad-norm, clip, Adam (multi-tensor apply)
-  return kKernels * p.kernel_overhead_s +
-         params * kBytesPerParam / (gpu.hbm_bytes_per_s * p.memory_efficiency);
+double OptimizerTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, double params,
+                            bool fp16_loss_scaling) {
+  // Adam: fp32 master, m, v read + write (24 B); gradient read (2 B, or 4 with fp32 main
+  // grads); 16-bit weight write (2 B); Megatron's multi-tensor Adam: ~34 B per parameter.
+  constexpr double kAdamBytes = 34;
+  constexpr double kGradNormBytes = 4;  // read every fp32 gradient once (clip_grad_norm)
+  // fp16: _copy_model_grads_to_main_grads (2 B read, 4 B write) and
+  // _unscale_main_grads_and_check_for_nan (4 B read, 4 B write).
+  constexpr double kFp16Bytes = 6 + 8;
+  const double bytes = kAdamBytes + kGradNormBytes + (fp16_loss_scaling ? kFp16Bytes : 0.0);
+  const int kernels = fp16_loss_scaling ? 4 : 2;  // (copy, unscale/check,) grad-norm, Adam
+  return kernels * p.kernel_overhead_s +
+         params * bytes / (gpu.hbm_bytes_per_s * p.memory_efficiency);
 }
 
 }  // namespace trainsim::parallelism

@@ -84,10 +84,15 @@ struct GemmCoverage {
 GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
                                   const std::vector<Op>& ops);
 
-// Optimizer step for `params` parameters: Adam reads and writes fp32 master weights, momentum
-// and variance, reads the gradient and writes bf16 weights (~34 bytes per parameter), memory-bound
-// (a few fused multi-tensor kernels).
-double OptimizerTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, double params);
+// Optimizer step for `params` parameters, memory-bound (fused multi-tensor kernels), as
+// Megatron-LM's mixed-precision optimizer runs it: the gradient norm for clipping (reads the
+// fp32 gradients, 4 B per parameter), then Adam (reads and writes fp32 master weights, momentum
+// and variance, reads the gradient, writes the 16-bit weights: ~34 B). With fp16 loss scaling
+// (`fp16_loss_scaling`: Float16OptimizerWithFloat16Params, MemoryParams::
+// step_grad_bytes_per_param > 0) the gradients are first copied to fp32 (2 B read + 4 B write)
+// and unscaled with the inf/nan check (4 B read + 4 B write).
+double OptimizerTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, double params,
+                            bool fp16_loss_scaling = false);
 
 }  // namespace trainsim::parallelism
 

@@ -46,6 +46,11 @@ struct ParallelConfig {
   // Narayanan et al. §4.1: each TP rank sends 1/TP of the boundary activation between pipeline
   // stages and the receiver all-gathers it over NVLink.
   bool pp_scatter_gather = true;
+  // Pipeline sends overlap the sender's next task (Megatron-core --overlap-p2p-communication).
+  // false: the sender is blocked until its send has drained — Megatron-LM's p2p _communicate
+  // waits on every batch_isend_irecv request and then calls torch.cuda.synchronize(), in 2021
+  // (Narayanan et al.'s code) and in Megatron-core's default (batch_p2p_sync).
+  bool overlap_p2p = false;
 
   int num_gpus() const { return tp * pp * dp; }
   // Micro-batches per iteration per pipeline (m).

@@ -14,6 +14,7 @@ MemoryBreakdown ModelStateBytes(double psi, int dp, int zero_stage, const Memory
   b.weights = p.weight_bytes_per_param * psi / (zero_stage >= 3 ? n : 1);
   b.gradients = p.grad_bytes_per_param * psi / (zero_stage >= 2 ? n : 1);
   b.optimizer = p.optimizer_bytes_per_param * psi / (zero_stage >= 1 ? n : 1);
+  b.step_grads = p.step_grad_bytes_per_param * psi / (zero_stage >= 1 ? n : 1);
   return b;
 }
 
@@ -111,6 +112,9 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
   r.reason = "pipeline stage " + std::to_string(r.peak_stage) + " needs " + Gb(r.peak_bytes) +
              " per GPU (weights " + Gb(w.weights) + ", gradients " + Gb(w.gradients) +
              ", optimizer " + Gb(w.optimizer) + ", activations " + Gb(w.activations) +
+             (w.step_grads > w.activations
+                  ? ", then fp32 gradient copies at the optimizer step " + Gb(w.step_grads)
+                  : std::string()) +
              ", overhead " + Gb(w.overhead) + "), " + Gb(r.peak_bytes - capacity) + " over the " +
              Gb(capacity) + " of the GPU";
   // Candidate changes, each checked with the same model; a layout change keeps the GPU count.

@@ -13,12 +13,15 @@
 //    the working set of one layer being recomputed (full recompute) and the fp32 logits of the
 //    last stage.
 //  - Framework overhead: a fixed allowance (CUDA context, NCCL buffers, cuBLAS workspace).
+//  - Optimizer step (fp16 training, MemoryParams::step_grad_bytes_per_param): fp32 copies of
+//    the gradients, held after the activations are freed; the peak is the larger phase.
 // What it promises: ModelStateBytes reproduces ZeRO's Table 1 (zero2020_memory_per_device_gb
 // .csv) to rounding; a layout that does not fit is reported with its worst stage, the excess,
 // and the changes that would make it fit (each checked with this same model).
 #ifndef TRAINSIM_PARALLELISM_MEMORY_H_
 #define TRAINSIM_PARALLELISM_MEMORY_H_
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,11 +37,23 @@ struct MemoryParams {
   // CUDA context (~0.5 GB on A100/H100), NCCL channel buffers and cuBLAS workspaces (~1 GB),
   // allocator slack: a 2 GB allowance, as commonly budgeted for Megatron/DeepSpeed jobs.
   double framework_overhead_bytes = 2e9;
+  // fp32 gradient copies the optimizer step materialises, per parameter of the optimizer's
+  // shard. Megatron-LM's Float16OptimizerWithFloat16Params (fp16 training; gradients not
+  // accumulated in fp32) sets main_param.grad = main_grad.float() for every parameter before
+  // the Adam step (_copy_model_grads_to_main_grads): 4 bytes. 0 when the gradients already are
+  // fp32 (.float() is a no-op) — Megatron's bf16 mode — or the optimizer steps fp16 in place.
+  double step_grad_bytes_per_param = 0;
 };
 
 struct MemoryBreakdown {
   double weights = 0, gradients = 0, optimizer = 0, activations = 0, overhead = 0;
-  double total() const { return weights + gradients + optimizer + activations + overhead; }
+  // The optimizer step's fp32 gradient copies (MemoryParams::step_grad_bytes_per_param). They
+  // exist only after the last backward has freed the activations, so the peak holds the larger
+  // of the two.
+  double step_grads = 0;
+  double total() const {
+    return weights + gradients + optimizer + std::max(activations, step_grads) + overhead;
+  }
 };
 
 // Model-state bytes per GPU for `params_per_gpu` parameters (Ψ of this GPU's model shard before

@@ -278,12 +278,20 @@ class StepSim {
     int replica = 0, stage = 0, gpu = 0;
     double slow = 1;
     size_t next = 0;
-    bool busy = false;
+    bool busy = false;               // computing, or blocked on its own send
+    bool computing = false;          // inside a task (its kernels, TP collectives, ZeRO-3 gather)
+    std::vector<size_t> pending_in;  // blocking sends to it waiting for its task to end
     double wait_since = -1;
     std::vector<Msg> inbox;  // [dir][chunk][mb]
     StepBreakdown b;
     double compute_done_s = -1, reduced_s = -1, opt_end_s = 0, end_s = 0;
     bool finished = false;
+  };
+  struct Send {  // a pipeline send: from executor src to dst's inbox[idx]
+    int src = 0, dst = 0;
+    size_t idx = 0;
+    double bytes = 0;
+    double produced_s = 0;  // when src's task ended
   };
   struct Bucket {
     double bytes = 0;
@@ -403,6 +411,7 @@ class StepSim {
       e.wait_since = -1;
     }
     e.busy = true;
+    e.computing = true;
     if (c_.zero_stage >= 3 && c_.dp > 1) {
       // ZeRO-3 gathers this chunk's weights before each pass (no prefetch modelled).
       const double bytes = 2.0 * ParametersPerGpu(cfg_.model, c_, e.stage) / v_ * nic_share_;
@@ -490,26 +499,75 @@ class StepSim {
     Exec& e = execs_[size_t(ei)];
     const double now = engine_.now().seconds();
     e.busy = false;
+    e.computing = false;
+    // Blocking sends to this stage waited for it to reach its communication call.
+    std::vector<size_t> waiting;
+    waiting.swap(e.pending_in);
+    for (size_t s : waiting) StartSend(s);
     const int last = c_.pp * v_ - 1;
     const bool sends = t.forward ? j < last : j > 0;
     if (sends && c_.pp > 1) {
       const int dst_j = t.forward ? j + 1 : j - 1;
       const int dst_stage = dst_j % c_.pp, dst_chunk = dst_j / c_.pp;
       const int dst_ei = e.replica * c_.pp + dst_stage;
-      const Exec& d = execs_[size_t(dst_ei)];
       double bytes = double(c_.micro_batch) * cfg_.model.seq_len * cfg_.model.hidden *
                      cfg_.model.bytes_per_element;
       if ((c_.pp_scatter_gather || c_.sequence_parallel) && c_.tp > 1) bytes /= c_.tp;
       bytes *= nic_share_;
       const size_t idx = MsgIndex(t.forward, dst_chunk, t.micro_batch);
       execs_[size_t(dst_ei)].inbox[idx].produced_s = now;
-      net_.StartFlow(topo_->Route(e.gpu, d.gpu), uint64_t(bytes),
-                     [this, dst_ei, idx, now, e_gpu = e.gpu] {
-                       execs_[size_t(dst_ei)].inbox[idx].arrived = true;
-                       Slice(e_gpu, 1, "pp send", "pp", now, engine_.now().seconds() - now);
-                       TryStart(dst_ei);
-                     });
+      size_t s = sends_.size();
+      if (free_sends_.empty()) {
+        sends_.push_back({ei, dst_ei, idx, bytes, now});
+      } else {
+        s = free_sends_.back();
+        free_sends_.pop_back();
+        sends_[s] = {ei, dst_ei, idx, bytes, now};
+      }
+      if (c_.overlap_p2p) {
+        StartSend(s);
+      } else {
+        // Megatron's _communicate: the send is matched by the receiver's recv, posted when
+        // that stage's current task ends, and the sender waits for it to drain.
+        e.busy = true;
+        Exec& d = execs_[size_t(dst_ei)];
+        if (d.computing) {
+          d.pending_in.push_back(s);
+        } else {
+          StartSend(s);
+        }
+        return;
+      }
     }
+    Advance(ei, now);
+  }
+
+  // Starts pipeline send s (a slot of sends_, freed when it has drained).
+  void StartSend(size_t s) {
+    const Send& x = sends_[s];
+    const double start = engine_.now().seconds();
+    net_.StartFlow(topo_->Route(execs_[size_t(x.src)].gpu, execs_[size_t(x.dst)].gpu),
+                   uint64_t(x.bytes), [this, s, start] {
+                     const Send y = sends_[s];
+                     free_sends_.push_back(s);
+                     Exec& src = execs_[size_t(y.src)];
+                     execs_[size_t(y.dst)].inbox[y.idx].arrived = true;
+                     const double t_now = engine_.now().seconds();
+                     Slice(src.gpu, 1, "pp send", "pp", start, t_now - start);
+                     TryStart(y.dst);
+                     if (!c_.overlap_p2p) {
+                       src.busy = false;
+                       src.b.pp_wait_s += t_now - y.produced_s;
+                       Slice(src.gpu, 0, "blocked on pp send", "idle", y.produced_s,
+                             t_now - y.produced_s);
+                       Advance(y.src, t_now);
+                     }
+                   });
+  }
+
+  // The sender moves on to its next task (after its send, when sends block).
+  void Advance(int ei, double now) {
+    Exec& e = execs_[size_t(ei)];
     e.next++;
     if (e.next == orders_[size_t(e.stage)].size()) {
       e.compute_done_s = now;
@@ -622,7 +680,9 @@ class StepSim {
       Slice(e.gpu, 0, "grad-norm barrier", "idle", e.reduced_s, wait);
       const double params =
           ParametersPerGpu(cfg_.model, c_, e.stage) / (c_.zero_stage >= 1 ? double(c_.dp) : 1.0);
-      const double opt = OptimizerTimeSeconds(cfg_.gpu, cfg_.compute, params) * e.slow;
+      const double opt = OptimizerTimeSeconds(cfg_.gpu, cfg_.compute, params,
+                                              cfg_.memory.step_grad_bytes_per_param > 0) *
+                         e.slow;
       e.b.optimizer_s += opt;
       Slice(e.gpu, 0, "optimizer", "optimizer", now, opt);
       if (!(opt < kMaxDurationS)) {
@@ -680,6 +740,8 @@ class StepSim {
   std::vector<std::vector<Task>> orders_;
   std::vector<Exec> execs_;
   std::vector<Channel> channels_;
+  std::vector<Send> sends_;
+  std::vector<size_t> free_sends_;
   size_t reduced_count_ = 0;
   size_t pending_embedding_ = 0;
   std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>

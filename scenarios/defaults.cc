@@ -122,6 +122,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_zero_stage()) p->set_zero_stage(0);
   if (!p->has_dp_bucket_bytes()) p->set_dp_bucket_bytes(kDefaultBucketBytes);
   if (!p->has_overlap_grad_reduce()) p->set_overlap_grad_reduce(true);
+  if (!p->has_overlap_p2p_comm()) p->set_overlap_p2p_comm(false);
 
   // ---- checkpoint ----
   pb::Checkpoint* ck = s->mutable_checkpoint();

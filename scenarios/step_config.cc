@@ -87,6 +87,13 @@ Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.model.swiglu = m.swiglu();
   c.model.flash_attention = m.flash_attention();
   c.model.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
+  // fp16 mixed precision (Megatron's Float16Optimizer, gradients not accumulated in fp32):
+  // the optimizer step makes fp32 copies of the gradients (parallelism/memory.h).
+  if (m.precision() == pb::FP16) c.memory.step_grad_bytes_per_param = 4;
+  // bf16: Megatron-LM accumulates and all-reduces the gradients in fp32 ("bfloat16 requires
+  // gradient accumulation and all-reduce to be done in fp32", arguments.py), so the gradient
+  // buffer and the DP reduction are 4 bytes per parameter.
+  if (m.precision() == pb::BF16) c.memory.grad_bytes_per_param = 4;
   // The calibration's GEMM input type for the precision (TF32 has none: nothing matches).
   c.gemm_dtype = m.precision() == pb::FP16   ? "fp16"
                  : m.precision() == pb::FP8  ? "fp8"
@@ -120,6 +127,7 @@ Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.zero_stage = p.zero_stage();
   c.parallel.dp_bucket_bytes = double(p.dp_bucket_bytes());
   c.parallel.overlap_dp = p.has_overlap_grad_reduce() ? p.overlap_grad_reduce() : true;
+  c.parallel.overlap_p2p = p.has_overlap_p2p_comm() && p.overlap_p2p_comm();
 
   c.gpu.name = r.gpu.name();
   c.gpu.peak_flops = r.peak_tflops * 1e12;

@@ -207,6 +207,12 @@ Result<StepEstimate> EstimateStep(const par::StepConfig& cfg, EstimatorCache* ca
   for (int j = 0; j < vstages; ++j) {
     const double w = passes[size_t(j)].fwd_s + passes[size_t(j)].bwd_s;
     rank_work[size_t(j % p)] += w;
+    // Blocking sends (ParallelConfig::overlap_p2p false): each of the chunk's sends — its
+    // output forward unless it is the last virtual stage, its input gradient backward unless it
+    // is the first — keeps the rank busy until it drains.
+    if (!c.overlap_p2p && p > 1) {
+      rank_work[size_t(j % p)] += ((j < vstages - 1) + (j > 0)) * p2p_s;
+    }
     max_pass = std::max(max_pass, w);
     sum_pass += w;
   }
@@ -277,7 +283,8 @@ Result<StepEstimate> EstimateStep(const par::StepConfig& cfg, EstimatorCache* ca
     }
     barrier = std::max(barrier, reduced);
     const double opt_params = stage_params / (c.zero_stage >= 1 ? double(c.dp) : 1.0);
-    double tail = par::OptimizerTimeSeconds(cfg.gpu, cfg.compute, opt_params);
+    double tail = par::OptimizerTimeSeconds(cfg.gpu, cfg.compute, opt_params,
+                                            cfg.memory.step_grad_bytes_per_param > 0);
     const double opt = tail;
     if ((c.zero_stage == 1 || c.zero_stage == 2) && c.dp > 1) {
       Result<double> g = cache->CollectiveSeconds(topo, comm::Op::kAllGather, dp_group,

@@ -81,5 +81,19 @@ TEST(LayerTimeTest, RecomputeOverheadsHaveThePublishedOrder) {
   EXPECT_GT(sel, base);
 }
 
+TEST(OptimizerTimeTest, Fp16LossScalingAddsTheGradientCopyAndUnscale) {
+  // Memory-bound at the HBM rate × efficiency: bf16 (fp32 main grads) streams Adam's 34 B plus
+  // the gradient-norm read, 4 B, per parameter; fp16 also copies the gradients to fp32
+  // (2 + 4 B) and unscales them (4 + 4 B): 14 B more, and two more kernels.
+  const GpuSpec gpu;
+  const ComputeParams p;
+  const double params = 1e9;
+  const double rate = gpu.hbm_bytes_per_s * p.memory_efficiency;
+  EXPECT_NEAR(OptimizerTimeSeconds(gpu, p, params), 2 * p.kernel_overhead_s + params * 38 / rate,
+              1e-12);
+  EXPECT_NEAR(OptimizerTimeSeconds(gpu, p, params, true) - OptimizerTimeSeconds(gpu, p, params),
+              2 * p.kernel_overhead_s + params * 14 / rate, 1e-12);
+}
+
 }  // namespace
 }  // namespace trainsim::parallelism

@@ -88,6 +88,41 @@ TEST(MemoryTest, FirstStageHoldsAllLayersUnder1F1BAndMoreWhenInterleaved) {
   }
 }
 
+TEST(MemoryTest, Fp16OptimizerStepHoldsFp32GradientCopiesInsteadOfActivations) {
+  // Megatron's fp16 optimizer copies every gradient to fp32 (4 B per parameter) after the last
+  // backward freed the activations: the peak holds the larger of the two. Ψ = 1e9 on one GPU:
+  // states 16 GB; with 1 GB of activations the step's 4 GB copies set the peak (20 GB + overhead);
+  // with ZeRO-1 over 4 ranks only the optimizer's shard is copied (1 GB).
+  MemoryParams p;
+  p.step_grad_bytes_per_param = 4;
+  MemoryBreakdown b = ModelStateBytes(1e9, 1, 0, p);
+  EXPECT_DOUBLE_EQ(b.step_grads, 4e9);
+  b.activations = 1e9;
+  b.overhead = p.framework_overhead_bytes;
+  EXPECT_DOUBLE_EQ(b.total(), 2e9 + 2e9 + 12e9 + 4e9 + 2e9);
+  b.activations = 6e9;
+  EXPECT_DOUBLE_EQ(b.total(), 2e9 + 2e9 + 12e9 + 6e9 + 2e9);
+  EXPECT_DOUBLE_EQ(ModelStateBytes(1e9, 4, 1, p).step_grads, 1e9);
+  EXPECT_DOUBLE_EQ(ModelStateBytes(1e9, 1, 0).step_grads, 0);  // default: bf16, no copy
+
+  // A layout that fits by the backward's peak but not at the optimizer step says so.
+  ModelSpec m = Model22B();
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 1;
+  c.dp = 1;
+  c.recompute = Recompute::kFull;
+  const double psi = ParametersPerGpu(m, c, 0);
+  const double backward_peak = EstimateMemory(m, c, 1e15, 8).peak_bytes;
+  const double capacity = backward_peak + 1e9;  // fits without the copies (4Ψ ≫ 1 GB more)
+  EXPECT_TRUE(EstimateMemory(m, c, capacity, 8).fits);
+  const MemoryReport r = EstimateMemory(m, c, capacity, 8, p);
+  EXPECT_FALSE(r.fits);
+  EXPECT_NEAR(r.peak_bytes, 16 * psi + 4 * psi + p.framework_overhead_bytes, 1e-6 * r.peak_bytes);
+  EXPECT_NE(r.reason.find("fp32 gradient copies at the optimizer step"), std::string::npos)
+      << r.reason;
+}
+
 TEST(MemoryTest, OverMemoryLayoutNamesStageExcessAndAFix) {
   ModelSpec m = Model22B();
   ParallelConfig c;

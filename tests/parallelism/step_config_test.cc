@@ -55,6 +55,23 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   EXPECT_EQ(c->parallel.recompute, parallelism::Recompute::kSelective);
   EXPECT_TRUE(c->parallel.sequence_parallel);
   EXPECT_EQ(c->parallel.zero_stage, 1);
+  // Megatron-LM: bf16 accumulates and reduces gradients in fp32; fp16 keeps fp16 gradients and
+  // copies them to fp32 at the optimizer step. Pipeline sends block (overlap_p2p_comm unset).
+  EXPECT_DOUBLE_EQ(c->memory.grad_bytes_per_param, 4);
+  EXPECT_DOUBLE_EQ(c->memory.step_grad_bytes_per_param, 0);
+  EXPECT_FALSE(c->parallel.overlap_p2p);
+  {
+    Result<pb::Scenario> fp16 = ParseScenarioText(kScenario, "t.textproto");
+    fp16->mutable_model()->set_precision(pb::FP16);
+    fp16->mutable_parallelism()->set_overlap_p2p_comm(true);
+    Result<ResolvedScenario> r16 = Resolve(*fp16);
+    ASSERT_TRUE(r16.ok()) << r16.status().message();
+    Result<parallelism::StepConfig> c16 = MakeStepConfig(*r16);
+    ASSERT_TRUE(c16.ok()) << c16.status().message();
+    EXPECT_DOUBLE_EQ(c16->memory.grad_bytes_per_param, 2);
+    EXPECT_DOUBLE_EQ(c16->memory.step_grad_bytes_per_param, 4);
+    EXPECT_TRUE(c16->parallel.overlap_p2p);
+  }
   // H100 SXM datasheet: 989.4 dense BF16 TFLOP/s, 3.35 TB/s, 132 SMs, NVLink 450 GB/s/dir.
   EXPECT_DOUBLE_EQ(c->gpu.peak_flops, 989.4e12);
   EXPECT_DOUBLE_EQ(c->gpu.hbm_bytes_per_s, 3350e9);

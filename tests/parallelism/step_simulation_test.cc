@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "comm/collective.h"
+
 namespace trainsim::parallelism {
 namespace {
 
@@ -97,7 +99,12 @@ TEST(StepSimulationTest, OneF1BBubbleMatchesClosedForm) {
   }
   ExpectBreakdownAddsUp(*r);
 
-  // GPipe has the same bubble; interleaving with v chunks divides it by v.
+  // GPipe has the same bubble; interleaving with v chunks divides it by v — with sends that
+  // overlap compute (with blocking sends interleaving also pays v times the transfers; see
+  // BlockingPipelineSendsCostTheSenderEveryTransfer).
+  c.parallel.overlap_p2p = true;
+  Result<StepResult> r_overlap = SimulateStep(c);
+  ASSERT_TRUE(r_overlap.ok());
   c.parallel.schedule = Schedule::kGpipe;
   Result<StepResult> g = SimulateStep(c);
   ASSERT_TRUE(g.ok());
@@ -106,10 +113,41 @@ TEST(StepSimulationTest, OneF1BBubbleMatchesClosedForm) {
   c.parallel.virtual_stages = 2;
   Result<StepResult> in = SimulateStep(c);
   ASSERT_TRUE(in.ok()) << in.status().message();
-  const double bubble_1f1b = r->stage_breakdown[0].bubble_s + r->stage_breakdown[0].pp_wait_s;
+  const double bubble_1f1b =
+      r_overlap->stage_breakdown[0].bubble_s + r_overlap->stage_breakdown[0].pp_wait_s;
   const double bubble_inter = in->stage_breakdown[0].bubble_s + in->stage_breakdown[0].pp_wait_s;
   EXPECT_NEAR(bubble_inter, bubble_1f1b / 2, 0.1 * bubble_1f1b);
   ExpectBreakdownAddsUp(*in);
+}
+
+TEST(StepSimulationTest, BlockingPipelineSendsCostTheSenderEveryTransfer) {
+  // TP 8 × PP 4 on four DGX A100 nodes: each stage sends every micro-batch's activation on and
+  // its gradient back over the NICs (1/8 of mb·s·h·2 bytes per TP rank with scatter/gather),
+  // each taking t_send. A middle stage sends twice per micro-batch; blocking (Megatron's
+  // _communicate), each send holds it for at least t_send, so it is blocked ≥ 2·m·t_send in all.
+  // Steady state: overlapped, a 1F1B cycle is t_F + t_B + 2(p−1)/p·t_send (the dependency loop
+  // through all p stages and back carries 2(p−1) transfers for p micro-batches in flight);
+  // blocking, the middle stages are busy t_F + t_B + 2·t_send per micro-batch. So blocking adds
+  // 2·t_send/p per micro-batch: at least ~m·2·t_send/p per step.
+  const int p = 4;
+  const int64_t m = 16;
+  StepConfig c = Small(4, 8, p, 1, m);
+  c.model.seq_len = 2048;
+  c.parallel.overlap_p2p = true;
+  Result<StepResult> overlapped = SimulateStep(c);
+  ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
+  c.parallel.overlap_p2p = false;
+  Result<StepResult> blocking = SimulateStep(c);
+  ASSERT_TRUE(blocking.ok()) << blocking.status().message();
+  const comm::Topology topo = comm::Topology::Build(c.topology).value();
+  const double bytes = 1.0 * 2048 * 2048 * 2 / 8;
+  const double t_send = comm::EstimateCollective(
+                            topo, {comm::Op::kSendRecv, comm::Algo::kAuto, {0, 8}, uint64_t(bytes)})
+                            ->time.seconds();
+  EXPECT_GE(blocking->stage_breakdown[1].pp_wait_s, 2 * m * t_send);
+  EXPECT_LT(overlapped->stage_breakdown[1].pp_wait_s, 2 * m * t_send);
+  EXPECT_GT(blocking->time_s - overlapped->time_s, 0.9 * m * 2 * t_send / p);
+  ExpectBreakdownAddsUp(*blocking);
 }
 
 TEST(StepSimulationTest, SlowGpuSlowsEveryReplica) {
