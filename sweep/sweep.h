@@ -62,7 +62,7 @@ struct SweepProblem {
   double token_budget = 0;  // tokens to train
   std::vector<int> gpu_counts;
   bool tp_across_nodes = false;
-  std::vector<int> micro_batches = {1, 2, 4, 8};
+  std::vector<int> micro_batches = {1, 2, 4, 8, 16};
   // The techniques to try (a sweep restricted to what a published run had available, e.g.
   // Megatron-LM 2021: full recompute, no sequence parallelism, no ZeRO).
   std::vector<parallelism::Recompute> recompute_modes = {parallelism::Recompute::kNone,

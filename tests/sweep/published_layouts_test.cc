@@ -5,24 +5,23 @@
 //
 // The sweep is restricted to what those runs had (Narayanan et al., SC'21): full activation
 // recomputation, no sequence parallelism (2022), no ZeRO, 1F1B or interleaved 1F1B; the
-// micro-batch size is not published, so the published layout gets the fastest of 1, 2, 4, 8
-// (as `trainsim validate` does), and so does the sweep. Table 1 gives TP, PP and DP but not the
+// micro-batch size is not published, so the published layout gets the fastest of 1, 2, 4, 8, 16
+// (the sweep's default candidates), and so does the sweep. Table 1 gives TP, PP and DP but not the
 // virtual-stage count; Narayanan §5.1 ran the Table 1 models with the interleaved schedule and
 // the scatter/gather optimisation, so the published (TP, PP, DP) gets the fastest of 1F1B and
 // interleaved 1F1B with every v > 1 dividing the layers per stage — the same schedule space the
 // sweep searches. Both are timed by the step simulation
 // (the sweep's best is confirmed by it). The table printed is the one in bench/README.md.
 //
-// What is asserted: the sweep's best is at least as fast as the published layout. What is not
-// (yet): the published layout within 10% of it — the model finds layouts 12% (7.5B) and 18%
-// (39.1B) faster with smaller TP; the table reports the ratio for every row and docs/sweep.md
-// discusses why. Rows on more than 512 GPUs (145.6B, 529.6B) run only with
-// TRAINSIM_SWEEP_ALL_ROWS=1.
+// What is asserted: the sweep's best is at least as fast as the published layout, and the
+// published layout is within 10% of it. The sweep and the published layout both search
+// micro-batches 1, 2, 4, 8 and 16 (the sweep's default). bench/README.md and docs/sweep.md hold
+// the table and how the model got there (blocking pipeline sends and the fp16 optimizer step's
+// memory and time, both from Megatron-LM's code).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -61,14 +60,13 @@ Result<Row> SweepRow(const std::string& file) {
   Row row;
   row.name = r->scenario.name();
   row.gpus = r->num_gpus;
-  if (row.gpus > 512 && std::getenv("TRAINSIM_SWEEP_ALL_ROWS") == nullptr) return row;
   // v = 1 is plain 1F1B; v > 1 interleaves v chunks of layers / (pp·v) layers per rank.
   std::vector<int> vs = {1};
   const int per_stage = step->model.num_layers / std::max(step->parallel.pp, 1);
   for (int v = 2; step->parallel.pp > 1 && v <= per_stage; ++v) {
     if (per_stage % v == 0) vs.push_back(v);
   }
-  for (int mb : {1, 2, 4, 8}) {
+  for (int mb : {1, 2, 4, 8, 16}) {
     for (int v : vs) {
       par::StepConfig c = *step;
       c.parallel.micro_batch = mb;
@@ -121,11 +119,6 @@ TEST(PublishedLayoutsTest, SweepFindsALayoutAtLeastAsFastAsThePublishedOne) {
   for (const std::string& f : files) {
     Result<Row> row = SweepRow(f);
     ASSERT_TRUE(row.ok()) << row.status().message();
-    if (row->published_mb == 0) {
-      std::printf("| %s | %d | (skipped: set TRAINSIM_SWEEP_ALL_ROWS=1) |\n", row->name.c_str(),
-                  row->gpus);
-      continue;
-    }
     const Evaluation& b = row->best;
     const double ratio = row->published_s / b.step_time_s;
     std::printf("| %s | %d | mb %d v %d | %.2f | %s | %.2f | %.3f |\n", row->name.c_str(),
@@ -135,10 +128,9 @@ TEST(PublishedLayoutsTest, SweepFindsALayoutAtLeastAsFastAsThePublishedOne) {
     // At least as fast (the published layout is in the space; a hair of slack for the estimator
     // ranking a layout first whose simulated time lands a fraction of a percent behind).
     EXPECT_LE(b.step_time_s, row->published_s * 1.005) << row->name;
-    if (ratio > 1.10) {
-      std::printf("  note: %s's published layout is %.0f%% slower than the best found\n",
-                  row->name.c_str(), 100 * (ratio - 1));
-    }
+    // Issue 6, item 4: the published layout within 10% of the best found.
+    EXPECT_LE(ratio, 1.10) << row->name << ": the published layout is " << 100 * (ratio - 1)
+                           << "% slower than " << DescribeLayout(b.layout);
   }
 }
 
