@@ -293,9 +293,10 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--tokens", opts->tokens,
                   "Token budget (default: the scenario's training.tokens or steps)");
   cmd->add_flag("--tp-across-nodes", opts->tp_across_nodes,
-                "Also enumerate TP beyond one node (rejected with the layout check's reason)");
+                "Also enumerate TP beyond one node (whole nodes per TP group; its collectives "
+                "cross the network)");
   cmd->add_option("--micro-batches", opts->micro_batches,
-                  "Micro-batch sizes to try, comma-separated (default 1,2,4,8)")
+                  "Micro-batch sizes to try, comma-separated (default 1,2,4,8,16)")
       ->delimiter(',');
   cmd->add_option("--trials", opts->trials,
                   "Monte Carlo trials of the run simulation (failures, checkpoints at Daly's "

@@ -1,5 +1,5 @@
 // `trainsim sweep SCENARIO [--gpus 128,256,...] [--objective time|cost] [--top K] [--csv FILE]
-// [--json] [--tokens N] [--tp-across-nodes] [--micro-batches 1,2,4,8] [--trials N]
+// [--json] [--tokens N] [--tp-across-nodes] [--micro-batches 1,2,4,8,16] [--trials N]
 // [--set PATH=VALUE]...`:
 // every valid parallel layout of the scenario's model on the scenario's cluster, or on each
 // --gpus count of its nodes (sweep/sweep.h). Prints the top K by time to train or by cost, with

@@ -76,11 +76,17 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
                                    num(c.dp) + " = " + num(int64_t(c.tp) * c.pp * c.dp) +
                                    ", but the cluster has " + num(num_gpus) + " GPUs");
   }
-  if (gpus_per_node > 0 && c.tp > gpus_per_node) {
-    return Status::InvalidArgument("tp " + num(c.tp) + " exceeds the " + num(gpus_per_node) +
-                                   " GPUs of a node: tensor parallelism needs NVLink");
+  if (gpus_per_node > 0 && c.tp > gpus_per_node && !c.tp_across_nodes) {
+    return Status::InvalidArgument(
+        "tp " + num(c.tp) + " exceeds the " + num(gpus_per_node) +
+        " GPUs of a node: tensor parallelism needs NVLink (to run TP groups over whole nodes "
+        "and the network, set parallelism.tp_across_nodes, or sweep --tp-across-nodes)");
   }
-  if (gpus_per_node > 0 && gpus_per_node % c.tp != 0) {
+  if (gpus_per_node > 0 && c.tp > gpus_per_node && c.tp % gpus_per_node != 0) {
+    return Status::InvalidArgument("tp " + num(c.tp) + " across nodes must be a multiple of the " +
+                                   num(gpus_per_node) + " GPUs per node (whole nodes per group)");
+  }
+  if (gpus_per_node > 0 && c.tp <= gpus_per_node && gpus_per_node % c.tp != 0) {
     return Status::InvalidArgument("tp " + num(c.tp) + " must divide the " + num(gpus_per_node) +
                                    " GPUs per node so no TP group spans two nodes");
   }

@@ -51,6 +51,10 @@ struct ParallelConfig {
   // waits on every batch_isend_irecv request and then calls torch.cuda.synchronize(), in 2021
   // (Narayanan et al.'s code) and in Megatron-core's default (batch_p2p_sync).
   bool overlap_p2p = false;
+  // Allow TP groups larger than a node (tp a multiple of the GPUs per node, each group whole
+  // nodes): their collectives then cross the network (comm's closed form over the group), as
+  // on NVL72-less clusters where a TP 16 all-reduce runs over NICs. Off: tp ≤ GPUs per node.
+  bool tp_across_nodes = false;
 
   int num_gpus() const { return tp * pp * dp; }
   // Micro-batches per iteration per pipeline (m).

@@ -123,6 +123,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_dp_bucket_bytes()) p->set_dp_bucket_bytes(kDefaultBucketBytes);
   if (!p->has_overlap_grad_reduce()) p->set_overlap_grad_reduce(true);
   if (!p->has_overlap_p2p_comm()) p->set_overlap_p2p_comm(false);
+  if (!p->has_tp_across_nodes()) p->set_tp_across_nodes(false);
 
   // ---- checkpoint ----
   pb::Checkpoint* ck = s->mutable_checkpoint();

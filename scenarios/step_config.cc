@@ -128,6 +128,7 @@ Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.dp_bucket_bytes = double(p.dp_bucket_bytes());
   c.parallel.overlap_dp = p.has_overlap_grad_reduce() ? p.overlap_grad_reduce() : true;
   c.parallel.overlap_p2p = p.has_overlap_p2p_comm() && p.overlap_p2p_comm();
+  c.parallel.tp_across_nodes = p.has_tp_across_nodes() && p.tp_across_nodes();
 
   c.gpu.name = r.gpu.name();
   c.gpu.peak_flops = r.peak_tflops * 1e12;

@@ -385,6 +385,7 @@ std::vector<Candidate> EnumerateLayouts(const SweepProblem& problem) {
                   c.gpus = n;
                   c.parallel = problem.base.parallel;
                   c.parallel.tp = tp;
+                  c.parallel.tp_across_nodes = problem.tp_across_nodes;
                   c.parallel.pp = pp;
                   c.parallel.dp = dp;
                   c.parallel.micro_batch = mb;

@@ -8,7 +8,7 @@
 // maps a scenario onto it.
 //
 // For each GPU count it enumerates TP (powers of two up to the node; beyond the node with
-// tp_across_nodes, which parallelism::ValidateLayout then rejects with its reason), PP (divisors
+// tp_across_nodes: whole nodes per TP group, its collectives over the network), PP (divisors
 // of the layer count), DP (the rest), micro-batch size, schedule (1F1B, GPipe, interleaved 1F1B
 // with every virtual-stage count that divides the layers per stage), recomputation (none,
 // selective, full), sequence parallelism (TP > 1) and ZeRO stage (0–1 with PP > 1, 0–3 without).

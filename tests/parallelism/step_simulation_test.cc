@@ -150,6 +150,36 @@ TEST(StepSimulationTest, BlockingPipelineSendsCostTheSenderEveryTransfer) {
   ExpectBreakdownAddsUp(*blocking);
 }
 
+TEST(StepSimulationTest, TensorParallelismAcrossNodesIsOptInAndPaysTheNetwork) {
+  // TP 16 on two DGX A100 nodes: refused unless tp_across_nodes (the message names the
+  // setting). Allowed, TP 16 does twice TP 8 × DP 2's micro-batches per replica (same GPUs and
+  // batch) with all-reduces of the same message, each moving 2·15/16 instead of 2·7/8 of it and
+  // crossing the NICs (8 rails of 25 GB/s, below NVLink's bus bandwidth): more than twice the
+  // exposed TP communication.
+  StepConfig c = Small(2, 16, 1, 1, 8);
+  Result<StepResult> refused = SimulateStep(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("tp_across_nodes"), std::string::npos)
+      << refused.status().message();
+  c.parallel.tp_across_nodes = true;
+  Result<StepResult> across = SimulateStep(c);
+  ASSERT_TRUE(across.ok()) << across.status().message();
+  StepConfig in_node = Small(2, 8, 1, 2, 8);
+  Result<StepResult> tp8 = SimulateStep(in_node);
+  ASSERT_TRUE(tp8.ok()) << tp8.status().message();
+  EXPECT_GT(across->breakdown.exposed_tp_comm_s, 2 * tp8->breakdown.exposed_tp_comm_s);
+  ExpectBreakdownAddsUp(*across);
+  // Not a whole number of nodes per group: refused.
+  StepConfig odd = Small(3, 12, 1, 2, 8);
+  odd.model.heads = 12;
+  odd.model.hidden = 3072;
+  odd.parallel.tp_across_nodes = true;
+  Result<StepResult> r = SimulateStep(odd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("multiple of the 8 GPUs per node"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(StepSimulationTest, SlowGpuSlowsEveryReplica) {
   StepConfig c = Small(2, 2, 2, 4, 32);
   Result<StepResult> healthy = SimulateStep(c);
