@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <iostream>
+#include <string>
 
 namespace trainsim::cli {
 
@@ -22,8 +23,30 @@ Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& 
   return scenarios::Resolve(*scenario);
 }
 
+std::string ElideLongNumbers(const std::string& msg) {
+  constexpr size_t kMax = 32, kKeep = 20;
+  std::string out;
+  size_t i = 0;
+  while (i < msg.size()) {
+    if (msg[i] < '0' || msg[i] > '9') {
+      out += msg[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < msg.size() && msg[j] >= '0' && msg[j] <= '9') ++j;
+    if (j - i > kMax) {
+      out.append(msg, i, kKeep);
+      out += "...(" + std::to_string(j - i) + " digits)";
+    } else {
+      out.append(msg, i, j - i);
+    }
+    i = j;
+  }
+  return out;
+}
+
 int ReportError(const Status& status) {
-  std::cerr << "trainsim: error: " << status.message() << "\n";
+  std::cerr << "trainsim: error: " << ElideLongNumbers(status.message()) << "\n";
   switch (status.code()) {
     case Status::Code::kOk:
       return kExitOk;

@@ -54,8 +54,11 @@ void AddScenarioOptions(CLI::App* command, ScenarioOptions* options);
 Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& options);
 
 // Prints "trainsim: error: MESSAGE" to stderr and returns the exit code for the status
-// (kExitBadInput for user errors, kExitUnavailable, or kExitFailure for kInternal).
+// (kExitBadInput for user errors, kExitUnavailable, or kExitFailure for kInternal). A run of
+// more than 32 digits in MESSAGE (a 3,000-digit number the parser echoes) is shortened to its
+// first 20 and its length (ElideLongNumbers), so the message stays one readable line.
 int ReportError(const Status& status);
+std::string ElideLongNumbers(const std::string& message);
 
 }  // namespace trainsim::cli
 

@@ -138,6 +138,8 @@ fs::path Generate(const std::string& name) {
     for (char c : std::string("name: \"x\"\n")) f << c << '\0';
   } else if (name == "long_number.textproto") {
     f << "model { layers: " << std::string(100000, '9') << " }\n";
+  } else if (name == "long_number.json") {
+    f << "{\"model\": {\"layers\": " << std::string(100000, '9') << "}}\n";
   } else if (name == "deep_nesting.textproto") {
     // Sections nested 100,000 deep: a recursive parser must not overflow the stack.
     for (int i = 0; i < 100000; ++i) f << "model {";
