@@ -501,8 +501,39 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
     return Status::Ok();
   }
   nlohmann::json doc;
+  // JSON leaves duplicate keys undefined (RFC 8259 §4); protobuf's reader keeps the last value,
+  // or fails with its oneof wording for optional fields. Refuse them with the key's path. Keys
+  // are compared as protobuf matches them: "micro_batch" and "microBatch" are the same field.
+  std::vector<std::set<std::string>> seen_keys;
+  std::vector<std::string> key_path;  // the key of the value being parsed, per object level
+  std::string duplicate;              // dotted path of the first duplicate key
+  auto same_field = [](std::string k) {
+    std::string out;
+    for (char ch : k) {
+      if (ch != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    return out;
+  };
+  auto on_event = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) {
+      seen_keys.emplace_back();
+      key_path.emplace_back();
+    } else if (event == E::object_end && !seen_keys.empty()) {
+      seen_keys.pop_back();
+      key_path.pop_back();
+    } else if (event == E::key && !seen_keys.empty()) {
+      const std::string key = parsed.get<std::string>();
+      if (!seen_keys.back().insert(same_field(key)).second && duplicate.empty()) {
+        for (size_t i = 0; i + 1 < key_path.size(); ++i) duplicate += key_path[i] + ".";
+        duplicate += key;
+      }
+      key_path.back() = key;
+    }
+    return true;
+  };
   try {
-    doc = nlohmann::json::parse(text.begin(), text.end());
+    doc = nlohmann::json::parse(text.begin(), text.end(), on_event);
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5:
     // syntax error while parsing ..."; keep the part after the position.
@@ -522,6 +553,12 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
   SourceMap local;
   local.is_json = true;
   local.json = std::string(text);
+  if (!duplicate.empty()) {
+    std::string prefix = name_for_errors;
+    if (auto lc = local.Find(root, duplicate)) prefix = At(name_for_errors, *lc);
+    return Status::InvalidArgument(prefix + ": " + duplicate +
+                                   " is given twice (each field once per object)");
+  }
   if (auto err = CheckJson(doc, root, "")) {
     std::string prefix = name_for_errors;
     if (auto lc = local.Find(root, err->first)) prefix = At(name_for_errors, *lc);
