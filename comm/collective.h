@@ -87,7 +87,8 @@ Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveS
                                          std::function<void()> on_done);
 
 // The closed form on the network's current link capacities (degraded links slow it; a link that
-// is down on its path gives sim::Time::Max()), for the algorithm and protocol RunCollective
+// is down on its path, or a time beyond sim::Time's range, gives sim::Time::Max()), for the
+// algorithm and protocol RunCollective
 // would pick (chosen on the idle topology). Schedules nothing. For callers that time a
 // collective as one event where the flow expansion would cost too much; unlike RunCollective
 // it does not contend with other traffic on the network.

@@ -877,6 +877,29 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   bool all_replicas = false;
   const std::map<comm::LinkId, double> link_factor =
       FoldLinkDegradations(*topo, layout, state.links, &distinct, &all_replicas);
+  if (!link_factor.empty() && !all_replicas && c.pp > 1) {
+    // A replica whose pipeline sends cross a degraded link differs too, even when no GPU of it
+    // owns the link: with PXN a cross-rail send leaves through another GPU's NIC.
+    std::vector<comm::LinkId> path;
+    auto crosses = [&](int a, int b) {
+      topo->RouteInto(a, b, &path);
+      for (comm::LinkId l : path) {
+        auto it = link_factor.find(l);
+        if (it != link_factor.end() && it->second < 1.0) return true;
+      }
+      return false;
+    };
+    for (int d = 0; d < c.dp; ++d) {
+      if (distinct.count(d)) continue;
+      for (int s = 0; s + 1 < c.pp; ++s) {
+        const int a = layout.GpuOf({0, s, d}), b = layout.GpuOf({0, s + 1, d});
+        if (crosses(a, b) || crosses(b, a)) {
+          distinct.insert(d);
+          break;
+        }
+      }
+    }
+  }
   std::vector<int> replicas;
   if (all_replicas) {
     for (int d = 0; d < c.dp; ++d) replicas.push_back(d);

@@ -15,30 +15,35 @@
 // optimizer (memory-bound) and, with ZeRO ≥ 1, the all-gather of updated weights.
 //
 // Representative simulation: replicas whose GPUs are all healthy behave identically, so one
-// healthy replica is simulated for all of them, plus every replica holding a slowed GPU or a
-// GPU on a node with a degraded NIC, NVLink or PCIe link (all replicas when a switch link is
-// degraded). Inside a stage all TP ranks are identical except for their slowdown: the stage
-// runs at its slowest TP rank (TP collectives synchronise them every layer). Flows are started
-// for TP rank 0; when a node has fewer NICs than GPUs, its bytes are scaled by the TP peers
+// healthy replica is simulated for all of them, plus every replica holding a slowed GPU, a GPU
+// whose own NIC, NVLink or PCIe link is degraded, or a pipeline send whose route crosses a
+// degraded link (PXN routes a cross-rail send through another GPU's NIC); all replicas when a
+// switch link is degraded. Inside a stage all TP ranks are identical except for their slowdown: the
+// stage runs at its slowest TP rank (TP collectives synchronise them every layer). Flows are
+// started for TP rank 0; when a node has fewer NICs than GPUs, its bytes are scaled by the TP peers
 // sharing the NIC. A degraded NIC, NVLink or PCIe link of another TP rank's GPU is therefore
 // applied to the same link of its TP rank 0 (the worst factor wins): that rank's DP ring and
-// pipeline sends stand for its peers', and the stage waits for the slowest. Data-parallel
+// pipeline sends stand for its peers', and the stage waits for the slowest. TP collectives are
+// priced once on the idle topology, so a degraded NVLink slows DP and pipeline traffic through
+// it but not the TP all-reduces (a known gap). Data-parallel
 // collectives over more than StepConfig::flow_collective_max_nodes nodes run as one closed-form
 // event. StepResult::simulation_note says what was simulated.
 //
 // Accounting: for the reported GPU the breakdown categories add up to the step time exactly:
 // compute (kernels, incl. recomputation), exposed TP communication, exposed DP communication
 // (gradient reduction not hidden behind backward, the tied-embedding all-reduce, ZeRO
-// gathers), PP wait (input in flight on the
-// network), bubble (input not yet produced: pipeline fill/drain, and waiting at the gradient-
-// norm barrier for other stages), optimizer, other (waiting at the end for slower stages).
+// gathers), PP wait (input in flight on the network, and, with blocking sends, the sender held
+// until its send has drained — including waiting for the receiver's task to end), bubble
+// (input not yet produced: pipeline fill/drain, and waiting at the gradient-norm barrier for
+// other stages), optimizer, other (waiting at the end for slower stages).
 //
 // Calibration: with StepConfig::calibration set, matrix products take the measured rate where
 // the file covers their shape (parallelism/compute.h), and TP collectives (closed form) the
 // measured curve where it covers (op, algorithm, TP size, nodes, bytes)
 // (comm::EstimateCollectiveCalibrated); pipeline sends and DP/ZeRO/embedding reductions stay
-// modelled flows (they contend on the network, which a one-collective-at-a-time measurement
-// does not capture). StepResult::calibration says what came from the file.
+// modelled (as flows that contend on the network, which a one-collective-at-a-time measurement
+// does not capture, or in closed form over more than flow_collective_max_nodes nodes).
+// StepResult::calibration says what came from the file.
 //
 // Determinism: no randomness; same config and state → identical result.
 #ifndef TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
@@ -81,7 +86,8 @@ struct StepConfig {
   // took hours; the closed form agrees with the expansion on an idle network (comm tests, 1%).
   // What is lost: such a collective does not contend with concurrent pipeline sends or with
   // other stages' reductions on shared switch links. 64 nodes keeps every bundled validation
-  // run (at most 24 nodes per DP group) and clusters up to 4,096 GPUs at TP 8 on flows.
+  // run (at most 24 nodes per DP group) on flows; a DP group spans tp·dp/gpus_per_node nodes
+  // (4,096 GPUs at TP 8 × PP 8: 64 nodes, flows; at TP 8 × PP 1: 512 nodes, closed form).
   // 0 = always closed form; a very large value = always flows.
   int flow_collective_max_nodes = 64;
 };

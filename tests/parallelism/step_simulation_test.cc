@@ -230,6 +230,26 @@ TEST(StepSimulationTest, DegradedNicOfAnyTensorParallelRankSlowsTheStepAlike) {
   EXPECT_EQ(r->simulated_replicas, 4);
 }
 
+TEST(StepSimulationTest, ReplicaWhosePxnRouteCrossesADegradedNicIsSimulated) {
+  // TP 1 × PP 2 × DP 12 on 3 nodes: stage 0 is GPUs 0–11, stage 1 GPUs 12–23. Replica 1 sends
+  // from GPU 1 (node 0) to GPU 13 (node 1, local 5); PXN hands it over NVLink to GPU 5 and out
+  // through node 0's NIC 5. With that NIC at 5% its sends crawl, though no GPU of replica 1 owns
+  // the NIC: replicas 0 (healthy), 1 (route) and 5 (owns NIC 5) are simulated, and the step is
+  // slower than the healthy one.
+  StepConfig c = Small(3, 1, 2, 12, 48);
+  c.model.seq_len = 2048;
+  const comm::Topology topo = comm::Topology::Build(c.topology).value();
+  Result<StepResult> healthy = SimulateStep(c);
+  ASSERT_TRUE(healthy.ok()) << healthy.status().message();
+  ClusterState s;
+  s.links.push_back({topo.nic_tx(5), 0.05});
+  Result<StepResult> r = SimulateStep(c, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->simulated_replicas, 3);
+  EXPECT_GT(r->time_s, 1.05 * healthy->time_s);
+  ExpectBreakdownAddsUp(*r);
+}
+
 TEST(StepSimulationTest, DataParallelReductionOverManyNodesRunsInClosedFormAndAgreesWithFlows) {
   // TP 8 × DP 8 on 8 nodes: the gradient all-reduce spans 8 nodes. Nothing else is on the
   // network while it runs (no pipeline), so the closed form and the flows agree (comm holds
