@@ -266,9 +266,14 @@ class ScheduleRun {
     pending_ = active_.size();
     for (size_t i : active_) {
       // The chain latency stands for every hop's latency, so flows add none of their own.
+      // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today).
+      const uint64_t n = static_cast<uint64_t>(span_);
+      const uint64_t bytes = wire_[i] > std::numeric_limits<uint64_t>::max() / n
+                                 ? std::numeric_limits<uint64_t>::max()
+                                 : wire_[i] * n;
       network_->StartFlow(
-          std::span<const LinkId>(paths_[i]), wire_[i] * static_cast<uint64_t>(span_),
-          [this] { OnDelivered(); }, sim::Time::Zero(), /*charge_path_latency=*/false);
+          std::span<const LinkId>(paths_[i]), bytes, [this] { OnDelivered(); }, sim::Time::Zero(),
+          /*charge_path_latency=*/false);
     }
   }
 
