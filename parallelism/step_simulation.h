@@ -85,11 +85,13 @@ struct StepConfig {
   // costs O(n) flows per wave and max-min solves per drain, so one step of a 16,384-GPU job
   // took hours; the closed form agrees with the expansion on an idle network (comm tests, 1%).
   // What is lost: such a collective does not contend with concurrent pipeline sends or with
-  // other stages' reductions on shared switch links. 64 nodes keeps every bundled validation
+  // other stages' reductions on shared switch links. 32 nodes keeps every bundled validation
   // run (at most 24 nodes per DP group) on flows; a DP group spans tp·dp/gpus_per_node nodes
-  // (4,096 GPUs at TP 8 × PP 8: 64 nodes, flows; at TP 8 × PP 1: 512 nodes, closed form).
+  // (2,048 GPUs at TP 8 × PP 8: 32 nodes, flows). At 64 nodes a 16,384-GPU sweep's confirmation
+  // of TP 4 × PP 32 × DP 128 took 6 s on flows (tree buckets) and gave a step 0.9% longer than
+  // the closed form's, so the line sits at 32.
   // 0 = always closed form; a very large value = always flows.
-  int flow_collective_max_nodes = 64;
+  int flow_collective_max_nodes = 32;
 };
 
 // What a step took from its calibration (all zero/empty without one).
