@@ -231,14 +231,21 @@ Status ValidateCollective(const Topology& topology, const CollectiveSpec& spec) 
   return Status::Ok();
 }
 
+namespace {
+
+// A group of one GPU costs nothing: the algorithm asked for (or auto's first), Simple, zero.
+CollectiveEstimate GroupOfOne(const CollectiveSpec& spec) {
+  const std::vector<Algo> algos = AlgorithmsFor(spec.op);
+  return CollectiveEstimate{spec.algo == Algo::kAuto ? algos.front() : spec.algo, Protocol::kSimple,
+                            sim::Time::Zero()};
+}
+
+}  // namespace
+
 Result<CollectiveEstimate> EstimateCollective(const Topology& topology,
                                               const CollectiveSpec& spec) {
   TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
-  if (spec.gpus.size() == 1) {
-    const std::vector<Algo> algos = AlgorithmsFor(spec.op);
-    return CollectiveEstimate{spec.algo == Algo::kAuto ? algos.front() : spec.algo,
-                              Protocol::kSimple, sim::Time::Zero()};
-  }
+  if (spec.gpus.size() == 1) return GroupOfOne(spec);
   Result<Choice> choice = Choose(topology, spec);
   if (!choice.ok()) return choice.status();
   const auto time = sim::Time::FromSecondsChecked(choice->time_s);
@@ -253,11 +260,7 @@ Result<CollectiveEstimate> EstimateCollectiveOnNetwork(const FlowNetwork& networ
                                                        const CollectiveSpec& spec) {
   const Topology& topology = network.topology();
   TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
-  if (spec.gpus.size() == 1) {
-    const std::vector<Algo> algos = AlgorithmsFor(spec.op);
-    return CollectiveEstimate{spec.algo == Algo::kAuto ? algos.front() : spec.algo,
-                              Protocol::kSimple, sim::Time::Zero()};
-  }
+  if (spec.gpus.size() == 1) return GroupOfOne(spec);
   Result<Choice> choice = Choose(topology, spec);
   if (!choice.ok()) return choice.status();
   const std::vector<double> t =
@@ -273,9 +276,7 @@ Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveS
   TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
   if (spec.gpus.size() == 1) {
     network->engine()->Schedule(sim::Time::Zero(), std::move(on_done));
-    const std::vector<Algo> algos = AlgorithmsFor(spec.op);
-    return CollectiveEstimate{spec.algo == Algo::kAuto ? algos.front() : spec.algo,
-                              Protocol::kSimple, sim::Time::Zero()};
+    return GroupOfOne(spec);
   }
   Result<Choice> choice = Choose(topology, spec);
   if (!choice.ok()) return choice.status();
