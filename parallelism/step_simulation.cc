@@ -324,11 +324,18 @@ class StepSim {
   // on_done never runs if a link on its path is down, as with flows.
   Result<comm::CollectiveEstimate> StartCollective(const comm::CollectiveSpec& spec,
                                                    std::function<void()> on_done) {
-    std::vector<int> nodes;
-    nodes.reserve(spec.gpus.size());
-    for (int g : spec.gpus) nodes.push_back(topo_->node_of(g));
-    std::sort(nodes.begin(), nodes.end());
-    const int span = int(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    // A group of at most that many GPUs cannot span more nodes; otherwise count its nodes once
+    // per group (every bucket of a stage reduces over the same group).
+    if (spec.gpus.size() <= size_t(std::max(cfg_.flow_collective_max_nodes, 0))) {
+      return comm::RunCollective(&net_, spec, on_done);
+    }
+    auto [span_it, fresh] = span_of_.emplace(spec.gpus, 0);
+    if (fresh) {
+      std::set<int> nodes;
+      for (int g : spec.gpus) nodes.insert(topo_->node_of(g));
+      span_it->second = int(nodes.size());
+    }
+    const int span = span_it->second;
     if (span <= cfg_.flow_collective_max_nodes) return comm::RunCollective(&net_, spec, on_done);
     auto key = std::make_tuple(spec.gpus, int(spec.op), spec.bytes);
     auto it = closed_form_cache_.find(key);
@@ -746,12 +753,34 @@ class StepSim {
   size_t pending_embedding_ = 0;
   std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>
       closed_form_cache_;
+  std::map<std::vector<int>, int> span_of_;  // nodes a collective group spans
   int closed_form_collectives_ = 0;
   int closed_form_max_nodes_ = 0;
   std::vector<KernelTime> layer_ops_;  // one layer's kernels, for the trace
   Status error_;
   std::vector<TraceSlice> trace_;
 };
+
+// The link of `kind` (NVLink, PCIe or NIC, either direction) that GPU `gpu` uses; -1 for a
+// switch link, which no single GPU owns.
+comm::LinkId GpuSideLink(const comm::Topology& topo, comm::LinkKind kind, int gpu) {
+  switch (kind) {
+    case comm::LinkKind::kNvlinkUp:
+      return topo.nvlink_up(gpu);
+    case comm::LinkKind::kNvlinkDown:
+      return topo.nvlink_down(gpu);
+    case comm::LinkKind::kPcieUp:
+      return topo.pcie_up(gpu);
+    case comm::LinkKind::kPcieDown:
+      return topo.pcie_down(gpu);
+    case comm::LinkKind::kNicTx:
+      return topo.nic_tx(topo.global_nic_of(gpu));
+    case comm::LinkKind::kNicRx:
+      return topo.nic_rx(topo.global_nic_of(gpu));
+    default:
+      return -1;
+  }
+}
 
 // The link factors the simulation applies (the worst per link): each degraded link, plus, for a
 // GPU-side link (NVLink, PCIe, NIC) of a GPU that is not its TP group's rank 0, the same link of
@@ -794,29 +823,7 @@ std::map<comm::LinkId, double> FoldLinkDegradations(const comm::Topology& topo,
       if (g >= layout.num_gpus()) continue;  // a spare: no job traffic
       const RankCoord rc = layout.CoordOf(g);
       replicas->insert(rc.dp);
-      const int g0 = layout.GpuOf({0, rc.pp, rc.dp});
-      switch (link.kind) {
-        case comm::LinkKind::kNvlinkUp:
-          degrade(topo.nvlink_up(g0), d.bandwidth_factor);
-          break;
-        case comm::LinkKind::kNvlinkDown:
-          degrade(topo.nvlink_down(g0), d.bandwidth_factor);
-          break;
-        case comm::LinkKind::kPcieUp:
-          degrade(topo.pcie_up(g0), d.bandwidth_factor);
-          break;
-        case comm::LinkKind::kPcieDown:
-          degrade(topo.pcie_down(g0), d.bandwidth_factor);
-          break;
-        case comm::LinkKind::kNicTx:
-          degrade(topo.nic_tx(topo.global_nic_of(g0)), d.bandwidth_factor);
-          break;
-        case comm::LinkKind::kNicRx:
-          degrade(topo.nic_rx(topo.global_nic_of(g0)), d.bandwidth_factor);
-          break;
-        default:
-          break;
-      }
+      degrade(GpuSideLink(topo, link.kind, layout.GpuOf({0, rc.pp, rc.dp})), d.bandwidth_factor);
     }
   }
   return factor;
