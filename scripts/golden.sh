@@ -17,7 +17,10 @@ one() {  # name, then the command's arguments; records stdout, stderr and the ex
 }
 for f in scenarios/examples/*.textproto scenarios/examples/*.json scenarios/validation/*.textproto; do
   n=$(basename "${f%.*}")
-  one "$n.run" run "$f" --json --events --trace "$OUT/$n.step-trace.json"
+  # The trace path is printed, so it is relative and the same in every checkout.
+  one "$n.run" run "$f" --json --events --trace "golden-$n.trace.json"
+  mv golden-"$n".trace.json "$OUT/$n.trace.json" 2>/dev/null
+  mv golden-"$n".trace.run.json "$OUT/$n.trace.run.json" 2>/dev/null
   one "$n.run-text" run "$f"
   one "$n.whatif" whatif "$f" --json --fail gpu:3@2h
   one "$n.whatif-text" whatif "$f" --fail gpu:3@2h
