@@ -64,7 +64,7 @@ nlohmann::json MemoryJson(const par::MemoryReport& m) {
   return j;
 }
 
-nlohmann::json BreakdownJson(const par::StepBreakdown& b) {
+nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
   return {{"compute", b.compute_s},
           {"exposed_tp_comm", b.exposed_tp_comm_s},
           {"exposed_dp_comm", b.exposed_dp_comm_s},
@@ -74,7 +74,7 @@ nlohmann::json BreakdownJson(const par::StepBreakdown& b) {
           {"other", b.other_s}};
 }
 
-nlohmann::json StepJson(const par::StepResult& r) {
+nlohmann::json StepJson(const step::StepResult& r) {
   nlohmann::json j;
   j["time_s"] = r.time_s;
   j["tokens_per_s"] = r.tokens_per_s;
@@ -86,14 +86,14 @@ nlohmann::json StepJson(const par::StepResult& r) {
   j["breakdown_gpu_place"] = r.report_gpu_place;
   j["breakdown_s"] = BreakdownJson(r.breakdown);
   nlohmann::json stages = nlohmann::json::array();
-  for (const par::StepBreakdown& b : r.stage_breakdown) stages.push_back(BreakdownJson(b));
+  for (const step::StepBreakdown& b : r.stage_breakdown) stages.push_back(BreakdownJson(b));
   j["stage_breakdown_s"] = stages;
   j["simulation"] = {{"note", r.simulation_note},
                      {"simulated_replicas", r.simulated_replicas},
                      {"events", r.events},
                      {"flows", r.flows}};
   if (r.calibration.used) {
-    const par::CalibrationUse& u = r.calibration;
+    const step::CalibrationUse& u = r.calibration;
     j["calibration"] = {{"file", u.file},
                         {"gpu", u.gpu},
                         {"sample", u.sample},
@@ -106,7 +106,7 @@ nlohmann::json StepJson(const par::StepResult& r) {
 }
 
 // "calibrated" and "modelled" lines: what of the step came from the calibration file.
-std::string CalibrationLines(const par::CalibrationUse& u) {
+std::string CalibrationLines(const step::CalibrationUse& u) {
   if (!u.used) return "";
   std::string cal = "GEMM efficiency for " + std::to_string(u.gemm_shapes_calibrated) + "/" +
                     std::to_string(u.gemm_shapes) + " layer shapes";
@@ -123,7 +123,7 @@ std::string CalibrationLines(const par::CalibrationUse& u) {
   return Line("calibrated", cal) + Line("modelled", model);
 }
 
-std::string LayoutText(const par::StepConfig& c) {
+std::string LayoutText(const step::StepConfig& c) {
   const par::ParallelConfig& p = c.parallel;
   std::string s = "TP " + std::to_string(p.tp) + " x PP " + std::to_string(p.pp) + " x DP " +
                   std::to_string(p.dp) + " = " + std::to_string(p.num_gpus()) + " GPUs, " +
@@ -142,8 +142,8 @@ std::string LayoutText(const par::StepConfig& c) {
 }  // namespace
 
 std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
-                             const par::StepConfig& config, const par::StepResult& r,
-                             const std::optional<par::StepResult>& faulted) {
+                             const step::StepConfig& config, const step::StepResult& r,
+                             const std::optional<step::StepResult>& faulted) {
   std::ostringstream out;
   const pb::Scenario& s = resolved.scenario;
   out << "trainsim run: " << s.name();
@@ -185,7 +185,7 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
     for (const std::string& fix : m.suggestions) out << Line("would fit", fix);
   }
 
-  const par::StepBreakdown& b = r.breakdown;
+  const step::StepBreakdown& b = r.breakdown;
   out << "\nwhere " << r.report_gpu_place << " spends the step\n";
   auto row = [&](const char* label, double v) {
     out << Line(label,
@@ -205,7 +205,7 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
     out << Line("time", Seconds(faulted->time_s) +
                             Fmt(" (%+.1f%%)", 100 * (faulted->time_s / r.time_s - 1)));
     out << Line("simulated", faulted->simulation_note);
-    const par::StepBreakdown& fb = faulted->breakdown;
+    const step::StepBreakdown& fb = faulted->breakdown;
     out << Line("GPU " + std::to_string(faulted->report_gpu),
                 "compute " + Seconds(fb.compute_s) + ", exposed DP comm " +
                     Seconds(fb.exposed_dp_comm_s) + ", bubble " + Seconds(fb.bubble_s) +
@@ -215,8 +215,8 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
 }
 
 nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
-                                const par::StepConfig& config, const par::StepResult& r,
-                                const std::optional<par::StepResult>& faulted) {
+                                const step::StepConfig& config, const step::StepResult& r,
+                                const std::optional<step::StepResult>& faulted) {
   nlohmann::json j;
   j["scenario"] = resolved.scenario.name();
   j["layout"] = LayoutText(config);
@@ -226,13 +226,13 @@ nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
 }
 
 std::string FormatStepJson(const scenarios::ResolvedScenario& resolved,
-                           const par::StepConfig& config, const par::StepResult& r,
-                           const std::optional<par::StepResult>& faulted) {
+                           const step::StepConfig& config, const step::StepResult& r,
+                           const std::optional<step::StepResult>& faulted) {
   return StepJsonDocument(resolved, config, r, faulted).dump(2) + "\n";
 }
 
 Result<RunOutcome> SimulateScenarioRun(const scenarios::ResolvedScenario& resolved,
-                                       const par::StepConfig& step, const RunRequest& request) {
+                                       const step::StepConfig& step, const RunRequest& request) {
   Result<checkpoint::RunConfig> config = scenarios::MakeRunConfig(resolved);
   if (!config.ok()) return config.status();
   if (request.seed) config->seed = *request.seed;
@@ -557,7 +557,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(resolved.status());
       return;
     }
-    Result<par::StepConfig> config = scenarios::MakeStepConfig(*resolved);
+    Result<step::StepConfig> config = scenarios::MakeStepConfig(*resolved);
     if (!config.ok()) {
       *exit_code = ReportError(config.status());
       return;
@@ -573,17 +573,17 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     if (calibration->has_value()) {
       config->calibration = std::make_shared<const comm::Calibration>(std::move(**calibration));
     }
-    par::SimulateOptions sim_opts;
+    step::SimulateOptions sim_opts;
     sim_opts.record_trace = !opts->trace.empty();
-    Result<par::StepResult> result = par::SimulateStep(*config, {}, sim_opts);
+    Result<step::StepResult> result = step::SimulateStep(*config, {}, sim_opts);
     if (!result.ok()) {
       *exit_code = ReportError(result.status());
       return;
     }
-    std::optional<par::StepResult> faulted;
-    const par::ClusterState state = scenarios::MakeFaultedClusterState(*resolved);
+    std::optional<step::StepResult> faulted;
+    const step::ClusterState state = scenarios::MakeFaultedClusterState(*resolved);
     if (!state.gpu_slowdown.empty() || !state.links.empty()) {
-      Result<par::StepResult> f = par::SimulateStep(*config, state);
+      Result<step::StepResult> f = step::SimulateStep(*config, state);
       if (!f.ok()) {
         *exit_code = ReportError(f.status());
         return;
@@ -605,7 +605,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       // write leaves the previous files, never a truncated trace. Both are written before either
       // is committed, and the step's (the larger) is committed first.
       std::ostringstream step_trace;
-      par::WriteChromeTrace(*result, step_trace);
+      step::WriteChromeTrace(*result, step_trace);
       const std::string run_path = RunTracePath(opts->trace);
       sim::AtomicFileWriter step_file, run_file;
       Status st = step_file.Open(opts->trace);

@@ -1,7 +1,7 @@
 // `trainsim run SCENARIO [--set PATH=VALUE]... [--json] [--trace FILE] [--allow-oom] [--gpu N]
 //  [--events] [--trials N] [--seed S] [--optimize-checkpoint-interval]`:
 // first simulates one training iteration of the scenario's model and layout on its cluster
-// (parallelism/step_simulation.h) and prints the step time, tokens/s, TFLOP/s per GPU, MFU and
+// (step/step_simulation.h) and prints the step time, tokens/s, TFLOP/s per GPU, MFU and
 // HFU, the peak memory per GPU by category (and whether it fits), and one GPU's step broken
 // into compute, exposed TP communication, exposed DP communication, pipeline wait, bubble,
 // optimizer and other — which add up to the step time. When the scenario schedules stragglers
@@ -33,7 +33,7 @@
 
 #include "checkpoint/monte_carlo.h"
 #include "checkpoint/run_simulation.h"
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
 
@@ -44,17 +44,17 @@ void AddRunCommand(CLI::App& app, int* exit_code);
 // The human-readable report and the JSON document (names as in the issue: step.time_s, ...).
 // `faulted` is the step with the scenario's stragglers/link faults active, if any.
 std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
-                             const parallelism::StepConfig& config,
-                             const parallelism::StepResult& result,
-                             const std::optional<parallelism::StepResult>& faulted);
+                             const step::StepConfig& config,
+                             const step::StepResult& result,
+                             const std::optional<step::StepResult>& faulted);
 std::string FormatStepJson(const scenarios::ResolvedScenario& resolved,
-                           const parallelism::StepConfig& config,
-                           const parallelism::StepResult& result,
-                           const std::optional<parallelism::StepResult>& faulted);
+                           const step::StepConfig& config,
+                           const step::StepResult& result,
+                           const std::optional<step::StepResult>& faulted);
 nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
-                                const parallelism::StepConfig& config,
-                                const parallelism::StepResult& result,
-                                const std::optional<parallelism::StepResult>& faulted);
+                                const step::StepConfig& config,
+                                const step::StepResult& result,
+                                const std::optional<step::StepResult>& faulted);
 
 // What `trainsim run` asks of the run simulation.
 struct RunRequest {
@@ -78,7 +78,7 @@ struct RunOutcome {
 // Simulates the run of `resolved` with step times from `step` (the healthy step's config).
 // Errors are the user's (bad fault, interval, rate, ...) or the step simulation's.
 Result<RunOutcome> SimulateScenarioRun(const scenarios::ResolvedScenario& resolved,
-                                       const parallelism::StepConfig& step,
+                                       const step::StepConfig& step,
                                        const RunRequest& request);
 
 // The human report of the run (and of --trials / the interval scan when present).

@@ -145,7 +145,7 @@ int RunSweepCommand(const SweepOptions& opts) {
   so.progress = true;  // drawn only on a terminal outside CI (sim::ProgressBar)
   if (opts.trials < 0) return fail(Status::InvalidArgument("--trials must be >= 0"));
   so.trials = opts.trials;
-  problem->step_time_fn = [](const par::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
+  problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
   Result<sweep::SweepResult> result = sweep::RunSweep(*problem, so, comm);
   if (!result.ok()) return fail(result.status());
   if (!root) return kExitOk;
@@ -171,7 +171,7 @@ int RunSweepCommand(const SweepOptions& opts) {
 Result<sweep::SweepProblem> MakeSweepProblem(const scenarios::ResolvedScenario& r,
                                              const std::vector<int>& gpus, double tokens) {
   sweep::SweepProblem p;
-  Result<par::StepConfig> step = scenarios::MakeStepConfig(r);
+  Result<step::StepConfig> step = scenarios::MakeStepConfig(r);
   if (!step.ok()) return step.status();
   Result<checkpoint::RunConfig> run = scenarios::MakeRunConfig(r);
   if (!run.ok()) return run.status();

@@ -259,7 +259,7 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(config.status());
       return;
     }
-    Result<parallelism::StepConfig> step = scenarios::MakeStepConfig(r.value());
+    Result<step::StepConfig> step = scenarios::MakeStepConfig(r.value());
     if (!step.ok()) {
       *exit_code = ReportError(step.status());
       return;

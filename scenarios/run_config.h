@@ -4,7 +4,7 @@
 // What it is: the bridge from scenario.proto's `training`, `checkpoint`, `recovery`,
 // `failures`, `faults`, `cost` and `seed` to checkpoint::RunConfig's plain structs, so
 // checkpoint/ never sees protobuf; and MakeStepTimeFn, which answers "how long is a step in
-// this cluster state" with parallelism::SimulateStep.
+// this cluster state" with step::SimulateStep.
 //
 // Mapping (what is not obvious):
 //   - training.duration is wall time the job holds its GPUs → RunConfig::wall_time_limit;
@@ -32,7 +32,7 @@
 #define TRAINSIM_SCENARIOS_RUN_CONFIG_H_
 
 #include "checkpoint/run_simulation.h"
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
 
@@ -46,10 +46,10 @@ Result<checkpoint::ScheduledFault> MakeScheduledFault(const ResolvedFault& f);
 
 // The step simulation as a run-simulation callback (see the header comment). `base` is the
 // healthy step's configuration (MakeStepConfig); `base.allow_oom` is honoured.
-checkpoint::StepTimeFn MakeStepTimeFn(const parallelism::StepConfig& base);
+checkpoint::StepTimeFn MakeStepTimeFn(const step::StepConfig& base);
 
 // StepBreakdown → StepTiming (rounded to whole nanoseconds per category).
-checkpoint::StepTiming ToStepTiming(const parallelism::StepBreakdown& b);
+checkpoint::StepTiming ToStepTiming(const step::StepBreakdown& b);
 
 }  // namespace trainsim::scenarios
 
