@@ -9,6 +9,7 @@
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
 #include "step/pass_costs.h"
+#include "sweep/pipeline_replay.h"
 
 namespace trainsim::sweep {
 namespace {
@@ -92,8 +93,14 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
   const int nic_share = step::NicShare(c, topo.spec());
 
   // --- per-chunk passes: the step simulation's own costs (step/pass_costs.h) -----------------
-  CachedTpTimer tp(cache, &topo, layout.TpGroup(0));
-  Result<std::vector<step::ChunkCost>> costs = step::ChunkCosts(cfg, par::GemmCalibration{}, &tp);
+  // TP collectives as the step simulation times them: the calibration's measured curve where it
+  // covers them, else comm's closed form (memoised across layouts by the cache).
+  CachedTpTimer cached(cache, &topo, layout.TpGroup(0));
+  step::CalibratedTpTimer calibrated(&topo, layout.TpGroup(0), cfg.calibration.get());
+  step::TpCollectiveTimer* tp =
+      cfg.calibration ? static_cast<step::TpCollectiveTimer*>(&calibrated) : &cached;
+  Result<std::vector<step::ChunkCost>> costs =
+      step::ChunkCosts(cfg, step::GemmCalibrationOf(cfg), tp);
   if (!costs.ok()) return costs.status();
   // ZeRO-3 gathers each chunk's weights over DP before every pass (no prefetch, as simulated).
   std::vector<double> zero3_gather(size_t(p), 0.0);
@@ -150,7 +157,27 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
   const double mean_pass = sum_pass / vstages;
   const double fill_drain = (p - 1) * mean_pass;
   const double transfers = p > 1 ? 2.0 * (double(vstages) - 1.0) * p2p_s : 0.0;
-  const double pipeline = double(mbs) * busiest + fill_drain + transfers;
+  double pipeline = double(mbs) * busiest + fill_drain + transfers;
+  // Stage s finishes its last backward s passes (and transfers) before stage 0 does.
+  std::vector<double> compute_done(size_t(p), pipeline);
+  for (int s = 1; s < p; ++s) {
+    compute_done[size_t(s)] = compute_done[size_t(s - 1)] - (passes[size_t(s - 1)].bwd_s + p2p_s);
+  }
+  // Blocking sends under interleaving: the rendezvous waits have no closed form, so the
+  // schedule is replayed task by task on the idle network (sweep/pipeline_replay.h).
+  const bool replay = !c.overlap_p2p && v > 1 && p > 1;
+  PipelineReplay replayed;
+  if (replay) {
+    std::vector<ReplayPass> rp(static_cast<size_t>(vstages));
+    for (int j = 0; j < vstages; ++j) {
+      const step::ChunkCost& k = (*costs)[size_t(j)];
+      rp[size_t(j)] = {zero3_gather[size_t(j % p)], k.fwd_compute_s + k.fwd_tp_s,
+                       k.bwd_compute_s + k.bwd_tp_s};
+    }
+    replayed = ReplayPipeline(c, rp, p2p_s);
+    compute_done = replayed.compute_done_s;
+    pipeline = *std::max_element(compute_done.begin(), compute_done.end());
+  }
 
   // --- data parallelism
   // ---------------------------------------------------------------------------
@@ -159,11 +186,9 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
   double barrier = 0;
   double after_barrier = 0;
   for (int s = 0; s < p; ++s) {
-    // Stage s finishes its last backward s passes (and transfers) before stage 0 does.
     const double last_bwd = passes[size_t(s)].bwd_compute_s;
-    double compute_done = pipeline;
-    for (int r = 0; r < s; ++r) compute_done -= passes[size_t(r)].bwd_s + p2p_s;
-    double reduced = compute_done;
+    const double done = compute_done[size_t(s)];
+    double reduced = done;
     const std::vector<int> dp_group = layout.DpGroup(layout.GpuOf({0, s, 0}));
     if (c.dp > 1) {
       const step::GradientBuckets buckets = step::PlanGradientBuckets(cfg, s, nic_share);
@@ -174,12 +199,16 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
       // Ready times of the buckets, in launch order, then one communicator serialises them.
       std::vector<double> ready;
       if (!c.overlap_dp) {
-        ready.assign(size_t(buckets.count), compute_done);
+        ready.assign(size_t(buckets.count), done);
+      } else if (replay) {
+        for (const auto& [start, dur] : replayed.bucket_passes[size_t(s)]) {
+          for (int i = 0; i < per_chunk; ++i) ready.push_back(start + dur * (i + 1) / per_chunk);
+        }
       } else if (c.zero_stage >= 2) {
         // pp = 1 (ZeRO-2/3 need it): forward, backward alternate; every backward's buckets.
         const double f = passes[0].fwd_s, b = passes[0].bwd_s;
         for (int64_t k = 0; k < mbs; ++k) {
-          const double b_start = compute_done - double(mbs - k) * b - double(mbs - 1 - k) * f;
+          const double b_start = done - double(mbs - k) * b - double(mbs - 1 - k) * f;
           for (int i = 0; i < per_chunk; ++i) {
             ready.push_back(b_start + b * (i + 1) / per_chunk);
           }
@@ -188,7 +217,7 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
         // The last micro-batch's backward of each chunk produces that chunk's buckets; the v
         // chunks' last backwards run back to back at the end of the rank's schedule.
         for (int chunk = v - 1; chunk >= 0; --chunk) {
-          const double b_end = compute_done - chunk * last_bwd;
+          const double b_end = done - chunk * last_bwd;
           for (int i = 0; i < per_chunk; ++i) {
             ready.push_back(b_end - last_bwd + last_bwd * (i + 1) / per_chunk);
           }
@@ -196,7 +225,7 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
       }
       double t_free = 0;
       for (double r : ready) t_free = std::max(t_free, r) + t;
-      reduced = std::max(compute_done, t_free);
+      reduced = std::max(done, t_free);
     }
     barrier = std::max(barrier, reduced);
     const double opt = step::OptimizerSeconds(cfg, s);
@@ -212,7 +241,17 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
       est.optimizer_s = opt;
     }
   }
-  est.time_s = barrier + after_barrier;
+  // With PP > 1 the first and last stages all-reduce the tied embedding's gradient once every
+  // stage is reduced, before the gradient-norm barrier releases the optimizers.
+  double tied_embedding = 0;
+  if (p > 1) {
+    Result<double> t = cache->CollectiveSeconds(
+        topo, comm::Op::kAllReduce, {layout.GpuOf({0, 0, 0}), layout.GpuOf({0, p - 1, 0})},
+        step::TiedEmbeddingBytes(cfg, nic_share));
+    if (!t.ok()) return t.status();
+    tied_embedding = *t;
+  }
+  est.time_s = barrier + tied_embedding + after_barrier;
   est.exposed_dp_comm_s = est.time_s - pipeline - est.optimizer_s;
   const double n = layout.num_gpus();
   est.mfu = par::ModelFlopsPerIteration(m, c.global_batch) / (est.time_s * n * cfg.gpu.peak_flops);

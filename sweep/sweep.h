@@ -40,8 +40,8 @@
 
 #include "checkpoint/run_simulation.h"
 #include "parallelism/layout.h"
-#include "step/step_simulation.h"
 #include "sim/status.h"
+#include "step/step_simulation.h"
 #include "sweep/distributed.h"
 #include "sweep/estimator.h"
 
