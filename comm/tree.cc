@@ -57,6 +57,94 @@ std::vector<int> DoubleBinaryTreeParents(int n, int which) {
   return parent;
 }
 
+namespace {
+
+// Per tree: parent, depth, height.
+struct TreeShape {
+  std::vector<int> parent, depth, height;
+  int root_height = 0, max_depth = 0;
+};
+
+// NCCL's double binary tree `t` (0 or 1) over `nodes` nodes.
+TreeShape ShapeOfTree(int nodes, int t) {
+  TreeShape ts;
+  ts.parent = DoubleBinaryTreeParents(nodes, t);
+  ts.depth.assign(static_cast<size_t>(nodes), 0);
+  ts.height.assign(static_cast<size_t>(nodes), 0);
+  for (int v = 0; v < nodes; ++v) {
+    int d = 0;
+    for (int u = v; ts.parent[static_cast<size_t>(u)] != -1; u = ts.parent[static_cast<size_t>(u)])
+      ++d;
+    ts.depth[static_cast<size_t>(v)] = d;
+    ts.max_depth = std::max(ts.max_depth, d);
+  }
+  std::vector<int> by_depth(static_cast<size_t>(nodes));
+  for (int v = 0; v < nodes; ++v) by_depth[static_cast<size_t>(v)] = v;
+  std::stable_sort(by_depth.begin(), by_depth.end(), [&](int a, int b) {
+    return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
+  });
+  for (int v : by_depth) {
+    const int p = ts.parent[static_cast<size_t>(v)];
+    if (p >= 0) {
+      ts.height[static_cast<size_t>(p)] =
+          std::max(ts.height[static_cast<size_t>(p)], ts.height[static_cast<size_t>(v)] + 1);
+    } else {
+      ts.root_height = ts.height[static_cast<size_t>(v)];
+    }
+  }
+  return ts;
+}
+
+// For the chain latency, per (channel, tree): each node's chain hops up and down, and the hop
+// between its head and its parent's head (both directions).
+struct NodeHops {
+  std::vector<Hop> chain_up, chain_down;
+  Hop to_parent, from_parent;
+};
+struct TreeHops {
+  std::vector<int> parent;
+  std::vector<int> deepest_first;  // nodes by decreasing depth
+  std::vector<NodeHops> nodes;
+};
+
+// The slowest leaf → root → leaf path over every (channel, tree).
+double TreeChainLatency(const std::vector<TreeHops>& trees, const ProtocolCosts& costs) {
+  double worst = 0;
+  std::vector<double> up, down;
+  for (const TreeHops& th : trees) {
+    const size_t nodes = th.nodes.size();
+    up.assign(nodes, 0.0);
+    down.assign(nodes, 0.0);
+    for (size_t v = 0; v < nodes; ++v) {
+      for (const Hop& h : th.nodes[v].chain_up) up[v] += HopLatency(costs, h);
+    }
+    double root_ready = 0;
+    for (int v : th.deepest_first) {  // children before parents
+      const int p = th.parent[static_cast<size_t>(v)];
+      if (p >= 0) {
+        const double arrive = up[static_cast<size_t>(v)] +
+                              HopLatency(costs, th.nodes[static_cast<size_t>(v)].to_parent);
+        up[static_cast<size_t>(p)] = std::max(up[static_cast<size_t>(p)], arrive);
+      } else {
+        root_ready = up[static_cast<size_t>(v)];
+      }
+    }
+    // Parents before children: reverse of deepest-first.
+    for (auto it = th.deepest_first.rbegin(); it != th.deepest_first.rend(); ++it) {
+      const size_t v = static_cast<size_t>(*it);
+      const int p = th.parent[v];
+      down[v] = p < 0 ? root_ready
+                      : down[static_cast<size_t>(p)] + HopLatency(costs, th.nodes[v].from_parent);
+      double chain = 0;
+      for (const Hop& h : th.nodes[v].chain_down) chain += HopLatency(costs, h);
+      worst = std::max(worst, down[v] + chain);
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
 Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpus, uint64_t bytes) {
   const auto segments = SplitByNode(topology, gpus);
   const int channels = ChannelCount(topology, segments);
@@ -65,40 +153,7 @@ Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpu
   for (const auto& seg : segments)
     max_m = std::max<int64_t>(max_m, static_cast<int64_t>(seg.size()));
 
-  // Per tree: parent, depth, height.
-  struct TreeShape {
-    std::vector<int> parent, depth, height;
-    int root_height = 0, max_depth = 0;
-  };
-  TreeShape trees[2];
-  for (int t = 0; t < 2; ++t) {
-    TreeShape& ts = trees[t];
-    ts.parent = DoubleBinaryTreeParents(nodes, t);
-    ts.depth.assign(static_cast<size_t>(nodes), 0);
-    ts.height.assign(static_cast<size_t>(nodes), 0);
-    for (int v = 0; v < nodes; ++v) {
-      int d = 0;
-      for (int u = v; ts.parent[static_cast<size_t>(u)] != -1;
-           u = ts.parent[static_cast<size_t>(u)])
-        ++d;
-      ts.depth[static_cast<size_t>(v)] = d;
-      ts.max_depth = std::max(ts.max_depth, d);
-    }
-    std::vector<int> by_depth(static_cast<size_t>(nodes));
-    for (int v = 0; v < nodes; ++v) by_depth[static_cast<size_t>(v)] = v;
-    std::stable_sort(by_depth.begin(), by_depth.end(), [&](int a, int b) {
-      return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
-    });
-    for (int v : by_depth) {
-      const int p = ts.parent[static_cast<size_t>(v)];
-      if (p >= 0) {
-        ts.height[static_cast<size_t>(p)] =
-            std::max(ts.height[static_cast<size_t>(p)], ts.height[static_cast<size_t>(v)] + 1);
-      } else {
-        ts.root_height = ts.height[static_cast<size_t>(v)];
-      }
-    }
-  }
+  const TreeShape trees[2] = {ShapeOfTree(nodes, 0), ShapeOfTree(nodes, 1)};
   // Transfers per (channel, tree, chunk): 2(n−1) (up and down edges).
   const int64_t n = static_cast<int64_t>(gpus.size());
   const int64_t transfers = 2 * channels * 2 * (n - 1);
@@ -120,17 +175,6 @@ Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpu
     t.first_wave = first_wave;
     t.num_waves = chunks;
     s.transfers.push_back(t);
-  };
-  // For the chain latency, per (channel, tree): each node's chain hops up and down, and the hop
-  // between its head and its parent's head (both directions).
-  struct NodeHops {
-    std::vector<Hop> chain_up, chain_down;
-    Hop to_parent, from_parent;
-  };
-  struct TreeHops {
-    std::vector<int> parent;
-    std::vector<int> deepest_first;  // nodes by decreasing depth
-    std::vector<NodeHops> nodes;
   };
   auto latency_trees = std::make_shared<std::vector<TreeHops>>();
   for (int c = 0; c < channels; ++c) {
@@ -193,39 +237,10 @@ Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpu
   }
   // Leaf → root → leaf: a head can send up once its chain and all its children have reported;
   // the root then sends down, and each node passes the result down its chain.
+  // Leaf → root → leaf: a head can send up once its chain and all its children have reported;
+  // the root then sends down, and each node passes the result down its chain.
   s.chain_latency_s = [latency_trees](const ProtocolCosts& costs) {
-    double worst = 0;
-    std::vector<double> up, down;
-    for (const TreeHops& th : *latency_trees) {
-      const size_t nodes = th.nodes.size();
-      up.assign(nodes, 0.0);
-      down.assign(nodes, 0.0);
-      for (size_t v = 0; v < nodes; ++v) {
-        for (const Hop& h : th.nodes[v].chain_up) up[v] += HopLatency(costs, h);
-      }
-      double root_ready = 0;
-      for (int v : th.deepest_first) {  // children before parents
-        const int p = th.parent[static_cast<size_t>(v)];
-        if (p >= 0) {
-          const double arrive = up[static_cast<size_t>(v)] +
-                                HopLatency(costs, th.nodes[static_cast<size_t>(v)].to_parent);
-          up[static_cast<size_t>(p)] = std::max(up[static_cast<size_t>(p)], arrive);
-        } else {
-          root_ready = up[static_cast<size_t>(v)];
-        }
-      }
-      // Parents before children: reverse of deepest-first.
-      for (auto it = th.deepest_first.rbegin(); it != th.deepest_first.rend(); ++it) {
-        const size_t v = static_cast<size_t>(*it);
-        const int p = th.parent[v];
-        down[v] = p < 0 ? root_ready
-                        : down[static_cast<size_t>(p)] + HopLatency(costs, th.nodes[v].from_parent);
-        double chain = 0;
-        for (const Hop& h : th.nodes[v].chain_down) chain += HopLatency(costs, h);
-        worst = std::max(worst, down[v] + chain);
-      }
-    }
-    return worst;
+    return TreeChainLatency(*latency_trees, costs);
   };
   return s;
 }
