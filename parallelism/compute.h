@@ -1,19 +1,10 @@
 // parallelism/compute.h — how long one kernel takes on one GPU (roofline + GEMM efficiency).
 //
-// What it is: time = launches · kernel_overhead + max(FLOPs / (peak · efficiency),
-// bytes / (HBM bandwidth · memory efficiency)). Peak and bandwidth come from the GPU's
-// datasheet (GpuSpec); the efficiencies are the parameters below, each with its source. Matrix
-// products get a shape-dependent efficiency: the large-GEMM ceiling, times the wave/tile
-// quantization of the best of a few cuBLAS-like tile shapes on the GPU's SMs, times
-// k / (k + k_half) for the per-tile prologue/epilogue that short reductions cannot amortise.
-// Backward products are timed as their two real shapes (dgrad m×k←m×n·n×k, wgrad k×n←k×m·m×n).
-//
-// Calibration: with a GemmCalibration (a loaded comm::Calibration and the GEMM input type), each
-// matrix product whose shape the file covers (comm::Calibration::GemmTflops' nearest-shape rule,
-// tried as written and transposed, C^T = B^T·A^T being the same cuBLAS call) runs at the
-// measured rate instead of the modelled efficiency; uncovered shapes keep the model.
-//
-// What it promises: deterministic, monotone in FLOPs and bytes.
+// time = launches · kernel_overhead + max(FLOPs / (peak · efficiency), bytes / (HBM bandwidth ·
+// memory efficiency)); matrix products get a shape-dependent efficiency (tile quantisation on the
+// GPU's SMs, short-reduction overhead), or the calibration's measured rate where a calibration
+// file covers the shape. Each efficiency parameter below names its source; docs/parallelism.md
+// explains the model. Promises: deterministic, monotone in FLOPs and bytes.
 #ifndef TRAINSIM_PARALLELISM_COMPUTE_H_
 #define TRAINSIM_PARALLELISM_COMPUTE_H_
 

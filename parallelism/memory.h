@@ -1,23 +1,11 @@
-// parallelism/memory.h — memory per GPU: model states, activations, overhead; does it fit?
+// parallelism/memory.h — memory per GPU at its peak: model states (ZeRO 0–3), activations for
+// the schedule's in-flight micro-batches (Korthikanti et al. 2022 §4), framework overhead, and
+// the fp16 optimizer step's fp32 gradient copies; does the layout fit?
 //
-// What it is: the bytes one GPU holds at its peak for a model under a parallel layout.
-//  - Model states (Rajbhandari et al., ZeRO, SC'20): mixed-precision Adam keeps 2 bytes of
-//    weights, 2 of gradients and 12 of fp32 optimizer state (master weights, momentum, variance)
-//    per parameter; ZeRO stage 1 shards the 12 over DP, stage 2 also the gradients, stage 3 also
-//    the weights (ZeRO-1: 4Ψ + 12Ψ/N, ZeRO-2: 2Ψ + 14Ψ/N, ZeRO-3: 16Ψ/N).
-//  - Activations per layer and micro-batch: Korthikanti et al. 2022 §4 (validation/
-//    activation_memory_formulas.csv), for recompute none / selective / full, with and without
-//    sequence parallelism; flash attention stores no s×s scores (the 5as/h term vanishes).
-//    Times the number of (micro-batch, chunk) activation sets the schedule keeps in flight on
-//    that rank (1F1B: p − rank on rank `rank`; GPipe: m; interleaved: Megatron's warm-up), plus
-//    the working set of one layer being recomputed (full recompute) and the fp32 logits of the
-//    last stage.
-//  - Framework overhead: a fixed allowance (CUDA context, NCCL buffers, cuBLAS workspace).
-//  - Optimizer step (fp16 training, MemoryParams::step_grad_bytes_per_param): fp32 copies of
-//    the gradients, held after the activations are freed; the peak is the larger phase.
-// What it promises: ModelStateBytes reproduces ZeRO's Table 1 (zero2020_memory_per_device_gb
-// .csv) to rounding; a layout that does not fit is reported with its worst stage, the excess,
-// and the changes that would make it fit (each checked with this same model).
+// Promises: ModelStateBytes reproduces ZeRO's Table 1 (docs/evidence/zero2020_memory_per_device_gb
+// .csv) to rounding; a layout that does not fit is reported with its worst stage, the excess and
+// the changes that would make it fit, each checked with this same model. The formulas and their
+// sources: docs/parallelism.md.
 #ifndef TRAINSIM_PARALLELISM_MEMORY_H_
 #define TRAINSIM_PARALLELISM_MEMORY_H_
 

@@ -1,24 +1,12 @@
 // parallelism/model.h — a GPT-style decoder as a list of operations with FLOPs and bytes.
 //
-// What it is: the transformer shape (layers, hidden, heads, sequence, vocabulary, FFN width) and,
-// for one micro-batch under tensor parallelism (with or without sequence parallelism), the
-// operations one GPU executes per layer, for the embedding and for the logits/loss: each with its
-// matrix-product FLOPs, its other (element-wise) FLOPs and the HBM bytes it moves, forward and
-// backward. Matrix products carry their (batch, m, n, k) shape so the compute model can judge
-// their efficiency.
-//
-// What it promises: summed over layers, micro-batches and forward + backward, the matrix-product
-// FLOPs equal Narayanan et al. (SC'21) exactly for the default GPT shape (FFN 4h, GELU, learned
-// position embeddings, tied output layer):
-//   model FLOPs (no recompute)  = 72·B·s·l·h²·(1 + s/(6h)) + 6·B·s·h·V
-//   hardware FLOPs (full recompute) = 96·B·s·l·h²·(1 + s/(6h)) + 6·B·s·h·V
-// (the 6·B·s·h·V term is the logits layer, which is never recomputed; this is the validation
-// README's F = 96·B·s·l·h²·(1 + s/6h + V/(16lh))), and ParameterCount equals
-// P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) (that formula, like Megatron's paper, leaves out the
-// final layer norm's 2h parameters; ParameterCount does too, and says so).
-//
-// Invariants: all counts are per GPU for one micro-batch; bytes are HBM traffic assuming each
-// kernel reads its inputs and writes its outputs once (no cache reuse across kernels).
+// The transformer's shape and, for one micro-batch on one GPU under tensor (and sequence)
+// parallelism, the operations of a layer, of the embedding and of the logits/loss: each with
+// its matrix-product FLOPs and (batch, m, n, k) shape, other FLOPs and HBM bytes, forward and
+// backward. Promises: summed over a step, the matrix FLOPs equal Narayanan et al. (SC'21)
+// exactly for the default GPT shape, and ParameterCount equals their P formula (both given in
+// docs/parallelism.md); counts are per GPU for one micro-batch; bytes assume each kernel reads
+// its inputs and writes its outputs once.
 #ifndef TRAINSIM_PARALLELISM_MODEL_H_
 #define TRAINSIM_PARALLELISM_MODEL_H_
 

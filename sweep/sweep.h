@@ -1,35 +1,12 @@
 // sweep/sweep.h — every parallel layout of a model on one or more cluster sizes, ranked by time
 // to train or by cost, with failures and checkpoints counted.
 //
-// What it is: the engine behind `trainsim sweep`. A SweepProblem is plain structs (the step
-// simulation's StepConfig as the template for model, GPU, compute, memory and network; the run
-// simulation's RunConfig for failures, checkpoints, recovery and price), so this library sits
-// below scenarios/ (cli → scenarios → sweep → checkpoint → parallelism → comm → sim); the command
-// maps a scenario onto it.
-//
-// For each GPU count it enumerates TP (powers of two up to the node; beyond the node with
-// tp_across_nodes: whole nodes per TP group, its collectives over the network), PP (divisors
-// of the layer count), DP (the rest), micro-batch size, schedule (1F1B, GPipe, interleaved 1F1B
-// with every virtual-stage count that divides the layers per stage), recomputation (none,
-// selective, full), sequence parallelism (TP > 1) and ZeRO stage (0–1 with PP > 1, 0–3 without).
-// Every layout is either rejected with its reason (ValidateLayout's message, or the memory
-// model's "does not fit" with stage, excess and fixes) or evaluated by the analytic estimator
-// (sweep/estimator.h): step time, MFU, memory, expected goodput with Daly's optimal checkpoint
-// interval under the failure model, time to train the token budget, GPU-hours and cost. The best
-// K by the objective and the time–cost Pareto front are then confirmed by the step simulation,
-// whose step time replaces the estimate for them (`confirmed`).
-//
-// Goodput (expected, closed form): M = 1 / (nodes × node failure rate) (the failure model's
-// rate), δ = the blocking cost of one checkpoint under the policy (SYNC: the write to storage;
-// ASYNC and IN_MEMORY: the snapshot to host memory), R = detection + requeue + process start +
-// communicator initialisation + checkpoint load; τ = Daly's interval, goodput = Daly's useful
-// fraction e^(−R/M)·(τ/M)/(e^((τ+δ)/M) − 1) (checkpoint/checkpoint_model.h). Time to train =
-// ceil(tokens / tokens per step) × step time / goodput; cost = that × billed GPUs × price.
-//
-// Distribution: layouts are dealt round-robin to the Communicator's ranks (index mod size),
-// evaluated, and all-gathered; the confirmations likewise. Results are ordered by layout index
-// and ranked with total orders (objective, then the layout tuple), so the output is identical
-// for any number of ranks.
+// Each layout is rejected with its reason or timed by the estimator (sweep/estimator.h) with
+// memory, MFU, expected goodput (Daly) and cost; the best K and the time–cost Pareto front are
+// confirmed by the step simulation, and only confirmed rows are ranked and printed. Plain
+// structs in and out (no protobuf); docs/sweep.md says what is enumerated and how goodput is
+// computed. Promises: results ordered by layout index and ranked with total orders, so the
+// output is identical for any number of MPI ranks.
 #ifndef TRAINSIM_SWEEP_SWEEP_H_
 #define TRAINSIM_SWEEP_SWEEP_H_
 

@@ -1,5 +1,5 @@
 // The time of one transformer layer against Korthikanti et al. 2022 Table 4
-// (validation/recompute2022_layer_22b_ms.csv): 22B model (h 6144, 64 heads, seq 2048), TP 8 on
+// (docs/evidence/recompute2022_layer_22b_ms.csv): 22B model (h 6144, 64 heads, seq 2048), TP 8 on
 // A100-80GB DGX nodes, micro-batch 4. An independent check of the compute and TP-communication
 // models below the step simulation: nothing here was fitted to it.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The step simulation with a calibration file (issue 7 item 3): matrix products run at the
+// The step simulation with a calibration file: matrix products run at the
 // measured rate where the sample file covers their shape, TP collectives take the measured
 // curve, and the change in compute time is exactly what the measured rates predict.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 6, item 4: for the Megatron-LM rows of ../shared/validation (scenarios/validation/
+// For the Megatron-LM rows of docs/evidence/megatron2021_weak_scaling.csv (scenarios/validation/
 // megatron2021_*.textproto, the same files `trainsim validate` reads), a sweep over the same GPU
 // count and global batch finds a layout at least as fast as the published one, and the published
 // layout is within 10% of the best found.
@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "step/step_simulation.h"
 #include "scenarios/run_config.h"
 #include "scenarios/scenario.h"
 #include "scenarios/step_config.h"
+#include "step/step_simulation.h"
 #include "sweep/sweep.h"
 
 namespace trainsim::sweep {
@@ -128,7 +128,7 @@ TEST(PublishedLayoutsTest, SweepFindsALayoutAtLeastAsFastAsThePublishedOne) {
     // At least as fast (the published layout is in the space; a hair of slack for the estimator
     // ranking a layout first whose simulated time lands a fraction of a percent behind).
     EXPECT_LE(b.step_time_s, row->published_s * 1.005) << row->name;
-    // Issue 6, item 4: the published layout within 10% of the best found.
+    // The published layout within 10% of the best found.
     EXPECT_LE(ratio, 1.10) << row->name << ": the published layout is " << 100 * (ratio - 1)
                            << "% slower than " << DescribeLayout(b.layout);
   }
