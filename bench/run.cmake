@@ -1,3 +1,3 @@
-# checkpoint/ benchmarks: the run simulation's Monte Carlo (issue 5's performance target).
+# run/ benchmarks: the run simulation's Monte Carlo (its performance target is in bench/README.md).
 add_executable(run_bench ${CMAKE_CURRENT_SOURCE_DIR}/run_bench.cc)
-target_link_libraries(run_bench PRIVATE trainsim_checkpoint benchmark::benchmark)
+target_link_libraries(run_bench PRIVATE trainsim_run benchmark::benchmark)

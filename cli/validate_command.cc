@@ -10,16 +10,13 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/report/format.h"
 #include "scenarios/step_config.h"
 
 namespace trainsim::cli {
 namespace {
 
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using report::Fmt;
 
 }  // namespace
 

@@ -22,17 +22,22 @@ for f in scenarios/examples/*.textproto scenarios/examples/*.json scenarios/vali
   mv golden-"$n".trace.json "$OUT/$n.trace.json" 2>/dev/null
   mv golden-"$n".trace.run.json "$OUT/$n.trace.run.json" 2>/dev/null
   one "$n.run-text" run "$f"
-  one "$n.whatif" whatif "$f" --json --fail gpu:3@2h
-  one "$n.whatif-text" whatif "$f" --fail gpu:3@2h
+  at=2h
+  case $f in scenarios/validation/*) at=5s ;; esac  # those runs last seconds
+  one "$n.whatif" whatif "$f" --json --fail "gpu:3@$at"
+  one "$n.whatif-text" whatif "$f" --fail "gpu:3@$at"
 done
 for f in scenarios/examples/*.textproto scenarios/examples/*.json; do
   n=$(basename "${f%.*}")
-  one "$n.sweep" sweep "$f" --json --top 10
-  one "$n.sweep-text" sweep "$f" --top 10
+  one "$n.sweep" sweep "$f" --json --top 10 --tokens 300e9
+  one "$n.sweep-text" sweep "$f" --top 10 --tokens 300e9
   one "$n.trials" run "$f" --json --trials 20
 done
-one collective-ring collective --json --op all_reduce --gpus 128 --bytes 1GiB
-one collective-tree collective --json --op all_reduce --gpus 64 --bytes 8KiB --algo tree
-one collective-ag collective --json --op all_gather --gpus 16 --bytes 64MiB
+demo=scenarios/examples/demo.textproto
+one collective-auto collective "$demo" --json
+one collective-tree collective "$demo" --json --algo tree --group 64 --sizes 8B:1MiB
+one collective-ag collective "$demo" --json --op all_gather --group 0,8,16,24 --sizes 64MiB
+one collective-expand collective "$demo" --json --expand --group 16 --sizes 1KiB:64MiB --step-factor 8
+one collective-a2a collective "$demo" --op all_to_all --group 32
 one validate validate
 exit 0
