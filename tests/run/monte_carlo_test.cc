@@ -67,7 +67,7 @@ TEST(MonteCarloTest, RejectsABackwardsRange) {
   EXPECT_FALSE(RunTrials(c, cache, 5, 4).ok());
 }
 
-// The check: under exponential failures the Monte Carlo optimum checkpoint interval is
+// The requirement: under exponential failures the Monte Carlo optimum checkpoint interval is
 // within 10% of Daly's formula, over a grid of (checkpoint cost δ, MTBF M).
 TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
   struct Case {

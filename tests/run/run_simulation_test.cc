@@ -88,7 +88,7 @@ TEST(RunSimulationTest, AsyncStallsForTheSnapshotAndSlowsStepsDuringTheWrite) {
   ExpectAddsUp(*r);
 }
 
-// The check: `gpu 37 fails at 16h` on the default scenario with the stochastic model
+// The requirement's example: `gpu 37 fails at 16h` on the default scenario with the stochastic model
 // off. Extra wall time = lost work since the last checkpoint completed before 16h + detection +
 // restart + wait, to the nanosecond, and the report names the checkpoint.
 TEST(RunSimulationTest, Gpu37At16hCostsLostWorkPlusDetectionPlusRestart) {

@@ -85,7 +85,7 @@ TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
   EXPECT_LT(t1->total().seconds(), 2.1 * t->total().seconds());
 }
 
-// The check on the default scenario: `gpu 37 fails at 16h` with the stochastic model off
+// The requirement's example on the default scenario: `gpu 37 fails at 16h` with the stochastic model off
 // costs exactly the work since the last checkpoint completed before 16 h, plus detection and
 // restart, and the report names that checkpoint. SYNC so the checkpoint times have a closed form.
 TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
