@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale limits (issue 8, part 5): wall time and peak RSS of the trainsim commands on the limit
+# Scale limits: wall time and peak RSS of the trainsim commands on the limit
 # scenarios in tests/hardening/limits/, each run REPS times (default 3); prints the median wall
 # time and the largest peak RSS as Markdown rows for bench/README.md ("## limits").
 #   bash bench/limits.sh [path/to/trainsim]

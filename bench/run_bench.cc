@@ -5,7 +5,7 @@
 // callback (10 s: 7 useful + 1 exposed comm + 2 bubble), so this measures the run simulation,
 // not the step simulation (which is memoised per cluster state and benchmarked in step_bench).
 //
-// Target (bench/README.md): 1000 trials in under 5 s on one core.
+// Performance target (bench/README.md, section `run`): 1000 trials in under 5 s on one core.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

@@ -3,9 +3,10 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 
-namespace trainsim::parallelism {
+namespace trainsim::step {
+using namespace parallelism;  // NOLINT: the models the step simulation runs
 namespace {
 
 StepConfig Gpt3On1024A100() {
@@ -54,6 +55,6 @@ void BM_StepGpt3_175B_1024A100(benchmark::State& state) {
 BENCHMARK(BM_StepGpt3_175B_1024A100)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
-}  // namespace trainsim::parallelism
+}  // namespace trainsim::step
 
 BENCHMARK_MAIN();

@@ -14,7 +14,7 @@ namespace {
 
 SweepProblem Gpt3On1024A100() {
   SweepProblem p;
-  parallelism::StepConfig& c = p.base;
+  step::StepConfig& c = p.base;
   c.model.num_layers = 96;
   c.model.hidden = 12288;
   c.model.heads = 96;

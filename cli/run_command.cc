@@ -19,10 +19,10 @@ namespace {
 // Both trace files through temporary files renamed into place (sim/atomic_file.h): a failed
 // write leaves the previous files, never a truncated trace. Both are written before either is
 // committed, and the step's (the larger) is committed first.
-Status WriteTraces(const std::string& path, const parallelism::StepResult& step,
+Status WriteTraces(const std::string& path, const step::StepResult& step_result,
                    const scenarios::RunOutcome& run) {
   std::ostringstream step_trace;
-  parallelism::WriteChromeTrace(step, step_trace);
+  step::WriteChromeTrace(step_result, step_trace);
   sim::AtomicFileWriter step_file, run_file;
   Status st = step_file.Open(path);
   if (st.ok()) st = run_file.Open(report::RunTracePath(path));

@@ -63,7 +63,7 @@ int RunSweepCommand(const SweepOptions& opts) {
   so.progress = true;  // drawn only on a terminal outside CI (sim::ProgressBar)
   if (opts.trials < 0) return fail(Status::InvalidArgument("--trials must be >= 0"));
   so.trials = opts.trials;
-  problem->step_time_fn = [](const par::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
+  problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
   Result<sweep::SweepResult> result = sweep::RunSweep(*problem, so, comm);
   if (!result.ok()) return fail(result.status());
   if (!root) return kExitOk;

@@ -1,3 +1,19 @@
+// How comm's collectives are put together (the contract is in collective.h).
+//
+// Two views of the same model, which agree within 1% on an idle network (tests hold them to it):
+//   - EstimateCollective: the closed-form alpha-beta cost, stage by stage, with no events;
+//   - RunCollective: the step-by-step expansion into flows on a FlowNetwork, so concurrent
+//     traffic (a DP all-reduce and PP sends on one NIC) slows each other down.
+// Algorithms (each in its own file): ring all-reduce / reduce-scatter / all-gather
+// (comm/ring.h), NCCL's double binary tree all-reduce (comm/tree.h), hierarchical all-reduce
+// (comm/hierarchical.h), pipelined broadcast (comm/broadcast.h), direct all-to-all and
+// send/recv (comm/direct.h). Protocol costs (LL, LL128, Simple) follow NCCL's tuning.cc
+// (comm/nccl_model.h). Algo::kAuto picks the fastest (algorithm, protocol) for the message
+// size and group, as NCCL's tuner does, and the estimate says which it picked.
+//
+// A link on a collective's path that stays down means on_done never runs: NCCL would hang until
+// its timeout, which is the caller's to model.
+
 #include "comm/collective.h"
 
 #include <algorithm>

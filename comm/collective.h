@@ -1,26 +1,18 @@
 // comm collectives — what the rest of trainsim calls to time a collective over a group of GPUs.
 //
-// Two views of the same model, which agree within 1% on an idle network (tests hold them to it):
-//   - EstimateCollective: the closed-form alpha-beta cost, stage by stage, with no events;
-//   - RunCollective: the step-by-step expansion into flows on a FlowNetwork, so concurrent
-//     traffic (a DP all-reduce and PP sends on one NIC) slows each other down.
-// Algorithms (each in its own file): ring all-reduce / reduce-scatter / all-gather
-// (comm/ring.h), NCCL's double binary tree all-reduce (comm/tree.h), hierarchical all-reduce
-// (comm/hierarchical.h), pipelined broadcast (comm/broadcast.h), direct all-to-all and
-// send/recv (comm/direct.h). Protocol costs (LL, LL128, Simple) follow NCCL's tuning.cc
-// (comm/nccl_model.h). Algo::kAuto picks the fastest (algorithm, protocol) for the message
-// size and group, as NCCL's tuner does, and the estimate says which it picked.
+// Two views of one model that agree within 1% on an idle network (tests hold them to it):
+// EstimateCollective, the closed-form alpha-beta cost with no events, and RunCollective, the
+// expansion into flows on a FlowNetwork, so concurrent traffic slows each other down. Algo::kAuto
+// picks the fastest (algorithm, protocol), as NCCL's tuner does, and says which. The algorithms
+// (one file each) and the protocol costs: collective.cc, docs/collectives.md.
 //
-// Conventions (nccl-tests): `bytes` is the nccl-tests "size": for all-reduce and broadcast the
-// buffer per rank; for reduce-scatter and all-gather the full (gathered) buffer, each rank owning
-// bytes/n; for all-to-all each rank's send buffer, bytes/n to each peer; for send/recv the
-// message. gpus: the group, any set of distinct GPU ids; broadcast's root is gpus[0]; send/recv
-// is gpus = {src, dst}.
-//
-// Invariants: same inputs → same result (no randomness); a group of one GPU costs zero time;
-// EstimateCollective never schedules events; RunCollective calls on_done exactly once, through
-// the engine, when the last rank has its data (never, if a link on its path stays down: NCCL
-// would hang until its timeout, which is the caller's to model).
+// Units (nccl-tests' "size"): `bytes` is the buffer per rank for all-reduce and broadcast, the
+// gathered buffer for reduce-scatter and all-gather (each rank owns bytes/n), each rank's send
+// buffer for all-to-all (bytes/n to each peer), the message for send/recv. `gpus` is any set of
+// distinct GPU ids; broadcast's root is gpus[0]; send/recv is gpus = {src, dst}.
+// Invariants: deterministic; a group of one GPU costs zero time; an invalid spec is an error and
+// schedules nothing; EstimateCollective never schedules events; RunCollective calls on_done once,
+// through the engine, when the last rank has its data (never if a link on its path stays down).
 #ifndef TRAINSIM_COMM_COLLECTIVE_H_
 #define TRAINSIM_COMM_COLLECTIVE_H_
 

@@ -1,3 +1,16 @@
+// How comm::FlowNetwork shares links (its contract is in flow_network.h).
+//
+// A transfer is a flow of `bytes` over a path of directed links. Concurrent flows share every
+// link's bandwidth max-min fairly (SimGrid's model, solved by progressive filling); rates are
+// recomputed whenever flows start or end, once per simulated instant however many flows start
+// or end at it, so the next event is "a flow drains", never a packet. A flow's path latency (plus
+// any extra latency the caller adds, e.g. a protocol's per-hop software cost) is paid once, after
+// its bytes have drained: on_done runs at drain time + latency, and the link is free for others
+// from drain time on.
+//
+// Degraded links: SetLinkBandwidthFactor(link, f) scales a link's bandwidth (0 = down: flows on
+// it stall with rate 0 until the factor is raised again).
+
 #include "comm/flow_network.h"
 
 #include <algorithm>

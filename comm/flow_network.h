@@ -1,23 +1,17 @@
 // comm::FlowNetwork — flow-level bandwidth sharing on the event engine.
 //
 // A transfer is a flow of `bytes` over a path of directed links. Concurrent flows share every
-// link's bandwidth max-min fairly (SimGrid's model, solved by progressive filling); rates are
-// recomputed whenever flows start or end, once per simulated instant however many flows start
-// or end at it, so the next event is "a flow drains", never a packet. A flow's path latency (plus
-// any extra latency the caller adds, e.g. a protocol's per-hop software cost) is paid once, after
-// its bytes have drained: on_done runs at drain time + latency, and the link is free for others
-// from drain time on.
+// link's bandwidth max-min fairly (SimGrid's model, progressive filling); rates are recomputed
+// once per simulated instant at which flows start or end, so the next event is "a flow drains",
+// never a packet. A flow's path latency (plus any extra the caller adds) is paid once, after its
+// bytes have drained. SetLinkBandwidthFactor(link, f) scales a link (0 = down: its flows stall).
 //
-// Degraded links: SetLinkBandwidthFactor(link, f) scales a link's bandwidth (0 = down: flows on
-// it stall with rate 0 until the factor is raised again).
-//
+// Invariants: on_done runs exactly once per flow, through the engine (never inside StartFlow), at
+// drain time + latency; flows that finish at the same instant call back in start order; rates
+// are always the max-min fair allocation of the active flows; no pointer or hash ordering feeds
+// any decision, so runs are deterministic.
 // Lifetime: the network schedules events that refer to it; destroy it only when the engine will
 // not run again (or has no events left), as with any object that schedules on the engine.
-//
-// Invariants: on_done runs exactly once per flow, through the engine (never inside StartFlow);
-// flows that finish at the same instant run their callbacks in start order; the rates at any
-// time are the max-min fair allocation of the active flows; determinism: no pointer or hash
-// ordering feeds any decision.
 #ifndef TRAINSIM_COMM_FLOW_NETWORK_H_
 #define TRAINSIM_COMM_FLOW_NETWORK_H_
 

@@ -1,6 +1,6 @@
 // comm NCCL cost constants — the latencies and protocol factors of NCCL's own tuner.
 //
-// From NVIDIA/nccl src/graph/tuning.cc (v2.30; see /work/shared/REFERENCES.md): NCCL predicts
+// From NVIDIA/nccl src/graph/tuning.cc (v2.30; docs/evidence/references.md): NCCL predicts
 // time = baseLat + Σ hop latencies + bytes / bandwidth per (algorithm, protocol). We use its
 // base latency per algorithm/protocol, its per-hop latency for NVLink and network hops, and the
 // bandwidth caps of the low-latency protocols: LL carries 8 bytes of data per 16 on the wire and

@@ -1,3 +1,44 @@
+// How a Schedule is priced and run (its contract is in schedule.h).
+//
+// Every algorithm in comm/ describes itself as a Schedule:
+//   - launches × NCCL's base latency (kernel launch and set-up), paid first;
+//   - a run of synchronous stages ("waves") of data movement. A PipelinedTransfer moves
+//     `payload_bytes` from one GPU to another in each of `num_waves` consecutive waves starting
+//     at `first_wave` (a ring step repeated, or a pipeline chunk passing one hop). Within a wave
+//     every transfer starts at the same instant and the wave ends when the last one has drained;
+//     then the next wave starts. NCCL's ranks proceed step by step without a global barrier, but
+//     in the symmetric rings and trees built here every rank's step drains together, so the
+//     barrier gives the same bandwidth timing and keeps waves identical;
+//   - the latency of the critical chain of hops, paid once: NCCL's per-hop latencies
+//     (tuning.cc; end-to-end figures, so a hop costs max(NCCL hop latency, the topology's path
+//     latency)) summed along the longest dependency chain (a ring's K consecutive hops, a tree's
+//     leaf→root→leaf path). NCCL pipelines slices so that hop latency overlaps other slices'
+//     transfers; its tuner therefore adds latencies to bytes/bandwidth rather than charging
+//     latency per byte moved, and so do we.
+//
+// Two evaluations:
+//   - EvaluateSchedule (closed form): T = launches·base + chain latency + Σ over waves of
+//     wire_bytes · max over links (transfers crossing the link / its bandwidth): the wave's
+//     slowest transfer drains at the smallest max-min share, which is the first level of
+//     progressive filling, capacity / load of the most loaded link. Waves with the same active
+//     set are computed once, so a ring is one alpha-beta term times its 2(n−1) steps. The load
+//     does not depend on the protocol, so one evaluation prices every protocol.
+//   - RunSchedule (expansion): the same waves as flows on a FlowNetwork (their latency is the
+//     chain latency, added after the last wave, not the flows' path latency). Segments: a run of
+//     consecutive waves with the same active transfers (a ring's 2(n−1) steps) starts as one
+//     wave whose flows carry the run's bytes, so a ring over n ranks costs n·C flows, not
+//     2(n−1)·n·C. On an idle network this is exact (each wave would last payload / r at the
+//     same rate r). Under contention it lets a transfer on an uncontended link run ahead of the
+//     per-step barrier, so the collective ends when its slowest transfer has moved the whole
+//     run: max over transfers of the sum of their drains rather than the sum over steps of the
+//     slowest drain. The two agree while contention is steady over the collective (a ring
+//     that shares one NIC with a long pipeline send); NCCL's ring, throttled by the slowest
+//     link through its bounded step buffers (NCCL_STEPS), lies between them.
+// They agree on an idle network because all transfers of one wave carry the same bytes: the
+// flows on the most loaded link are frozen first, at the smallest rate r, and keep r until they
+// drain (every flow sharing that link has rate r, so none finishes earlier and frees capacity),
+// so the wave ends at bytes / r in the expansion too.
+
 #include "comm/schedule.h"
 
 #include <algorithm>

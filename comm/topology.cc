@@ -1,3 +1,24 @@
+// The cluster model behind comm::Topology (its contract is in topology.h).
+//
+// The model:
+//   - inside a node, every GPU has one NVLink port to the NVSwitch fabric (DGX-style), modelled
+//     as two directed links (GPU→switch "nvl_up", switch→GPU "nvl_down") of the per-GPU,
+//     per-direction NVLink bandwidth; the switch itself is non-blocking;
+//   - every GPU has a PCIe link (up = GPU→host/NIC side, down = the reverse) used by checkpoint
+//     traffic to host memory and by GPUDirect RDMA to the NIC;
+//   - NICs: `nics_per_node` per node; GPU g uses NIC floor(local(g)·nics/gpus) (one per GPU when
+//     the counts match, "rail-optimised"; one per node when nics_per_node = 1);
+//   - a two- or three-level fat tree. Leaves: with rail_optimized, NIC k of a group of
+//     `nodes_per_leaf` nodes attaches to the rail-k leaf of that group; otherwise all NICs of the
+//     group attach to one leaf. Each leaf's up-links to the spine layer are one aggregated link
+//     per direction of (down-link bandwidth sum) / oversubscription (flow-level ECMP: traffic is
+//     assumed spread evenly over the parallel up-links). With three levels, `leaves_per_pod`
+//     leaves form a pod whose spine→core up-links are aggregated the same way (non-blocking
+//     above the spine unless spine_oversubscription says otherwise).
+//   - PXN (NCCL's default since 2.12, NCCL_PXN_DISABLE=0): a transfer between nodes whose source
+//     GPU's NIC is on a different rail than the destination's first moves over NVLink to the
+//     local GPU on the destination's rail, so rail-optimised traffic stays below the leaf.
+
 #include "comm/topology.h"
 
 #include <algorithm>

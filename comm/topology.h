@@ -1,27 +1,14 @@
 // comm::Topology — the links of a GPU cluster, and the path a transfer takes over them.
 //
-// Built from a TopologySpec of plain numbers (the scenario's cluster, resolved against the
-// hardware catalogue by scenarios/cluster_topology.h). The model:
-//   - inside a node, every GPU has one NVLink port to the NVSwitch fabric (DGX-style), modelled
-//     as two directed links (GPU→switch "nvl_up", switch→GPU "nvl_down") of the per-GPU,
-//     per-direction NVLink bandwidth; the switch itself is non-blocking;
-//   - every GPU has a PCIe link (up = GPU→host/NIC side, down = the reverse) used by checkpoint
-//     traffic to host memory and by GPUDirect RDMA to the NIC;
-//   - NICs: `nics_per_node` per node; GPU g uses NIC floor(local(g)·nics/gpus) (one per GPU when
-//     the counts match, "rail-optimised"; one per node when nics_per_node = 1);
-//   - a two- or three-level fat tree. Leaves: with rail_optimized, NIC k of a group of
-//     `nodes_per_leaf` nodes attaches to the rail-k leaf of that group; otherwise all NICs of the
-//     group attach to one leaf. Each leaf's up-links to the spine layer are one aggregated link
-//     per direction of (down-link bandwidth sum) / oversubscription (flow-level ECMP: traffic is
-//     assumed spread evenly over the parallel up-links). With three levels, `leaves_per_pod`
-//     leaves form a pod whose spine→core up-links are aggregated the same way (non-blocking
-//     above the spine unless spine_oversubscription says otherwise).
-//   - PXN (NCCL's default since 2.12, NCCL_PXN_DISABLE=0): a transfer between nodes whose source
-//     GPU's NIC is on a different rail than the destination's first moves over NVLink to the
-//     local GPU on the destination's rail, so rail-optimised traffic stays below the leaf.
-// Each directed link has a bandwidth in bytes/s that a bulk transfer achieves (datasheet ×
-// the documented efficiency for that link type) and a latency; a path's latency is the sum.
+// Built from a TopologySpec of plain numbers (the scenario's cluster resolved against the
+// hardware catalogue by scenarios/cluster_topology.h): per GPU an NVLink port to a non-blocking
+// NVSwitch and a PCIe link, `nics_per_node` NICs per node, a two- or three-level fat tree
+// (optionally rail-optimised) and PXN routing between rails. The model link by link, and the
+// source of each efficiency: topology.cc and docs/collectives.md ("Topology").
 //
+// Units: each directed link has a bandwidth in bytes/s that a bulk transfer achieves (datasheet
+// × the documented efficiency for that link type) and a latency; a path's latency is the sum.
+// Errors: Build returns the ValidateTopologySpec message (field and valid range) for a bad spec.
 // Invariants: a Topology is immutable after Build; LinkIds are dense in [0, num_links());
 // Route(a, b) for a != b is non-empty and starts with a link leaving a's GPU and ends with one
 // entering b's GPU; Route(a, a) is empty. Every route is deterministic.

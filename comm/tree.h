@@ -1,22 +1,15 @@
 // comm tree all-reduce — NCCL's double binary tree, pipelined in chunks.
 //
-// As NCCL builds it (src/graph/trees.cc, ncclGetBtree/ncclGetDtree): the nodes of the group form
-// two binary trees over node positions 0..N−1 — tree 0 with NCCL's bit rule (parent of r is
-// (r ^ b) | (b << 1), b = r's lowest set bit, or r ^ b when that is out of range) and tree 1 its
-// mirror (N even) or shift by one (N odd), so a node that is a leaf in one tree is interior in
-// the other. Inside a node the GPUs form a chain ending at the "head" GPU that talks to the
-// network. Each tree carries half the data, per channel (one per NIC rail, as for rings).
-// Reduce goes up (chain to head, children heads to parent head), broadcast comes down; chunks
-// are pipelined: a chunk passes one hop per wave, so chunk i crosses the up hop of a node of
-// height h at wave i + (M−1) + h (M = GPUs per node) and the tree finishes after
-// P − 1 + 2(M−1) + H + D waves (P chunks, H root height, D max depth).
-// Chunking: 512 KiB per chunk, halved down to 128 KiB while there are fewer than 8·depth chunks
-// (NCCL enqueue.cc's rule for Tree/Simple), capped by the expansion's flow budget.
+// As NCCL builds it (src/graph/trees.cc, ncclGetBtree/ncclGetDtree): two binary trees over the
+// group's nodes, tree 1 the mirror or shift of tree 0, so a node that is a leaf in one tree is
+// interior in the other; inside a node a chain of GPUs ends at the head GPU. Each tree carries
+// half the data per channel (one per NIC rail). Reduce goes up, broadcast comes down, in chunks
+// of 512 KiB halved down to 128 KiB (NCCL enqueue.cc's rule), one hop per wave.
 //
-// Closed form: T = base + L + Σ over waves c / (f · 0.92 · r_w), where L is the latency of the
-// leaf → root → leaf chain of hops (NCCL's Tree hop latencies; with uniform hops NCCL's
-// 2((M−1)·α_nvlink + D·α_net)), c the chunk, f the protocol's data fraction, 0.92 tuning.cc's
-// tree cap and r_w the most loaded link's share in wave w. Expansion: the same waves as flows.
+// Closed form: T = base + L + Σ over waves c / (f · 0.92 · r_w), with L the leaf → root → leaf
+// latency chain, c the chunk, f the protocol's data fraction, 0.92 tuning.cc's tree cap and r_w
+// the most loaded link's share in wave w. Expansion: the same waves as flows. Bytes and seconds;
+// deterministic. The parent rule and the wave of each chunk: tree.cc.
 #ifndef TRAINSIM_COMM_TREE_H_
 #define TRAINSIM_COMM_TREE_H_
 

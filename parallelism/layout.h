@@ -71,6 +71,7 @@ class Layout {
   // REQUIRES: ValidateLayout(model, config, gpus_per_node) ok.
   Layout(const ParallelConfig& config, int gpus_per_node);
 
+  const ParallelConfig& config() const { return config_; }
   int num_gpus() const { return config_.num_gpus(); }
   int GpuOf(RankCoord c) const { return c.tp + config_.tp * (c.dp + config_.dp * c.pp); }
   RankCoord CoordOf(int gpu) const;

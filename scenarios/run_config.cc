@@ -64,7 +64,7 @@ sim::Time Seconds(double s) {
 
 }  // namespace
 
-rn::StepTiming ToStepTiming(const parallelism::StepBreakdown& b) {
+rn::StepTiming ToStepTiming(const step::StepBreakdown& b) {
   rn::StepTiming t;
   t.useful = Seconds(b.compute_s + b.optimizer_s);
   t.exposed_comm = Seconds(b.exposed_tp_comm_s + b.exposed_dp_comm_s + b.pp_wait_s);
@@ -233,11 +233,11 @@ Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
   return c;
 }
 
-rn::StepTimeFn MakeStepTimeFn(const parallelism::StepConfig& base) {
+rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
   // Topologies by node count, built on first use (shared by all copies of the callback).
   auto topologies = std::make_shared<std::map<int, std::shared_ptr<comm::Topology>>>();
   return [base, topologies](const rn::RunState& state) -> Result<rn::StepTiming> {
-    parallelism::StepConfig cfg = base;
+    step::StepConfig cfg = base;
     const int full_dp = base.parallel.dp;
     const int live = state.live_dp_replicas > 0 ? state.live_dp_replicas : full_dp;
     if (live != full_dp) {
@@ -259,7 +259,7 @@ rn::StepTimeFn MakeStepTimeFn(const parallelism::StepConfig& base) {
       }
       cfg.parallel.global_batch = micro * per_replica;
     }
-    parallelism::ClusterState ps;
+    step::ClusterState ps;
     const int gpus = cfg.parallel.num_gpus();
     for (const auto& [gpu, f] : state.gpu_slowdown) {
       if (gpu < gpus) ps.gpu_slowdown.push_back({gpu, f});
@@ -278,9 +278,9 @@ rn::StepTimeFn MakeStepTimeFn(const parallelism::StepConfig& base) {
         ps.links.push_back({slot->nic_rx(nic), f});
       }
     }
-    Result<parallelism::StepResult> r = parallelism::SimulateStep(cfg, ps);
+    Result<step::StepResult> r = step::SimulateStep(cfg, ps);
     if (!r.ok()) return r.status();
-    parallelism::StepBreakdown b = r->breakdown;
+    step::StepBreakdown b = r->breakdown;
     if (state.checkpoint_traffic_share > 0) {
       const double stretch = 1.0 / (1.0 - std::min(0.9, state.checkpoint_traffic_share));
       b.exposed_dp_comm_s *= stretch;

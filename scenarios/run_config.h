@@ -4,15 +4,15 @@
 // Promises: MakeRunConfig maps scenario.proto's training, checkpoint, recovery, failures,
 // faults, cost and seed to run::RunConfig's plain structs (so run/ never sees protobuf) and
 // returns a config that ValidateRunConfig accepts, or an error naming the scenario field.
-// MakeStepTimeFn answers "how long is a step in this run state" with the step simulation. How
+// MakeStepTimeFn answers "how long is a step in this run state" with step::SimulateStep. How
 // each field maps, and the approximations of the callback, are in run_config.cc.
 #ifndef TRAINSIM_SCENARIOS_RUN_CONFIG_H_
 #define TRAINSIM_SCENARIOS_RUN_CONFIG_H_
 
-#include "parallelism/step_simulation.h"
 #include "run/run_simulation.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
+#include "step/step_simulation.h"
 
 namespace trainsim::scenarios {
 
@@ -24,10 +24,10 @@ Result<run::ScheduledFault> MakeScheduledFault(const ResolvedFault& f);
 
 // The step simulation as a run-simulation callback (see the header comment). `base` is the
 // healthy step's configuration (MakeStepConfig); `base.allow_oom` is honoured.
-run::StepTimeFn MakeStepTimeFn(const parallelism::StepConfig& base);
+run::StepTimeFn MakeStepTimeFn(const step::StepConfig& base);
 
 // StepBreakdown → StepTiming (rounded to whole nanoseconds per category).
-run::StepTiming ToStepTiming(const parallelism::StepBreakdown& b);
+run::StepTiming ToStepTiming(const step::StepBreakdown& b);
 
 }  // namespace trainsim::scenarios
 

@@ -1,17 +1,15 @@
 // Loading, overriding, defaulting, validating and resolving trainsim scenarios.
 //
-// A scenario (scenarios/scenario.proto) is read from protobuf text format or JSON, then
-//   1. `--set path=value` overrides are applied (any scalar field by dotted path, enums by name,
-//      repeated entries by index: `faults.0.at=20h`),
-//   2. every unset field with a documented default is filled in (FillDefaults),
-//   3. the result is validated (ValidateScenario),
-// and Resolve() joins it with the hardware catalogue and computes derived values.
+// A scenario (scenarios/scenario.proto) is read from protobuf text format or JSON; then
+// `--set path=value` overrides are applied (any scalar field by dotted path, enums by name,
+// repeated entries by index: `faults.0.at=20h`), every unset field with a documented default is
+// filled in (FillDefaults) and the result is validated (ValidateScenario). Resolve() joins it
+// with the hardware catalogue and computes derived values.
 //
 // Promises: no function here crashes or calls exit() on any input; every user error is a
 // non-OK Status whose message says where (file:line:column, or the field path) and what would
 // be valid. Unknown fields are rejected, naming the closest valid field. Loading is
 // deterministic: the same text and overrides give the same Scenario.
-//
 // Invariants of a Scenario returned by LoadScenario / ParseScenarioText: every defaulted field
 // is set, tp * pp * dp == nodes * gpus_per_node, the catalogue names resolve, and every
 // duration string parses.

@@ -28,7 +28,7 @@ Result<std::optional<comm::Calibration>> LoadScenarioCalibration(const ResolvedS
 
 Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
                                          const StepRequest& request) {
-  Result<parallelism::StepConfig> config = MakeStepConfig(resolved);
+  Result<step::StepConfig> config = MakeStepConfig(resolved);
   if (!config.ok()) return config.status();
   StepOutcome out;
   out.config = std::move(config.value());
@@ -40,14 +40,14 @@ Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
   if (calibration->has_value()) {
     out.config.calibration = std::make_shared<const comm::Calibration>(std::move(**calibration));
   }
-  parallelism::SimulateOptions options;
+  step::SimulateOptions options;
   options.record_trace = request.record_trace;
-  Result<parallelism::StepResult> result = parallelism::SimulateStep(out.config, {}, options);
+  Result<step::StepResult> result = step::SimulateStep(out.config, {}, options);
   if (!result.ok()) return result.status();
   out.result = std::move(result.value());
-  const parallelism::ClusterState state = MakeFaultedClusterState(resolved);
+  const step::ClusterState state = MakeFaultedClusterState(resolved);
   if (!state.gpu_slowdown.empty() || !state.links.empty()) {
-    Result<parallelism::StepResult> f = parallelism::SimulateStep(out.config, state);
+    Result<step::StepResult> f = step::SimulateStep(out.config, state);
     if (!f.ok()) return f.status();
     out.faulted = std::move(f.value());
   }
@@ -81,8 +81,7 @@ Result<run::MonteCarloSummary> RunTrialsWithProgress(const run::RunConfig& confi
 }  // namespace
 
 Result<RunOutcome> SimulateScenarioRun(const ResolvedScenario& resolved,
-                                       const parallelism::StepConfig& step,
-                                       const RunRequest& request) {
+                                       const step::StepConfig& step, const RunRequest& request) {
   Result<run::RunConfig> config = MakeRunConfig(resolved);
   if (!config.ok()) return config.status();
   if (request.seed) config->seed = *request.seed;
@@ -165,7 +164,7 @@ Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
                                              int64_t trial, int64_t trials) {
   Result<run::RunConfig> config = MakeRunConfig(resolved);
   if (!config.ok()) return config.status();
-  Result<parallelism::StepConfig> step = MakeStepConfig(resolved);
+  Result<step::StepConfig> step = MakeStepConfig(resolved);
   if (!step.ok()) return step.status();
   run::StepTimeCache cache(MakeStepTimeFn(step.value()));
   Result<run::WhatIfReport> w = run::SimulateWhatIf(config.value(), added, cache, trial);
@@ -311,7 +310,7 @@ Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolve
 Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& r,
                                              const std::vector<int>& gpus, double tokens) {
   sweep::SweepProblem p;
-  Result<parallelism::StepConfig> step = MakeStepConfig(r);
+  Result<step::StepConfig> step = MakeStepConfig(r);
   if (!step.ok()) return step.status();
   Result<run::RunConfig> run = MakeRunConfig(r);
   if (!run.ok()) return run.status();

@@ -16,12 +16,12 @@
 
 #include "comm/calibration.h"
 #include "comm/collective.h"
-#include "parallelism/step_simulation.h"
 #include "run/monte_carlo.h"
 #include "run/run_simulation.h"
 #include "run/whatif.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
+#include "step/step_simulation.h"
 #include "sweep/sweep.h"
 
 namespace trainsim::scenarios {
@@ -39,9 +39,9 @@ struct StepRequest {
 };
 
 struct StepOutcome {
-  parallelism::StepConfig config;  // the healthy step's config (calibration attached)
-  parallelism::StepResult result;
-  std::optional<parallelism::StepResult> faulted;  // with the scenario's slowdowns, if any
+  step::StepConfig config;  // the healthy step's config (calibration attached)
+  step::StepResult result;
+  std::optional<step::StepResult> faulted;  // with the scenario's slowdowns, if any
 };
 
 Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
@@ -65,8 +65,7 @@ struct RunOutcome {
 
 // The run of `resolved` with step times from `step` (the healthy step's config).
 Result<RunOutcome> SimulateScenarioRun(const ResolvedScenario& resolved,
-                                       const parallelism::StepConfig& step,
-                                       const RunRequest& request);
+                                       const step::StepConfig& step, const RunRequest& request);
 
 // Command-line faults ("gpu:37@16h" for --fail, "gpu:5x1.3@1h+4h" for --slow), validated
 // against the scenario. InvalidArgument when none is given.

@@ -72,10 +72,10 @@ comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
   return t;
 }
 
-Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
+Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   namespace par = parallelism;
   const pb::Scenario& s = r.scenario;
-  parallelism::StepConfig c;
+  step::StepConfig c;
   const pb::Model& m = s.model();
   c.model.num_layers = m.layers();
   c.model.hidden = m.hidden();
@@ -143,8 +143,8 @@ Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   return c;
 }
 
-parallelism::ClusterState MakeFaultedClusterState(const ResolvedScenario& r) {
-  parallelism::ClusterState state;
+step::ClusterState MakeFaultedClusterState(const ResolvedScenario& r) {
+  step::ClusterState state;
   Result<comm::Topology> topo = comm::Topology::Build(MakeTopologySpec(r));
   for (const ResolvedFault& f : r.faults) {
     if (f.fault.kind() == pb::Fault::STRAGGLER) {
@@ -198,18 +198,18 @@ Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
     } else {
       continue;  // nothing to compare with
     }
-    Result<parallelism::StepConfig> base = scenarios::MakeStepConfig(*resolved);
+    Result<step::StepConfig> base = scenarios::MakeStepConfig(*resolved);
     if (!base.ok()) return base.status().WithPrefix(file.string());
     auto it = table->find(row.scenario);
     row.micro_batch_searched = it != table->end() && !it->second;
     std::vector<int> candidates = {base->parallel.micro_batch};
     if (row.micro_batch_searched) candidates = {1, 2, 4, 8};
-    std::optional<parallelism::StepResult> best;
+    std::optional<step::StepResult> best;
     Status last_error = Status::Ok();
     for (int mb : candidates) {
-      parallelism::StepConfig c = *base;
+      step::StepConfig c = *base;
       c.parallel.micro_batch = mb;
-      Result<parallelism::StepResult> r = parallelism::SimulateStep(c);
+      Result<step::StepResult> r = step::SimulateStep(c);
       if (!r.ok()) {
         last_error = r.status();
         continue;  // does not divide the batch or does not fit: not a candidate

@@ -1,7 +1,7 @@
 // scenarios/step_config.h — a resolved scenario turned into the step simulation's config.
 //
 // What it is: the bridge from the protobuf scenario (scenarios/scenario.proto, resolved against
-// the hardware catalogue) to parallelism::StepConfig's plain structs, so parallelism/ never sees
+// the hardware catalogue) to step::StepConfig's plain structs, so parallelism/ never sees
 // protobuf. The GPU's peak is the catalogue's dense tensor-core figure at the model's
 // precision; the SM count comes from the architecture (A100 108, H100/H200 132, B200 148:
 // NVIDIA architecture whitepapers); the network from the node's NICs and the NIC's switch.
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "comm/topology.h"
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
 
@@ -28,11 +28,11 @@ namespace trainsim::scenarios {
 comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r);
 
 // The step simulation's configuration (model, layout, GPU, network).
-Result<parallelism::StepConfig> MakeStepConfig(const ResolvedScenario& r);
+Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r);
 
 // The cluster state during a step with every STRAGGLER fault of the scenario active and every
 // LINK fault applied (degrade factor, 0 when down); empty when there are none.
-parallelism::ClusterState MakeFaultedClusterState(const ResolvedScenario& r);
+step::ClusterState MakeFaultedClusterState(const ResolvedScenario& r);
 
 // One row of `trainsim validate`: a scenario in scenarios/validation/ with a published value.
 struct ValidationRow {

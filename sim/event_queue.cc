@@ -1,3 +1,16 @@
+// How sim::EventQueue is laid out (its contract is in event_queue.h).
+//
+// Costs: Push and Pop are O(log n) on a 4-ary heap of 24-byte keys (time, sequence, priority,
+// slot); handlers live in a slot vector so the heap moves only keys. (4-ary rather than binary:
+// same speed with 1K pending, faster with 1M; see bench/README.md.) Cancel is O(1) amortised:
+// the key stays in the heap, flagged, until it reaches the top or until cancelled keys outnumber
+// live ones, when the heap is compacted (so cancelled far-future events cannot pile up).
+//
+// Limits: an id packs the slot (low 24 bits) and the sequence (high 40 bits), so at most 2^24
+// (16.7 M) events may be pending at once (exceeding it aborts with a message: it is a memory
+// limit, ~1 GB of handlers, not something a scenario reaches), and ids are unique for the first
+// 2^40 (1.1e12) events a queue ever holds. Ordering always uses the full 64-bit sequence.
+
 #include "sim/event_queue.h"
 
 #include <cassert>

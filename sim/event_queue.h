@@ -5,19 +5,13 @@
 // when they reach the top, so size() counts only live events.
 //
 // Invariants: Pop() returns events in non-decreasing (time, priority, sequence) order; an event
-// id is never reused within one queue (within the first 2^40 events, see Limits); a cancelled
-// event's handler is never returned.
-//
-// Costs: Push and Pop are O(log n) on a 4-ary heap of 24-byte keys (time, sequence, priority,
-// slot); handlers live in a slot vector so the heap moves only keys. (4-ary rather than binary:
-// same speed with 1K pending, faster with 1M; see bench/README.md.) Cancel is O(1) amortised:
-// the key stays in the heap, flagged, until it reaches the top or until cancelled keys outnumber
-// live ones, when the heap is compacted (so cancelled far-future events cannot pile up).
-//
-// Limits: an id packs the slot (low 24 bits) and the sequence (high 40 bits), so at most 2^24
-// (16.7 M) events may be pending at once (exceeding it aborts with a message: it is a memory
-// limit, ~1 GB of handlers, not something a scenario reaches), and ids are unique for the first
-// 2^40 (1.1e12) events a queue ever holds. Ordering always uses the full 64-bit sequence.
+// id is never reused within one queue (within the first 2^40 events); a cancelled event's
+// handler is never returned.
+// Costs: Push and Pop O(log n); Cancel O(1) amortised (cancelled keys are compacted away once
+// they outnumber live ones, so cancelled far-future events cannot pile up).
+// Limits: at most 2^24 (16.7 M) events pending at once (more aborts with a message: a memory
+// limit, ~1 GB of handlers, not something a scenario reaches); ids are unique for the first 2^40
+// (1.1e12) events. Heap layout and id packing: event_queue.cc; measurements: bench/README.md.
 #ifndef TRAINSIM_SIM_EVENT_QUEUE_H_
 #define TRAINSIM_SIM_EVENT_QUEUE_H_
 

@@ -1,3 +1,13 @@
+// What sim::TraceWriter writes (its contract is in trace_writer.h):
+// {"displayTimeUnit":"ns","traceEvents":[ ... ]} with
+//   - metadata events ("ph":"M") naming processes and threads, and their sort order, e.g. one
+//     process per node and one thread (track) per GPU;
+//   - complete events ("ph":"X": name, cat, ts, dur, pid, tid, optional args);
+//   - instant events ("ph":"i", scope thread / process / global);
+//   - counter events ("ph":"C", one or more named series per process);
+//   - flow events ("ph":"s" / "ph":"f" sharing an id), drawn as an arrow from a slice on one
+//     track to a slice on another, e.g. a pipeline send to its receive.
+
 #include "sim/trace_writer.h"
 
 #include <cassert>

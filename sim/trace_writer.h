@@ -1,15 +1,10 @@
 // sim::TraceWriter — builds a Chrome / Perfetto trace-event JSON file (the "JSON Array/Object
 // Format" of the Trace Event Format spec, loadable in ui.perfetto.dev and chrome://tracing).
 //
-// What it writes: {"displayTimeUnit":"ns","traceEvents":[ ... ]} with
-//   - metadata events ("ph":"M") naming processes and threads, and their sort order, e.g. one
-//     process per node and one thread (track) per GPU;
-//   - complete events ("ph":"X": name, cat, ts, dur, pid, tid, optional args);
-//   - instant events ("ph":"i", scope thread / process / global);
-//   - counter events ("ph":"C", one or more named series per process);
-//   - flow events ("ph":"s" / "ph":"f" sharing an id), drawn as an arrow from a slice on one
-//     track to a slice on another, e.g. a pipeline send to its receive.
-// Timestamps and durations are microseconds, as the format requires, printed exactly from
+// Writes {"displayTimeUnit":"ns","traceEvents":[ ... ]}: metadata ("M": process and thread names
+// and sort order), complete ("X"), instant ("i"), counter ("C") and flow ("s"/"f": an arrow from
+// a slice on one track to a slice on another) events; the fields of each: trace_writer.cc.
+// Units: timestamps and durations are microseconds, as the format requires, printed exactly from
 // integer nanoseconds ("ts":1234.567), so no rounding and no floating point.
 //
 // Promises: the output is valid JSON (strings escaped; invalid UTF-8 replaced by U+FFFD;

@@ -26,7 +26,7 @@ comm::Op ToCommOp(par::TpCollectiveKind k) {
   return comm::Op::kAllReduce;
 }
 
-double SumOps(const par::StepConfig& cfg, const std::vector<par::Op>& ops, bool forward,
+double SumOps(const step::StepConfig& cfg, const std::vector<par::Op>& ops, bool forward,
               bool selective_only = false) {
   double total = 0;
   for (const par::Op& op : ops) {
@@ -97,7 +97,7 @@ Result<double> EstimatorCache::CollectiveSeconds(const comm::Topology& topo, com
   return s;
 }
 
-Result<StepEstimate> EstimateStep(const par::StepConfig& cfg, EstimatorCache* cache) {
+Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* cache) {
   const par::ParallelConfig& c = cfg.parallel;
   const par::ModelSpec& m = cfg.model;
   Result<const comm::Topology*> topo_or = cache->TopologyFor(cfg.topology);

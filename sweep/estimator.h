@@ -1,7 +1,7 @@
 // sweep/estimator.h — the analytic step-time estimator that ranks layouts in a sweep.
 //
 // What it is: one training step of a StepConfig, timed without an event per operation, from the
-// same building blocks the step simulation (parallelism/step_simulation.h) uses: the ops of a
+// same building blocks the step simulation (step/step_simulation.h) uses: the ops of a
 // layer and their times (parallelism/model.h, compute.h), the TP collectives timed with comm's
 // closed form (comm/collective.h EstimateCollective), the pipeline schedule's shape and the DP
 // gradient buckets. It adds up, per pipeline stage:
@@ -31,7 +31,7 @@
 
 #include "comm/collective.h"
 #include "comm/topology.h"
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 #include "sim/status.h"
 
 namespace trainsim::sweep {
@@ -64,7 +64,7 @@ class EstimatorCache {
 };
 
 // Estimates one healthy step. Validates the layout (as SimulateStep does) but not memory.
-Result<StepEstimate> EstimateStep(const parallelism::StepConfig& config, EstimatorCache* cache);
+Result<StepEstimate> EstimateStep(const step::StepConfig& config, EstimatorCache* cache);
 
 }  // namespace trainsim::sweep
 

@@ -407,8 +407,8 @@ std::vector<Candidate> EnumerateLayouts(const SweepProblem& problem) {
   return out;
 }
 
-par::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& c) {
-  par::StepConfig cfg = problem.base;
+step::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& c) {
+  step::StepConfig cfg = problem.base;
   cfg.parallel = c.parallel;
   cfg.topology.nodes = c.gpus / std::max(1, cfg.topology.gpus_per_node);
   cfg.allow_oom = false;
@@ -419,7 +419,7 @@ par::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& c) {
 Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& c, EstimatorCache* cache) {
   Evaluation e;
   e.layout = c;
-  const par::StepConfig cfg = StepConfigFor(problem, c);
+  const step::StepConfig cfg = StepConfigFor(problem, c);
   const int gpn = cfg.topology.gpus_per_node;
   Status valid = par::ValidateLayout(cfg.model, cfg.parallel, c.gpus, gpn);
   if (!valid.ok()) {
@@ -545,7 +545,7 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
       if (!ValidateProblem(bigger).ok()) break;
       bool found = false;
       for (const Candidate& c : EnumerateLayouts(bigger)) {
-        const par::StepConfig cfg = StepConfigFor(bigger, c);
+        const step::StepConfig cfg = StepConfigFor(bigger, c);
         if (!par::ValidateLayout(cfg.model, cfg.parallel, c.gpus, cfg.topology.gpus_per_node)
                  .ok()) {
           continue;
@@ -579,8 +579,8 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
   TRAINSIM_RETURN_IF_ERROR(Distribute(
       comm, confirm, &res.evaluations, options.progress, "confirm", [&](const Evaluation& in) {
         Evaluation e = in;
-        const par::StepConfig cfg = StepConfigFor(problem, in.layout);
-        Result<par::StepResult> r = par::SimulateStep(cfg);
+        const step::StepConfig cfg = StepConfigFor(problem, in.layout);
+        Result<step::StepResult> r = step::SimulateStep(cfg);
         if (!r.ok()) {
           e.rejected = true;
           e.fits = false;

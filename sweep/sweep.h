@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "parallelism/layout.h"
-#include "parallelism/step_simulation.h"
 #include "run/run_simulation.h"
 #include "sim/status.h"
+#include "step/step_simulation.h"
 #include "sweep/distributed.h"
 #include "sweep/estimator.h"
 
@@ -54,7 +54,7 @@ const char* ObjectiveName(Objective o);
 struct SweepProblem {
   // Template: model, GPU, compute and memory parameters, network (nodes is replaced per GPU
   // count), and parallel.global_batch / overlap_dp / dp_bucket_bytes / pp_scatter_gather.
-  parallelism::StepConfig base;
+  step::StepConfig base;
   // Failure model, checkpoint policy and hardware, recovery, price, spares (nodes, degrees and
   // total_steps are set per layout).
   run::RunConfig run;
@@ -76,7 +76,7 @@ struct SweepProblem {
   bool confirm_pareto = true;
   // Step time per cluster state for the Monte Carlo run simulation of the top layouts
   // (SweepOptions::trials); the command passes scenarios::MakeStepTimeFn. Needed only then.
-  std::function<run::StepTimeFn(const parallelism::StepConfig&)> step_time_fn;
+  std::function<run::StepTimeFn(const step::StepConfig&)> step_time_fn;
 };
 
 // One layout: the GPU count and the parallel configuration (global batch from the problem).
@@ -139,7 +139,7 @@ Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& candidat
                           EstimatorCache* cache);
 
 // The step configuration of one layout (the problem's template with the layout and GPU count).
-parallelism::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& candidate);
+step::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& candidate);
 
 // Objective value (time to train, or cost) and total order on it.
 double ObjectiveValue(const Evaluation& e, Objective o);

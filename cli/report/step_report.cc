@@ -32,7 +32,7 @@ nlohmann::json MemoryJson(const par::MemoryReport& m) {
   return j;
 }
 
-nlohmann::json BreakdownJson(const par::StepBreakdown& b) {
+nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
   return {{"compute", b.compute_s},
           {"exposed_tp_comm", b.exposed_tp_comm_s},
           {"exposed_dp_comm", b.exposed_dp_comm_s},
@@ -42,7 +42,7 @@ nlohmann::json BreakdownJson(const par::StepBreakdown& b) {
           {"other", b.other_s}};
 }
 
-nlohmann::json StepJson(const par::StepResult& r) {
+nlohmann::json StepJson(const step::StepResult& r) {
   nlohmann::json j;
   j["time_s"] = r.time_s;
   j["tokens_per_s"] = r.tokens_per_s;
@@ -54,14 +54,14 @@ nlohmann::json StepJson(const par::StepResult& r) {
   j["breakdown_gpu_place"] = r.report_gpu_place;
   j["breakdown_s"] = BreakdownJson(r.breakdown);
   nlohmann::json stages = nlohmann::json::array();
-  for (const par::StepBreakdown& b : r.stage_breakdown) stages.push_back(BreakdownJson(b));
+  for (const step::StepBreakdown& b : r.stage_breakdown) stages.push_back(BreakdownJson(b));
   j["stage_breakdown_s"] = stages;
   j["simulation"] = {{"note", r.simulation_note},
                      {"simulated_replicas", r.simulated_replicas},
                      {"events", r.events},
                      {"flows", r.flows}};
   if (r.calibration.used) {
-    const par::CalibrationUse& u = r.calibration;
+    const step::CalibrationUse& u = r.calibration;
     j["calibration"] = {{"file", u.file},
                         {"gpu", u.gpu},
                         {"sample", u.sample},
@@ -74,7 +74,7 @@ nlohmann::json StepJson(const par::StepResult& r) {
 }
 
 // "calibrated" and "modelled" lines: what of the step came from the calibration file.
-std::string CalibrationLines(const par::CalibrationUse& u) {
+std::string CalibrationLines(const step::CalibrationUse& u) {
   if (!u.used) return "";
   std::string cal = "GEMM efficiency for " + std::to_string(u.gemm_shapes_calibrated) + "/" +
                     std::to_string(u.gemm_shapes) + " layer shapes";
@@ -91,7 +91,7 @@ std::string CalibrationLines(const par::CalibrationUse& u) {
   return Line("calibrated", cal) + Line("modelled", model);
 }
 
-std::string LayoutText(const par::StepConfig& c) {
+std::string LayoutText(const step::StepConfig& c) {
   const par::ParallelConfig& p = c.parallel;
   std::string s = "TP " + std::to_string(p.tp) + " x PP " + std::to_string(p.pp) + " x DP " +
                   std::to_string(p.dp) + " = " + std::to_string(p.num_gpus()) + " GPUs, " +
@@ -110,8 +110,8 @@ std::string LayoutText(const par::StepConfig& c) {
 }  // namespace
 
 std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
-                             const par::StepConfig& config, const par::StepResult& r,
-                             const std::optional<par::StepResult>& faulted) {
+                             const step::StepConfig& config, const step::StepResult& r,
+                             const std::optional<step::StepResult>& faulted) {
   std::ostringstream out;
   const pb::Scenario& s = resolved.scenario;
   out << "trainsim run: " << s.name();
@@ -153,7 +153,7 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
     for (const std::string& fix : m.suggestions) out << Line("would fit", fix);
   }
 
-  const par::StepBreakdown& b = r.breakdown;
+  const step::StepBreakdown& b = r.breakdown;
   out << "\nwhere " << r.report_gpu_place << " spends the step\n";
   auto row = [&](const char* label, double v) {
     out << ShareRow(label, Fmt("%10.3f s", v), v, r.time_s, "  %5.1f%%");
@@ -172,7 +172,7 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
     out << Line("time", Seconds(faulted->time_s) +
                             Fmt(" (%+.1f%%)", 100 * (faulted->time_s / r.time_s - 1)));
     out << Line("simulated", faulted->simulation_note);
-    const par::StepBreakdown& fb = faulted->breakdown;
+    const step::StepBreakdown& fb = faulted->breakdown;
     out << Line("GPU " + std::to_string(faulted->report_gpu),
                 "compute " + Seconds(fb.compute_s) + ", exposed DP comm " +
                     Seconds(fb.exposed_dp_comm_s) + ", bubble " + Seconds(fb.bubble_s) +
@@ -182,8 +182,8 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
 }
 
 nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
-                                const par::StepConfig& config, const par::StepResult& r,
-                                const std::optional<par::StepResult>& faulted) {
+                                const step::StepConfig& config, const step::StepResult& r,
+                                const std::optional<step::StepResult>& faulted) {
   nlohmann::json j;
   j["scenario"] = resolved.scenario.name();
   j["layout"] = LayoutText(config);
@@ -193,8 +193,8 @@ nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
 }
 
 std::string FormatStepJson(const scenarios::ResolvedScenario& resolved,
-                           const par::StepConfig& config, const par::StepResult& r,
-                           const std::optional<par::StepResult>& faulted) {
+                           const step::StepConfig& config, const step::StepResult& r,
+                           const std::optional<step::StepResult>& faulted) {
   return StepJsonDocument(resolved, config, r, faulted).dump(2) + "\n";
 }
 

@@ -11,23 +11,20 @@
 #include <optional>
 #include <string>
 
-#include "parallelism/step_simulation.h"
 #include "scenarios/scenario.h"
+#include "step/step_simulation.h"
 
 namespace trainsim::cli::report {
 
 std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
-                             const parallelism::StepConfig& config,
-                             const parallelism::StepResult& result,
-                             const std::optional<parallelism::StepResult>& faulted);
+                             const step::StepConfig& config, const step::StepResult& result,
+                             const std::optional<step::StepResult>& faulted);
 nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
-                                const parallelism::StepConfig& config,
-                                const parallelism::StepResult& result,
-                                const std::optional<parallelism::StepResult>& faulted);
+                                const step::StepConfig& config, const step::StepResult& result,
+                                const std::optional<step::StepResult>& faulted);
 std::string FormatStepJson(const scenarios::ResolvedScenario& resolved,
-                           const parallelism::StepConfig& config,
-                           const parallelism::StepResult& result,
-                           const std::optional<parallelism::StepResult>& faulted);
+                           const step::StepConfig& config, const step::StepResult& result,
+                           const std::optional<step::StepResult>& faulted);
 
 }  // namespace trainsim::cli::report
 

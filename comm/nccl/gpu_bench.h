@@ -3,18 +3,16 @@
 //
 // Promises:
 //  - Never hangs: communicator set-up and every timed batch run against a deadline
-//    (RunnerOptions::timeout_s). NCCL communicators are non-blocking; the runner polls
-//    ncclCommGetAsyncError and cudaEventQuery and calls ncclCommAbort when the deadline passes,
-//    then returns an error. A stuck cuBLAS kernel cannot be aborted: the error is returned and
-//    the process exits (the context dies with it).
-//  - Checks results, not just speed: collective inputs are rank-dependent small integers held in
-//    floats, so every sum is exact and each output element has one right value; GEMM inputs are
-//    multiples of 1/8 in [-1, 1] (exact in BF16, FP16 and FP8 E4M3) and sampled outputs are
-//    compared with a host dot product. A mismatch is an error naming the element.
+//    (RunnerOptions::timeout_s); past it the NCCL communicators are aborted and an error is
+//    returned. A stuck cuBLAS kernel cannot be aborted: the error is returned and the process
+//    exits (the context dies with it).
+//  - Checks results, not just speed: inputs are chosen so that every output element has one
+//    exact right value (collective_bench.cc and gemm_bench.cc say how); a mismatch is an error
+//    naming the element.
 //  - Times with CUDA events after warm-up; reports the median over the repeats of the per-call
 //    time of a batch (the slowest local GPU, and under MPI the slowest process).
-//  - NCCL_ALGO is read when a communicator is initialised, so each algorithm gets its own
-//    communicator created with NCCL_ALGO set (and the caller's value restored afterwards).
+//  - Each algorithm gets its own communicator, created with NCCL_ALGO set (and the caller's
+//    value restored afterwards).
 #ifndef TRAINSIM_COMM_NCCL_GPU_BENCH_H_
 #define TRAINSIM_COMM_NCCL_GPU_BENCH_H_
 

@@ -1,7 +1,8 @@
-// A calibration file through the `trainsim` binary (issue 7 item 3): `trainsim collective`
-// takes covered rows from the sample file (interpolated log-log, checked by hand here) and marks
-// the rest modelled; `trainsim run` says what of the step came from the file; a missing,
-// unparsable or wrong-GPU file is one message and exit 2.
+// A calibration file through the `trainsim` binary (measured numbers replace the model where they
+// cover the call, and the reports say which): `trainsim collective` takes covered rows from the
+// sample file (interpolated log-log, checked by hand here) and marks the rest modelled;
+// `trainsim run` says what of the step came from the file; a missing, unparsable or wrong-GPU file
+// is one message and exit 2.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -98,7 +99,8 @@ TEST(CalibrationCliTest, TableNamesTheFileAndMarksEachRow) {
 
 // Regression: the model-only table once printed the protocol under the "algo" heading and no
 // algorithm at all. A 1 GiB all-reduce in one NVSwitch node is a ring with the Simple protocol
-// (the tree's 0.92 bandwidth cap and LL/LL128's caps all lose at that size; REFERENCES.md).
+// (the tree's 0.92 bandwidth cap and LL/LL128's caps all lose at that size;
+// docs/evidence/references.md, "NCCL's cost model").
 TEST(CalibrationCliTest, ModelTableNamesTheAlgorithmAndTheProtocol) {
   RunResult r = RunTrainsim({"collective", kDemo, "--group", "8", "--sizes", "1GiB"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

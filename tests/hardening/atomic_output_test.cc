@@ -1,4 +1,4 @@
-// Output files are written atomically (issue 8, part 6): a run whose output cannot be written
+// Output files are written atomically: a run whose output cannot be written
 // completely — here the write fails part-way because the file-size limit (RLIMIT_FSIZE) is hit,
 // as on a full disk or quota — leaves either the old file or no file, never a truncated one,
 // and says so with a non-zero exit code. No temporary file is left behind either.

@@ -1,4 +1,4 @@
-// The bad-input corpus for the `trainsim` command (issue 8, part 1): every line of
+// The bad-input corpus for the `trainsim` command: every line of
 // tests/hardening/bad_input/cases.txt is one command line that is wrong in its own way, run
 // against the built binary. Each must exit 2 within the time limit, print one message prefixed
 // "trainsim: error: " that contains the expected fragment, print nothing on stdout, and never

@@ -1,4 +1,4 @@
-// Determinism (issue 8, part 4): the same scenario and seed give byte-identical output — across
+// Determinism: the same scenario and seed give byte-identical output — across
 // two runs, across working directories and locales, and (for sweep) across `mpirun -np 1` and
 // `-np 2`. Compared byte for byte, never parsed, so a reordered key or a changed last digit fails.
 #include <gtest/gtest.h>

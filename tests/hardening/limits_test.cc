@@ -1,4 +1,4 @@
-// Scale limits (issue 8, part 5): the supported sizes run, and anything beyond a limit gets a
+// Scale limits: the supported sizes run, and anything beyond a limit gets a
 // clear message and exit 2 — never an allocation failure or a silent hang. Times and peak memory
 // of the limit scenarios are recorded in bench/README.md (`## limits`); these tests hold only
 // generous ceilings (the machine is shared) so that a hang or a blow-up fails, not a slow CI.

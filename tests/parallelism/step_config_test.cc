@@ -42,7 +42,7 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   Result<ResolvedScenario> r = Resolve(*s);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  Result<parallelism::StepConfig> c = MakeStepConfig(*r);
+  Result<step::StepConfig> c = MakeStepConfig(*r);
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->model.num_layers, 32);
   EXPECT_EQ(c->model.seq_len, 4096);
@@ -66,7 +66,7 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
     fp16->mutable_parallelism()->set_overlap_p2p_comm(true);
     Result<ResolvedScenario> r16 = Resolve(*fp16);
     ASSERT_TRUE(r16.ok()) << r16.status().message();
-    Result<parallelism::StepConfig> c16 = MakeStepConfig(*r16);
+    Result<step::StepConfig> c16 = MakeStepConfig(*r16);
     ASSERT_TRUE(c16.ok()) << c16.status().message();
     EXPECT_DOUBLE_EQ(c16->memory.grad_bytes_per_param, 2);
     EXPECT_DOUBLE_EQ(c16->memory.step_grad_bytes_per_param, 4);
@@ -81,16 +81,16 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   EXPECT_DOUBLE_EQ(c->topology.nic_Gbps, 400);
   EXPECT_DOUBLE_EQ(c->topology.nvlink_GBps, 450);
 
-  const parallelism::ClusterState st = MakeFaultedClusterState(*r);
+  const step::ClusterState st = MakeFaultedClusterState(*r);
   ASSERT_EQ(st.gpu_slowdown.size(), 1u);
   EXPECT_EQ(st.gpu_slowdown[0].first, 9);
   EXPECT_DOUBLE_EQ(st.gpu_slowdown[0].second, 1.5);
   ASSERT_EQ(st.links.size(), 2u);  // both directions of NIC 3's cable
   EXPECT_DOUBLE_EQ(st.links[0].bandwidth_factor, 0.75);
 
-  Result<parallelism::StepResult> healthy = parallelism::SimulateStep(*c);
+  Result<step::StepResult> healthy = step::SimulateStep(*c);
   ASSERT_TRUE(healthy.ok()) << healthy.status().message();
-  Result<parallelism::StepResult> faulted = parallelism::SimulateStep(*c, st);
+  Result<step::StepResult> faulted = step::SimulateStep(*c, st);
   ASSERT_TRUE(faulted.ok()) << faulted.status().message();
   EXPECT_GT(faulted->time_s, healthy->time_s);
 }

@@ -64,14 +64,14 @@ TEST(RunConfigTest, FaultsMapByKind) {
 
 TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
   ResolvedScenario r = LoadDemo({});
-  Result<parallelism::StepConfig> sc = MakeStepConfig(r);
+  Result<step::StepConfig> sc = MakeStepConfig(r);
   ASSERT_TRUE(sc.ok()) << sc.status().message();
   run::StepTimeFn fn = MakeStepTimeFn(sc.value());
   run::RunState healthy;
   healthy.live_dp_replicas = 2;
   Result<run::StepTiming> t = fn(healthy);
   ASSERT_TRUE(t.ok()) << t.status().message();
-  Result<parallelism::StepResult> direct = parallelism::SimulateStep(sc.value());
+  Result<step::StepResult> direct = step::SimulateStep(sc.value());
   ASSERT_TRUE(direct.ok());
   EXPECT_EQ(t->total(), ToStepTiming(direct->breakdown).total());
   EXPECT_NEAR(t->total().seconds(), direct->time_s, 1e-6);
@@ -92,7 +92,7 @@ TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   ResolvedScenario r = LoadDemo({"failures.enabled=false", "checkpoint.policy=SYNC"});
   Result<RunConfig> c = MakeRunConfig(r);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  Result<parallelism::StepConfig> sc = MakeStepConfig(r);
+  Result<step::StepConfig> sc = MakeStepConfig(r);
   ASSERT_TRUE(sc.ok());
   run::StepTimeCache cache(MakeStepTimeFn(sc.value()));
   run::RunState healthy;
@@ -133,7 +133,7 @@ TEST(RunConfigTest, DemoAsIsAddsUpAndRuns) {
   ResolvedScenario r = LoadDemo({});
   Result<RunConfig> c = MakeRunConfig(r);
   ASSERT_TRUE(c.ok());
-  Result<parallelism::StepConfig> sc = MakeStepConfig(r);
+  Result<step::StepConfig> sc = MakeStepConfig(r);
   ASSERT_TRUE(sc.ok());
   run::StepTimeCache cache(MakeStepTimeFn(sc.value()));
   Result<run::RunReport> run = run::SimulateRun(c.value(), cache);

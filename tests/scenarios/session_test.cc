@@ -43,7 +43,7 @@ TEST(SessionTest, ScenarioCalibrationComesFromFlagOrScenario) {
 
 TEST(SessionTest, RunOutcomeCarriesTheTypedRunAndItsPhases) {
   const ResolvedScenario r = Demo();
-  Result<parallelism::StepConfig> step = MakeStepConfig(r);
+  Result<step::StepConfig> step = MakeStepConfig(r);
   ASSERT_TRUE(step.ok()) << step.status().message();
   Result<RunOutcome> o = SimulateScenarioRun(r, *step, RunRequest{});
   ASSERT_TRUE(o.ok()) << o.status().message();

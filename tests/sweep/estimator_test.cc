@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 
 namespace trainsim::sweep {
 namespace {
@@ -19,8 +19,8 @@ namespace par = trainsim::parallelism;
 
 // GPT-3 175B (Brown et al. 2020) and a 39B GPT (Narayanan et al. Table 1) on DGX A100 nodes:
 // 312 TFLOP/s, 2.0 TB/s, 80 GB, 108 SMs; NVLink 3 300 GB/s per direction; 8 HDR-200 NICs.
-par::StepConfig Base(int layers, int hidden, int heads, int nodes, int64_t global_batch) {
-  par::StepConfig c;
+step::StepConfig Base(int layers, int hidden, int heads, int nodes, int64_t global_batch) {
+  step::StepConfig c;
   c.model.num_layers = layers;
   c.model.hidden = hidden;
   c.model.heads = heads;
@@ -88,8 +88,8 @@ const std::vector<Case>& Cases() {
   return cases;
 }
 
-par::StepConfig ConfigOf(const Case& k) {
-  par::StepConfig c = Base(k.layers, k.hidden, k.heads, k.nodes, k.batch);
+step::StepConfig ConfigOf(const Case& k) {
+  step::StepConfig c = Base(k.layers, k.hidden, k.heads, k.nodes, k.batch);
   c.parallel.tp = k.tp;
   c.parallel.pp = k.pp;
   c.parallel.dp = k.dp;
@@ -109,8 +109,8 @@ TEST(EstimatorTest, WithinFivePercentOfTheStepSimulationOverASpreadOfLayouts) {
   std::printf("%-36s %10s %10s %8s\n", "layout", "sim s", "est s", "error");
   double worst = 0;
   for (const Case& k : Cases()) {
-    const par::StepConfig c = ConfigOf(k);
-    Result<par::StepResult> sim = par::SimulateStep(c);
+    const step::StepConfig c = ConfigOf(k);
+    Result<step::StepResult> sim = step::SimulateStep(c);
     ASSERT_TRUE(sim.ok()) << k.name << ": " << sim.status().message();
     Result<StepEstimate> est = EstimateStep(c, &cache);
     ASSERT_TRUE(est.ok()) << k.name << ": " << est.status().message();
@@ -126,7 +126,7 @@ TEST(EstimatorTest, WithinFivePercentOfTheStepSimulationOverASpreadOfLayouts) {
 
 TEST(EstimatorTest, RejectsWhatTheStepSimulationRejects) {
   EstimatorCache cache;
-  par::StepConfig c = Base(48, 8192, 64, 8, 512);
+  step::StepConfig c = Base(48, 8192, 64, 8, 512);
   c.parallel.tp = 8;
   c.parallel.pp = 5;  // 48 layers do not split into 5 stages (and 8·5 ≠ 64 GPUs)
   c.parallel.dp = 1;
@@ -139,7 +139,7 @@ TEST(EstimatorTest, PipelineBubbleFollowsTheClosedForm) {
   // (p − 1)·w/v. Holding everything else equal, the difference between v = 1 and v = 2 is the
   // bubble's half plus the extra transfers.
   EstimatorCache cache;
-  par::StepConfig c = Base(48, 8192, 64, 8, 64);
+  step::StepConfig c = Base(48, 8192, 64, 8, 64);
   c.parallel.tp = 8;
   c.parallel.pp = 8;
   c.parallel.dp = 1;

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 #include "scenarios/run_config.h"
 #include "scenarios/scenario.h"
 #include "scenarios/step_config.h"
@@ -53,7 +53,7 @@ Result<Row> SweepRow(const std::string& file) {
   if (!s.ok()) return s.status();
   Result<scenarios::ResolvedScenario> r = scenarios::Resolve(*s);
   if (!r.ok()) return r.status();
-  Result<par::StepConfig> step = scenarios::MakeStepConfig(*r);
+  Result<step::StepConfig> step = scenarios::MakeStepConfig(*r);
   if (!step.ok()) return step.status();
   Result<run::RunConfig> run = scenarios::MakeRunConfig(*r);
   if (!run.ok()) return run.status();
@@ -68,11 +68,11 @@ Result<Row> SweepRow(const std::string& file) {
   }
   for (int mb : {1, 2, 4, 8, 16}) {
     for (int v : vs) {
-      par::StepConfig c = *step;
+      step::StepConfig c = *step;
       c.parallel.micro_batch = mb;
       c.parallel.schedule = v > 1 ? par::Schedule::kInterleaved1F1B : par::Schedule::k1F1B;
       c.parallel.virtual_stages = v;
-      Result<par::StepResult> sim = par::SimulateStep(c);
+      Result<step::StepResult> sim = step::SimulateStep(c);
       if (!sim.ok()) continue;  // does not divide the batch, needs m % pp == 0, or does not fit
       if (row.published_mb == 0 || sim->time_s < row.published_s) {
         row.published_s = sim->time_s;

@@ -264,9 +264,9 @@ TEST(SweepTest, MonteCarloTrialsSplitOverRanksGiveTheSameMeans) {
   p.confirm_pareto = false;
   p.token_budget = 20e9;
   // The healthy step's time for every cluster state (failures here only interrupt the run).
-  p.step_time_fn = [](const par::StepConfig& c) -> run::StepTimeFn {
+  p.step_time_fn = [](const step::StepConfig& c) -> run::StepTimeFn {
     return [c](const run::RunState&) -> Result<run::StepTiming> {
-      Result<par::StepResult> r = par::SimulateStep(c);
+      Result<step::StepResult> r = step::SimulateStep(c);
       if (!r.ok()) return r.status();
       run::StepTiming t;
       t.useful = sim::Time::FromSeconds(r->time_s);

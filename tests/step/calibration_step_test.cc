@@ -11,11 +11,12 @@
 #include "comm/calibration.h"
 #include "parallelism/compute.h"
 #include "parallelism/model.h"
-#include "parallelism/step_simulation.h"
 #include "scenarios/scenario.h"
 #include "scenarios/step_config.h"
+#include "step/step_simulation.h"
 
-namespace trainsim::parallelism {
+namespace trainsim::step {
+using namespace parallelism;  // NOLINT: the models the step simulation runs
 namespace {
 
 const std::string kSource = TRAINSIM_SOURCE_DIR;
@@ -165,4 +166,4 @@ TEST(CalibrationStepTest, TpCollectivesTakeTheInterpolatedCurve) {
 }
 
 }  // namespace
-}  // namespace trainsim::parallelism
+}  // namespace trainsim::step

@@ -1,53 +1,16 @@
-// parallelism/step_simulation.h — one training iteration, operation by operation, on the engine.
+// step/step_simulation.h — one training iteration, operation by operation, on the engine.
 //
-// What it is: every pipeline stage of the simulated data-parallel replica(s) runs its schedule
-// (parallelism/schedule.h) on the discrete-event engine. A task (the forward or backward of one
-// model chunk for one micro-batch) lasts the sum of its kernels' times (parallelism/compute.h,
-// scaled by the GPU's slowdown) plus its tensor-parallel collectives, timed with comm's closed
-// form as single events (a TP group sits inside one non-blocking NVSwitch node, so nothing else
-// contends with it). Pipeline sends/receives and the data-parallel gradient reduction are flows
-// on comm's FlowNetwork, so they contend on NICs and switches with each other; the DP
-// reduction runs in buckets (launched as the last micro-batch's backward produces them when
-// overlap_dp is set, else after the last backward), serialised on one communicator as NCCL
-// does, and couples every replica to the slowest. The gradient-norm reduction that precedes
-// Megatron's optimizer acts as a barrier across stages (preceded, with pp > 1, by the tied
-// embedding's gradient all-reduce between the first and last stage); then each stage runs its
-// optimizer (memory-bound) and, with ZeRO ≥ 1, the all-gather of updated weights.
+// Every pipeline stage of the simulated data-parallel replicas runs its schedule: tasks last
+// their kernels' and TP collectives' time; pipeline sends and the DP gradient reduction are
+// flows that contend on the network; then the gradient-norm barrier, the optimizer and the ZeRO
+// gathers. Healthy replicas are simulated once for all (step/replica_plan.h). The model and what
+// it leaves out: docs/step-simulation.md.
 //
-// Representative simulation: replicas whose GPUs are all healthy behave identically, so one
-// healthy replica is simulated for all of them, plus every replica holding a slowed GPU, a GPU
-// whose own NIC, NVLink or PCIe link is degraded, or a pipeline send whose route crosses a
-// degraded link (PXN routes a cross-rail send through another GPU's NIC); all replicas when a
-// switch link is degraded. Inside a stage all TP ranks are identical except for their slowdown: the
-// stage runs at its slowest TP rank (TP collectives synchronise them every layer). Flows are
-// started for TP rank 0; when a node has fewer NICs than GPUs, its bytes are scaled by the TP peers
-// sharing the NIC. A degraded NIC, NVLink or PCIe link of another TP rank's GPU is therefore
-// applied to the same link of its TP rank 0 (the worst factor wins): that rank's DP ring and
-// pipeline sends stand for its peers', and the stage waits for the slowest. TP collectives are
-// priced once on the idle topology, so a degraded NVLink slows DP and pipeline traffic through
-// it but not the TP all-reduces (a known gap). Data-parallel
-// collectives over more than StepConfig::flow_collective_max_nodes nodes run as one closed-form
-// event. StepResult::simulation_note says what was simulated.
-//
-// Accounting: for the reported GPU the breakdown categories add up to the step time exactly:
-// compute (kernels, incl. recomputation), exposed TP communication, exposed DP communication
-// (gradient reduction not hidden behind backward, the tied-embedding all-reduce, ZeRO
-// gathers), PP wait (input in flight on the network, and, with blocking sends, the sender held
-// until its send has drained — including waiting for the receiver's task to end), bubble
-// (input not yet produced: pipeline fill/drain, and waiting at the gradient-norm barrier for
-// other stages), optimizer, other (waiting at the end for slower stages).
-//
-// Calibration: with StepConfig::calibration set, matrix products take the measured rate where
-// the file covers their shape (parallelism/compute.h), and TP collectives (closed form) the
-// measured curve where it covers (op, algorithm, TP size, nodes, bytes)
-// (comm::EstimateCollectiveCalibrated); pipeline sends and DP/ZeRO/embedding reductions stay
-// modelled (as flows that contend on the network, which a one-collective-at-a-time measurement
-// does not capture, or in closed form over more than flow_collective_max_nodes nodes).
-// StepResult::calibration says what came from the file.
-//
-// Determinism: no randomness; same config and state → identical result.
-#ifndef TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
-#define TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
+// Promises: for the reported GPU the breakdown's categories add up to the step time exactly;
+// every user error is a Status naming the value (the layout, a GPU, a link, memory with fixes);
+// no randomness, so the same config and state give an identical result.
+#ifndef TRAINSIM_STEP_STEP_SIMULATION_H_
+#define TRAINSIM_STEP_STEP_SIMULATION_H_
 
 #include <memory>
 #include <ostream>
@@ -63,14 +26,14 @@
 #include "parallelism/model.h"
 #include "sim/status.h"
 
-namespace trainsim::parallelism {
+namespace trainsim::step {
 
 struct StepConfig {
-  ModelSpec model;
-  ParallelConfig parallel;
-  GpuSpec gpu;
-  ComputeParams compute;
-  MemoryParams memory;
+  parallelism::ModelSpec model;
+  parallelism::ParallelConfig parallel;
+  parallelism::GpuSpec gpu;
+  parallelism::ComputeParams compute;
+  parallelism::MemoryParams memory;
   comm::TopologySpec topology;
   // Simulate a layout that does not fit in memory anyway (result says fits = false and why).
   bool allow_oom = false;
@@ -154,7 +117,7 @@ struct StepResult {
   double hfu = 0;             // hardware FLOPs / (time · GPUs · peak)
   double model_flops = 0;     // per iteration, all GPUs
   double hardware_flops = 0;
-  MemoryReport memory;
+  parallelism::MemoryReport memory;
   int report_gpu = 0;
   std::string report_gpu_place;                // Layout::Describe
   StepBreakdown breakdown;                     // of report_gpu
@@ -188,6 +151,6 @@ Result<StepResult> SimulateStep(const StepConfig& config, const ClusterState& st
 // micro-batch's kernels layer by layer.
 void WriteChromeTrace(const StepResult& result, std::ostream& out);
 
-}  // namespace trainsim::parallelism
+}  // namespace trainsim::step
 
-#endif  // TRAINSIM_PARALLELISM_STEP_SIMULATION_H_
+#endif  // TRAINSIM_STEP_STEP_SIMULATION_H_

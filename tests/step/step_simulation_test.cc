@@ -1,4 +1,4 @@
-#include "parallelism/step_simulation.h"
+#include "step/step_simulation.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,8 @@
 
 #include "comm/collective.h"
 
-namespace trainsim::parallelism {
+namespace trainsim::step {
+using namespace parallelism;  // NOLINT: the models the step simulation runs
 namespace {
 
 // DGX A100 nodes: 8 GPUs, NVLink 3 (300 GB/s per direction), 8× HDR 200 Gb/s.
@@ -365,9 +366,9 @@ TEST(StepSimulationTest, MfuAndThroughputFollowFromStepTime) {
 }
 
 }  // namespace
-}  // namespace trainsim::parallelism
+}  // namespace trainsim::step
 
-namespace trainsim::parallelism {
+namespace trainsim::step {
 namespace {
 
 // Property: over a grid of layouts, every simulation either explains why the layout cannot run
@@ -409,4 +410,4 @@ TEST(StepSimulationPropertyTest, EveryLayoutCompletesOrIsExplainedAndAddsUp) {
 }
 
 }  // namespace
-}  // namespace trainsim::parallelism
+}  // namespace trainsim::step

@@ -1,0 +1,223 @@
+#include "step/gradient_sync.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace trainsim::step {
+
+GradientSync::GradientSync(StepState* state) : st_(state) {
+  const int pp = st_->c.pp;
+  channels_.resize(size_t(pp));
+  for (int s = 0; s < pp; ++s) {
+    Channel& ch = channels_[size_t(s)];
+    ch.group = st_->layout->DpGroup(st_->layout->GpuOf({0, s, 0}));
+    ch.plan = PlanGradientBuckets(st_->cfg, s, st_->nic_share);
+    ch.produced.assign(st_->replicas.size(), 0);
+  }
+}
+
+// As flows on the network, or, when the group spans more than flow_collective_max_nodes
+// nodes, as one event after comm's closed form on the network's current capacities (cached per
+// group, op and size: capacities do not change during a step). on_done never runs if a link on
+// its path is down, as with flows.
+Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::CollectiveSpec& spec,
+                                                               std::function<void()> on_done) {
+  const int max_nodes = st_->cfg.flow_collective_max_nodes;
+  // A group of at most that many GPUs cannot span more nodes; otherwise count its nodes once
+  // per group (every bucket of a stage reduces over the same group).
+  if (spec.gpus.size() <= size_t(std::max(max_nodes, 0))) {
+    return comm::RunCollective(&st_->net, spec, on_done);
+  }
+  auto [span_it, fresh] = span_of_.emplace(spec.gpus, 0);
+  if (fresh) {
+    std::set<int> nodes;
+    for (int g : spec.gpus) nodes.insert(st_->topo->node_of(g));
+    span_it->second = int(nodes.size());
+  }
+  const int span = span_it->second;
+  if (span <= max_nodes) return comm::RunCollective(&st_->net, spec, on_done);
+  auto key = std::make_tuple(spec.gpus, int(spec.op), spec.bytes);
+  auto it = closed_form_cache_.find(key);
+  if (it == closed_form_cache_.end()) {
+    Result<comm::CollectiveEstimate> est = comm::EstimateCollectiveOnNetwork(st_->net, spec);
+    if (!est.ok()) return est.status();
+    it = closed_form_cache_.emplace(std::move(key), *est).first;
+  }
+  closed_form_collectives_++;
+  closed_form_max_nodes_ = std::max(closed_form_max_nodes_, span);
+  if (!it->second.time.is_max()) st_->engine.Schedule(it->second.time, std::move(on_done));
+  return it->second;
+}
+
+void GradientSync::BeforePass(int ei, std::function<void()> then) {
+  const parallelism::ParallelConfig& c = st_->c;
+  if (c.zero_stage < 3 || c.dp == 1) {
+    then();
+    return;
+  }
+  // ZeRO-3 gathers this chunk's weights before each pass (no prefetch modelled).
+  Executor& e = st_->exec(ei);
+  const double now = st_->now();
+  const double bytes = Zero3PassGatherBytes(st_->cfg, e.stage, st_->nic_share);
+  comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, st_->layout->DpGroup(e.gpu),
+                            uint64_t(bytes)};
+  Result<comm::CollectiveEstimate> r =
+      StartCollective(spec, [this, ei, now, then = std::move(then)] {
+        Executor& x = st_->exec(ei);
+        const double t_now = st_->now();
+        x.b.exposed_dp_comm_s += t_now - now;
+        st_->trace.Slice(x.gpu, 1, "zero3 all_gather", "dp", now, t_now - now);
+        then();
+      });
+  if (!r.ok()) st_->error = r.status();
+}
+
+void GradientSync::ComputeDone(int ei) {
+  Executor& e = st_->exec(ei);
+  e.compute_done_s = st_->now();
+  if (st_->c.dp > 1 && !st_->c.overlap_dp) {
+    for (int64_t i = 0; i < channels_[size_t(e.stage)].plan.count; ++i) {
+      BucketReady(e.stage, e.replica);
+    }
+  }
+  MaybeReduced(e.stage);
+}
+
+// Buckets become ready in the same order in every replica; a bucket's reduction can start once
+// every replica has produced it.
+void GradientSync::BucketReady(int stage, int replica) {
+  channels_[size_t(stage)].produced[size_t(replica)]++;
+  Pump(stage);
+}
+
+void GradientSync::Pump(int stage) {
+  Channel& ch = channels_[size_t(stage)];
+  if (ch.running || ch.next >= size_t(ch.plan.count)) return;
+  if (*std::min_element(ch.produced.begin(), ch.produced.end()) <= ch.next) return;
+  ch.running = true;
+  const double start = st_->now();
+  comm::CollectiveSpec spec{ch.plan.op, comm::Algo::kAuto, ch.group, uint64_t(ch.plan.bytes)};
+  Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, start] {
+    Channel& x = channels_[size_t(stage)];
+    x.running = false;
+    x.next++;
+    x.done++;
+    st_->trace.Slice(x.group[0], 1, "dp grad reduce", "dp", start, st_->now() - start);
+    if (x.done == size_t(x.plan.count)) MaybeReduced(stage);
+    Pump(stage);
+  });
+  if (!r.ok()) st_->error = r.status();
+}
+
+// A stage's replicas are reduced when all their backwards are done and every bucket of the
+// stage has been reduced. When every stage is, the gradient-norm barrier releases.
+void GradientSync::MaybeReduced(int stage) {
+  Channel& ch = channels_[size_t(stage)];
+  if (ch.done < size_t(ch.plan.count)) return;
+  const double now = st_->now();
+  for (size_t r = 0; r < st_->replicas.size(); ++r) {
+    Executor& e = st_->execs[r * size_t(st_->c.pp) + size_t(stage)];
+    if (e.compute_done_s < 0 || e.reduced_s >= 0) continue;
+    e.reduced_s = now;
+    e.b.exposed_dp_comm_s += now - e.compute_done_s;
+    st_->trace.Slice(e.gpu, 0, "wait for dp reduction", "idle", e.compute_done_s,
+                     now - e.compute_done_s);
+    reduced_count_++;
+  }
+  if (reduced_count_ == st_->execs.size()) ReduceTiedEmbedding();
+}
+
+// Megatron ties the output layer to the word embedding: with pp > 1 the first and last stages
+// each hold a copy, and after the DP reduction they all-reduce its gradient
+// (_allreduce_embedding_grads: vocab/tp × h per TP rank) before the optimizer. Its time is
+// exposed DP-side communication for those two stages.
+void GradientSync::ReduceTiedEmbedding() {
+  const int pp = st_->c.pp;
+  if (pp == 1) {
+    Barrier();
+    return;
+  }
+  const double start = st_->now();
+  const double bytes = TiedEmbeddingBytes(st_->cfg, st_->nic_share);
+  pending_embedding_ = st_->replicas.size();
+  for (size_t r = 0; r < st_->replicas.size(); ++r) {
+    const int first = int(r) * pp, last = first + pp - 1;
+    comm::CollectiveSpec spec{comm::Op::kAllReduce,
+                              comm::Algo::kAuto,
+                              {st_->exec(first).gpu, st_->exec(last).gpu},
+                              uint64_t(bytes)};
+    Result<comm::CollectiveEstimate> res = StartCollective(spec, [this, first, last, start] {
+      const double now = st_->now();
+      for (int ei : {first, last}) {
+        Executor& e = st_->exec(ei);
+        // Until the all-reduce could start this stage waited on the others (as at the
+        // barrier); then on the all-reduce itself.
+        e.b.bubble_s += start - e.reduced_s;
+        e.b.exposed_dp_comm_s += now - start;
+        st_->trace.Slice(e.gpu, 1, "tied embedding all_reduce", "dp", start, now - start);
+        e.reduced_s = now;
+      }
+      if (--pending_embedding_ == 0) Barrier();
+    });
+    if (!res.ok()) st_->error = res.status();
+  }
+}
+
+void GradientSync::Barrier() {
+  const double now = st_->now();
+  for (size_t i = 0; i < st_->execs.size(); ++i) {
+    Executor& e = st_->execs[i];
+    const double wait = now - e.reduced_s;
+    // Waiting here for other stages is the pipeline drain when there are stages.
+    if (st_->c.pp > 1) {
+      e.b.bubble_s += wait;
+    } else {
+      e.b.other_s += wait;
+    }
+    st_->trace.Slice(e.gpu, 0, "grad-norm barrier", "idle", e.reduced_s, wait);
+    const double opt = OptimizerSeconds(st_->cfg, e.stage) * e.slow;
+    e.b.optimizer_s += opt;
+    st_->trace.Slice(e.gpu, 0, "optimizer", "optimizer", now, opt);
+    if (!(opt < StepState::kMaxDurationS)) {
+      st_->error = StepState::TooLong(opt);
+      return;
+    }
+    st_->engine.Schedule(StepState::Delay(opt), [this, i] { OptimizerDone(int(i)); });
+  }
+}
+
+void GradientSync::OptimizerDone(int ei) {
+  Executor& e = st_->exec(ei);
+  const double now = st_->now();
+  e.opt_end_s = now;
+  const parallelism::ParallelConfig& c = st_->c;
+  if (c.zero_stage == 0 || c.zero_stage == 3 || c.dp == 1) {
+    Finish(ei, now);
+    return;
+  }
+  Channel& ch = channels_[size_t(e.stage)];
+  ch.optimizer_done++;
+  if (ch.optimizer_done < int(st_->replicas.size())) return;
+  // ZeRO-1/2: all-gather the updated bf16 weights across DP (Megatron's distributed optimizer).
+  const double bytes = ZeroWeightGatherBytes(st_->cfg, e.stage, st_->nic_share);
+  comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, ch.group, uint64_t(bytes)};
+  const int stage = e.stage;
+  Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, now] {
+    const double t = st_->now();
+    st_->trace.Slice(channels_[size_t(stage)].group[0], 1, "zero weight all_gather", "dp", now,
+                     t - now);
+    for (size_t rr = 0; rr < st_->replicas.size(); ++rr) Finish(int(rr) * st_->c.pp + stage, t);
+  });
+  if (!r.ok()) st_->error = r.status();
+}
+
+// Time after its optimizer (waiting for the ZeRO weight all-gather) is exposed DP communication.
+void GradientSync::Finish(int ei, double end) {
+  Executor& e = st_->exec(ei);
+  e.b.exposed_dp_comm_s += end - e.opt_end_s;
+  e.end_s = end;
+  e.finished = true;
+}
+
+}  // namespace trainsim::step

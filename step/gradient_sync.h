@@ -1,0 +1,74 @@
+// step/gradient_sync.h — internal to step/: the data-parallel side of a simulated step.
+//
+// One DP communicator per stage (TP rank 0's, shared by the simulated replicas) reduces the
+// gradient buckets one after another as every replica has produced them; a stage is reduced
+// when its backwards are done and its last bucket has drained. Then, with PP > 1, the tied
+// embedding's gradient all-reduce between the first and last stage; the gradient-norm barrier
+// across stages; each stage's optimizer; with ZeRO-1/2 the all-gather of updated weights.
+// ZeRO-3 gathers a chunk's weights before each of its passes. A collective whose group spans
+// more than StepConfig::flow_collective_max_nodes nodes is one closed-form event on the
+// network's current capacities instead of flows (docs/step-simulation.md says what that loses).
+#ifndef TRAINSIM_STEP_GRADIENT_SYNC_H_
+#define TRAINSIM_STEP_GRADIENT_SYNC_H_
+
+#include <functional>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "comm/collective.h"
+#include "step/pass_costs.h"
+#include "step/step_state.h"
+
+namespace trainsim::step {
+
+class GradientSync {
+ public:
+  explicit GradientSync(StepState* state);
+
+  int buckets_per_chunk(int stage) const { return channels_[size_t(stage)].plan.per_chunk; }
+  // Replica `replica` of `stage` has produced its next gradient bucket.
+  void BucketReady(int stage, int replica);
+  // ZeRO-3 (DP > 1): gathers executor ei's chunk weights, then runs `then`. Otherwise runs
+  // `then` at once.
+  void BeforePass(int ei, std::function<void()> then);
+  // Executor ei ran its last task.
+  void ComputeDone(int ei);
+
+  int closed_form_collectives() const { return closed_form_collectives_; }
+  int closed_form_max_nodes() const { return closed_form_max_nodes_; }
+
+ private:
+  struct Channel {
+    std::vector<int> group;
+    GradientBuckets plan;
+    std::vector<size_t> produced;  // per simulated replica: buckets it has made ready
+    size_t next = 0;
+    bool running = false;
+    size_t done = 0;
+    int optimizer_done = 0;
+  };
+
+  Result<comm::CollectiveEstimate> StartCollective(const comm::CollectiveSpec& spec,
+                                                   std::function<void()> on_done);
+  void Pump(int stage);
+  void MaybeReduced(int stage);
+  void ReduceTiedEmbedding();
+  void Barrier();
+  void OptimizerDone(int ei);
+  void Finish(int ei, double end);
+
+  StepState* st_;
+  std::vector<Channel> channels_;
+  size_t reduced_count_ = 0;
+  size_t pending_embedding_ = 0;
+  std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>
+      closed_form_cache_;
+  std::map<std::vector<int>, int> span_of_;  // nodes a collective group spans
+  int closed_form_collectives_ = 0;
+  int closed_form_max_nodes_ = 0;
+};
+
+}  // namespace trainsim::step
+
+#endif  // TRAINSIM_STEP_GRADIENT_SYNC_H_

@@ -1,0 +1,59 @@
+#include "step/step_state.h"
+
+#include <cstdio>
+
+#include "step/pass_costs.h"
+
+namespace trainsim::step {
+
+StepState::StepState(const StepConfig& config, const comm::Topology* topology,
+                     const parallelism::Layout* layout_in, std::vector<int> replicas_in,
+                     const std::map<int, double>& slowdown, bool record_trace)
+    : cfg(config),
+      c(config.parallel),
+      topo(topology),
+      layout(layout_in),
+      net(&engine, topology),
+      replicas(std::move(replicas_in)),
+      v(ChunksPerRank(config.parallel)),
+      m(config.parallel.num_micro_batches()),
+      nic_share(NicShare(config.parallel, topology->spec())),
+      trace(record_trace) {
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    for (int s = 0; s < c.pp; ++s) {
+      Executor e;
+      e.replica = int(r);
+      e.stage = s;
+      e.gpu = layout->GpuOf({0, s, replicas[r]});
+      for (int t = 0; t < c.tp; ++t) {
+        auto it = slowdown.find(layout->GpuOf({t, s, replicas[r]}));
+        if (it != slowdown.end()) e.slow = std::max(e.slow, it->second);
+      }
+      e.inbox.assign(size_t(2 * v * m), Executor::Msg{});
+      execs.push_back(std::move(e));
+    }
+  }
+}
+
+double StepState::step_end() const {
+  double end = 0;
+  for (const Executor& e : execs) end = std::max(end, e.end_s);
+  return end;
+}
+
+StepBreakdown StepState::Breakdown(int replica, int stage) const {
+  StepBreakdown b = execs[size_t(replica * c.pp + stage)].b;
+  const double end = step_end();
+  const double accounted = b.total_s();
+  b.other_s += std::max(0.0, end - accounted);
+  return b;
+}
+
+Status StepState::TooLong(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", s);
+  return Status::OutOfRange(std::string("one pipeline task would take ") + buf +
+                            " s of simulated time; check the model size and slowdowns");
+}
+
+}  // namespace trainsim::step
