@@ -34,7 +34,8 @@ struct FailureRecord {
   std::string cause;  // a root cause of the failure model, or "scheduled gpu" etc.
   std::string what;   // "gpu 37 (node 4)", "node 3", "software hang"
   bool needs_replacement = false;
-  sim::Time lost;  // work moved to `lost` by this failure
+  bool scheduled = false;  // one of RunConfig::faults (else a stochastic failure)
+  sim::Time lost;          // work moved to `lost` by this failure
   // Filled when the incident is recovered (resumed_at = Time::Max() if the run never resumed).
   sim::Time detected_at, resumed_at = sim::Time::Max();
   int restored_checkpoint = -1;  // 0 = the start of training, k = the k-th checkpoint taken

@@ -53,6 +53,7 @@ struct FailureInput {
   std::string what;
   int node = -1;  // -1: no node (software hang)
   bool needs_replacement = false;
+  bool scheduled = false;  // a RunConfig::faults entry, not a stochastic failure
   sim::Time repair_time;
 };
 

@@ -79,6 +79,7 @@ void RunSim::OnFailure(const FailureInput& f) {
   rec.cause = f.cause;
   rec.what = f.what;
   rec.needs_replacement = f.needs_replacement;
+  rec.scheduled = f.scheduled;
   rec.lost = cum_.lost - lost_before;
   report_.failure_records.push_back(rec);
   incident_records_.push_back(report_.failure_records.size() - 1);
@@ -285,6 +286,7 @@ void RunSim::ScheduleFaults() {
       case ScheduledFault::Kind::kSoftwareHang:
       case ScheduledFault::Kind::kHang: {
         FailureInput in;
+        in.scheduled = true;
         in.needs_replacement =
             f.kind != ScheduledFault::Kind::kSoftwareHang && f.kind != ScheduledFault::Kind::kHang;
         in.repair_time = c_.recovery.scheduled_repair_time;

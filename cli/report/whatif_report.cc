@@ -27,7 +27,7 @@ std::string Row(const std::string& label, const std::string& a, const std::strin
 // The added fault's failure record in the what-if run (scheduled, at its time), if any.
 const run::FailureRecord* RecordOf(const run::RunReport& r, const run::ScheduledFault& f) {
   for (const run::FailureRecord& rec : r.failure_records) {
-    if (rec.at == f.at && rec.cause.rfind("scheduled", 0) == 0) return &rec;
+    if (rec.at == f.at && rec.scheduled) return &rec;
   }
   return nullptr;
 }

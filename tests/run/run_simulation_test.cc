@@ -138,6 +138,7 @@ TEST(RunSimulationTest, Gpu37At16hAsTypedEventsAndPhases) {
   ASSERT_TRUE(testing::PhasesMatchBreakdown(*r));
   const Time detected = Time::Hours(16) + Time::Minutes(10);
   const Time resumed = r->failure_records.at(0).resumed_at;
+  EXPECT_TRUE(r->failure_records.at(0).scheduled);
   ASSERT_EQ(r->phases.size(), 4u);
   EXPECT_EQ(r->phases[0].kind, RunPhaseKind::kTraining);
   EXPECT_EQ(r->phases[0].end, Time::Hours(16));
@@ -396,6 +397,11 @@ TEST(RunSimulationTest, AddedFaultKeepsTheStochasticHistory) {
   }
   EXPECT_GE(matched + 1, base->failure_records.size());
   EXPECT_GT(base->failure_records.size(), 5u);
+  // Only the added fault is marked scheduled.
+  int scheduled = 0;
+  for (const FailureRecord& f : w->failure_records) scheduled += f.scheduled ? 1 : 0;
+  EXPECT_EQ(scheduled, 1);
+  for (const FailureRecord& f : base->failure_records) EXPECT_FALSE(f.scheduled);
 }
 
 TEST(RunSimulationTest, AutoIntervalIsDalysOptimum) {
