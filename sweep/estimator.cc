@@ -8,54 +8,31 @@
 #include "parallelism/layout.h"
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
+#include "step/pass_costs.h"
+#include "sweep/pipeline_replay.h"
 
 namespace trainsim::sweep {
 namespace {
 
 namespace par = trainsim::parallelism;
 
-comm::Op ToCommOp(par::TpCollectiveKind k) {
-  switch (k) {
-    case par::TpCollectiveKind::kAllReduce:
-      return comm::Op::kAllReduce;
-    case par::TpCollectiveKind::kReduceScatter:
-      return comm::Op::kReduceScatter;
-    case par::TpCollectiveKind::kAllGather:
-      return comm::Op::kAllGather;
+// The TP group's collectives through the cache (closed form on the idle network).
+class CachedTpTimer final : public step::TpCollectiveTimer {
+ public:
+  CachedTpTimer(EstimatorCache* cache, const comm::Topology* topo, std::vector<int> group)
+      : cache_(cache), topo_(topo), group_(std::move(group)) {}
+  Result<double> Seconds(comm::Op op, double bytes) override {
+    return cache_->CollectiveSeconds(*topo_, op, group_, bytes);
   }
-  return comm::Op::kAllReduce;
-}
+  const std::vector<int>& group() const { return group_; }
 
-double SumOps(const step::StepConfig& cfg, const std::vector<par::Op>& ops, bool forward,
-              bool selective_only = false) {
-  double total = 0;
-  for (const par::Op& op : ops) {
-    if (selective_only && !op.selective_recompute) continue;
-    total += par::OpTimeSeconds(cfg.gpu, cfg.compute, op, forward);
-  }
-  return total;
-}
-
-struct Ctx {
-  EstimatorCache* cache;
-  const comm::Topology* topo;
-  std::vector<int> tp_group;
+ private:
+  EstimatorCache* cache_;
+  const comm::Topology* topo_;
+  std::vector<int> group_;
 };
 
-Result<double> SumTp(Ctx& ctx, const std::vector<par::TpCollective>& cs, bool forward) {
-  double total = 0;
-  if (ctx.tp_group.size() <= 1) return total;
-  for (const par::TpCollective& c : cs) {
-    if (c.forward != forward || c.bytes <= 0) continue;
-    Result<double> s =
-        ctx.cache->CollectiveSeconds(*ctx.topo, ToCommOp(c.kind), ctx.tp_group, c.bytes);
-    if (!s.ok()) return s.status();
-    total += *s;
-  }
-  return total;
-}
-
-// One virtual stage's passes for one micro-batch (the step simulation's ChunkCost).
+// One virtual stage's passes for one micro-batch (step::ChunkCost, added up).
 struct Pass {
   double fwd_s = 0, bwd_s = 0;  // compute + TP collectives (+ ZeRO-3 gather)
   double bwd_compute_s = 0;     // over which gradient buckets become ready
@@ -108,83 +85,41 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
     return Status::InvalidArgument("the GPU's peak FLOP/s and HBM bandwidth must be positive");
   }
   const par::Layout layout(c, topo.gpus_per_node());
-  Ctx ctx{cache, &topo, layout.TpGroup(0)};
 
   const int p = c.pp;
-  const int v = c.schedule == par::Schedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const int v = step::ChunksPerRank(c);
   const int vstages = p * v;
   const int64_t mbs = c.num_micro_batches();
-  const double layers = double(m.num_layers) / vstages;
-  const par::TensorSplit split{c.tp, c.sequence_parallel};
-  // When a node has fewer NICs than GPUs, the TP peers share one (the step simulation scales a
-  // flow's bytes by the peers on its NIC).
-  const int share = std::max(1, topo.spec().gpus_per_node / std::max(1, topo.spec().nics_per_node));
-  const int nic_share = std::min(c.tp, share);
+  const int nic_share = step::NicShare(c, topo.spec());
 
-  // --- per-chunk passes: exactly the step simulation's ChunkCost -------------------------------
-  const std::vector<par::Op> layer = par::LayerOps(m, split, c.micro_batch);
-  const auto layer_tp = par::LayerTpCollectives(m, split, c.micro_batch);
-  const double l_fwd = SumOps(cfg, layer, true), l_bwd = SumOps(cfg, layer, false);
-  double l_recompute = 0;
-  if (c.recompute == par::Recompute::kFull) l_recompute = l_fwd;
-  if (c.recompute == par::Recompute::kSelective) l_recompute = SumOps(cfg, layer, true, true);
-  Result<double> l_tp_fwd = SumTp(ctx, layer_tp, true);
-  if (!l_tp_fwd.ok()) return l_tp_fwd.status();
-  Result<double> l_tp_bwd = SumTp(ctx, layer_tp, false);
-  if (!l_tp_bwd.ok()) return l_tp_bwd.status();
-  const double l_tp_recompute = c.recompute == par::Recompute::kFull ? *l_tp_fwd : 0.0;
-  const auto emb = par::EmbeddingOps(m, split, c.micro_batch);
-  const auto head = par::HeadOps(m, split, c.micro_batch);
-  Result<double> emb_tp = SumTp(ctx, par::EmbeddingTpCollectives(m, split, c.micro_batch), true);
-  if (!emb_tp.ok()) return emb_tp.status();
-  const auto head_tp_list = par::HeadTpCollectives(m, split, c.micro_batch);
-  Result<double> head_tp_fwd = SumTp(ctx, head_tp_list, true);
-  if (!head_tp_fwd.ok()) return head_tp_fwd.status();
-  Result<double> head_tp_bwd = SumTp(ctx, head_tp_list, false);
-  if (!head_tp_bwd.ok()) return head_tp_bwd.status();
-  const double boundary_bytes = double(c.micro_batch) * m.seq_len * m.hidden * m.bytes_per_element;
-  double pp_gather = 0;
-  if (p > 1 && c.pp_scatter_gather && c.tp > 1 && !c.sequence_parallel) {
-    Result<double> g =
-        cache->CollectiveSeconds(topo, comm::Op::kAllGather, ctx.tp_group, boundary_bytes);
-    if (!g.ok()) return g.status();
-    pp_gather = *g;
-  }
+  // --- per-chunk passes: the step simulation's own costs (step/pass_costs.h) -----------------
+  // TP collectives as the step simulation times them: the calibration's measured curve where it
+  // covers them, else comm's closed form (memoised across layouts by the cache).
+  CachedTpTimer cached(cache, &topo, layout.TpGroup(0));
+  step::CalibratedTpTimer calibrated(&topo, layout.TpGroup(0), cfg.calibration.get());
+  step::TpCollectiveTimer* tp =
+      cfg.calibration ? static_cast<step::TpCollectiveTimer*>(&calibrated) : &cached;
+  Result<std::vector<step::ChunkCost>> costs =
+      step::ChunkCosts(cfg, step::GemmCalibrationOf(cfg), tp);
+  if (!costs.ok()) return costs.status();
   // ZeRO-3 gathers each chunk's weights over DP before every pass (no prefetch, as simulated).
   std::vector<double> zero3_gather(size_t(p), 0.0);
   if (c.zero_stage >= 3 && c.dp > 1) {
     for (int s = 0; s < p; ++s) {
-      const double bytes = 2.0 * par::ParametersPerGpu(m, c, s) / v * nic_share;
       Result<double> g = cache->CollectiveSeconds(topo, comm::Op::kAllGather,
-                                                  layout.DpGroup(layout.GpuOf({0, s, 0})), bytes);
+                                                  layout.DpGroup(layout.GpuOf({0, s, 0})),
+                                                  step::Zero3PassGatherBytes(cfg, s, nic_share));
       if (!g.ok()) return g.status();
       zero3_gather[size_t(s)] = *g;
     }
   }
   std::vector<Pass> passes(static_cast<size_t>(vstages));
   for (int j = 0; j < vstages; ++j) {
-    Pass& k = passes[size_t(j)];
-    double fwd_c = layers * l_fwd, bwd_c = layers * (l_bwd + l_recompute);
-    double fwd_tp = layers * *l_tp_fwd, bwd_tp = layers * (*l_tp_bwd + l_tp_recompute);
-    if (j == 0) {
-      fwd_c += SumOps(cfg, emb, true);
-      bwd_c += SumOps(cfg, emb, false);
-      fwd_tp += *emb_tp;
-    } else {
-      fwd_tp += pp_gather;
-    }
-    if (j == vstages - 1) {
-      fwd_c += SumOps(cfg, head, true);
-      bwd_c += SumOps(cfg, head, false);
-      fwd_tp += *head_tp_fwd;
-      bwd_tp += *head_tp_bwd;
-    } else {
-      bwd_tp += pp_gather;
-    }
+    const step::ChunkCost& k = (*costs)[size_t(j)];
     const double z3 = zero3_gather[size_t(j % p)];
-    k.fwd_s = fwd_c + fwd_tp + z3;
-    k.bwd_s = bwd_c + bwd_tp + z3;
-    k.bwd_compute_s = bwd_c + bwd_tp;
+    passes[size_t(j)].fwd_s = k.fwd_compute_s + k.fwd_tp_s + z3;
+    passes[size_t(j)].bwd_s = k.bwd_compute_s + k.bwd_tp_s + z3;
+    passes[size_t(j)].bwd_compute_s = k.bwd_compute_s + k.bwd_tp_s;
   }
 
   // --- pipeline
@@ -193,11 +128,9 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
   // scatter/gather optimisation or SP, times the NIC sharing), closed form on the idle path.
   double p2p_s = 0;
   if (p > 1) {
-    double bytes = boundary_bytes;
-    if ((c.pp_scatter_gather || c.sequence_parallel) && c.tp > 1) bytes /= c.tp;
-    bytes *= nic_share;
-    Result<double> t = cache->CollectiveSeconds(
-        topo, comm::Op::kSendRecv, {layout.GpuOf({0, 0, 0}), layout.GpuOf({0, 1, 0})}, bytes);
+    Result<double> t = cache->CollectiveSeconds(topo, comm::Op::kSendRecv,
+                                                {layout.GpuOf({0, 0, 0}), layout.GpuOf({0, 1, 0})},
+                                                step::PipelineSendBytes(cfg, nic_share));
     if (!t.ok()) return t.status();
     p2p_s = *t;
   }
@@ -224,45 +157,58 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
   const double mean_pass = sum_pass / vstages;
   const double fill_drain = (p - 1) * mean_pass;
   const double transfers = p > 1 ? 2.0 * (double(vstages) - 1.0) * p2p_s : 0.0;
-  const double pipeline = double(mbs) * busiest + fill_drain + transfers;
+  double pipeline = double(mbs) * busiest + fill_drain + transfers;
+  // Stage s finishes its last backward s passes (and transfers) before stage 0 does.
+  std::vector<double> compute_done(size_t(p), pipeline);
+  for (int s = 1; s < p; ++s) {
+    compute_done[size_t(s)] = compute_done[size_t(s - 1)] - (passes[size_t(s - 1)].bwd_s + p2p_s);
+  }
+  // Blocking sends under interleaving: the rendezvous waits have no closed form, so the
+  // schedule is replayed task by task on the idle network (sweep/pipeline_replay.h).
+  const bool replay = !c.overlap_p2p && v > 1 && p > 1;
+  PipelineReplay replayed;
+  if (replay) {
+    std::vector<ReplayPass> rp(static_cast<size_t>(vstages));
+    for (int j = 0; j < vstages; ++j) {
+      const step::ChunkCost& k = (*costs)[size_t(j)];
+      rp[size_t(j)] = {zero3_gather[size_t(j % p)], k.fwd_compute_s + k.fwd_tp_s,
+                       k.bwd_compute_s + k.bwd_tp_s};
+    }
+    replayed = ReplayPipeline(c, rp, p2p_s);
+    compute_done = replayed.compute_done_s;
+    pipeline = *std::max_element(compute_done.begin(), compute_done.end());
+  }
 
   // --- data parallelism
   // ---------------------------------------------------------------------------
   StepEstimate est;
   est.pipeline_s = pipeline;
-  const double grad_bytes = cfg.memory.grad_bytes_per_param;
-  const double bucket_params =
-      c.dp_bucket_bytes > 0 ? c.dp_bucket_bytes / grad_bytes : std::max(40e6, 1e6 * c.dp);
   double barrier = 0;
   double after_barrier = 0;
   for (int s = 0; s < p; ++s) {
-    // Stage s finishes its last backward s passes (and transfers) before stage 0 does.
     const double last_bwd = passes[size_t(s)].bwd_compute_s;
-    double compute_done = pipeline;
-    for (int r = 0; r < s; ++r) compute_done -= passes[size_t(r)].bwd_s + p2p_s;
-    double reduced = compute_done;
+    const double done = compute_done[size_t(s)];
+    double reduced = done;
     const std::vector<int> dp_group = layout.DpGroup(layout.GpuOf({0, s, 0}));
-    const double stage_params = par::ParametersPerGpu(m, c, s);
     if (c.dp > 1) {
-      const double chunk_params = stage_params / v;
-      // As the step simulation: buckets only when overlapping (at most 4096 per chunk), else
-      // one collective over each chunk's contiguous gradient buffer (Megatron's DDP).
-      const int per_chunk =
-          c.overlap_dp ? int(std::clamp(std::ceil(chunk_params / bucket_params), 1.0, 4096.0)) : 1;
-      const double bytes = chunk_params * grad_bytes / per_chunk * nic_share;
-      const comm::Op op = c.zero_stage >= 1 ? comm::Op::kReduceScatter : comm::Op::kAllReduce;
-      Result<double> t_or = cache->CollectiveSeconds(topo, op, dp_group, bytes);
+      const step::GradientBuckets buckets = step::PlanGradientBuckets(cfg, s, nic_share);
+      const int per_chunk = buckets.per_chunk;
+      Result<double> t_or = cache->CollectiveSeconds(topo, buckets.op, dp_group, buckets.bytes);
       if (!t_or.ok()) return t_or.status();
       const double t = *t_or;
       // Ready times of the buckets, in launch order, then one communicator serialises them.
       std::vector<double> ready;
       if (!c.overlap_dp) {
-        ready.assign(size_t(int64_t(v) * per_chunk * (c.zero_stage >= 2 ? mbs : 1)), compute_done);
+        ready.assign(size_t(buckets.count), done);
+      } else if (replay) {
+        for (const auto& [start, dur] : replayed.bucket_passes[size_t(s)]) {
+          for (int i = 0; i < per_chunk; ++i) ready.push_back(start + dur * (i + 1) / per_chunk);
+        }
       } else if (c.zero_stage >= 2) {
         // pp = 1 (ZeRO-2/3 need it): forward, backward alternate; every backward's buckets.
         const double f = passes[0].fwd_s, b = passes[0].bwd_s;
         for (int64_t k = 0; k < mbs; ++k) {
-          const double b_start = compute_done - double(mbs - k) * b - double(mbs - 1 - k) * f;
+          const double b_start = done - double(mbs - k) * b - double(mbs - 1 - k) * f;
           for (int i = 0; i < per_chunk; ++i) {
             ready.push_back(b_start + b * (i + 1) / per_chunk);
           }
@@ -271,7 +217,7 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
         // The last micro-batch's backward of each chunk produces that chunk's buckets; the v
         // chunks' last backwards run back to back at the end of the rank's schedule.
         for (int chunk = v - 1; chunk >= 0; --chunk) {
-          const double b_end = compute_done - chunk * last_bwd;
+          const double b_end = done - chunk * last_bwd;
           for (int i = 0; i < per_chunk; ++i) {
             ready.push_back(b_end - last_bwd + last_bwd * (i + 1) / per_chunk);
           }
@@ -279,16 +225,14 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
       }
       double t_free = 0;
       for (double r : ready) t_free = std::max(t_free, r) + t;
-      reduced = std::max(compute_done, t_free);
+      reduced = std::max(done, t_free);
     }
     barrier = std::max(barrier, reduced);
-    const double opt_params = stage_params / (c.zero_stage >= 1 ? double(c.dp) : 1.0);
-    double tail = par::OptimizerTimeSeconds(cfg.gpu, cfg.compute, opt_params,
-                                            cfg.memory.step_grad_bytes_per_param > 0);
-    const double opt = tail;
+    const double opt = step::OptimizerSeconds(cfg, s);
+    double tail = opt;
     if ((c.zero_stage == 1 || c.zero_stage == 2) && c.dp > 1) {
       Result<double> g = cache->CollectiveSeconds(topo, comm::Op::kAllGather, dp_group,
-                                                  2.0 * stage_params * nic_share);
+                                                  step::ZeroWeightGatherBytes(cfg, s, nic_share));
       if (!g.ok()) return g.status();
       tail += *g;
     }
@@ -297,7 +241,17 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
       est.optimizer_s = opt;
     }
   }
-  est.time_s = barrier + after_barrier;
+  // With PP > 1 the first and last stages all-reduce the tied embedding's gradient once every
+  // stage is reduced, before the gradient-norm barrier releases the optimizers.
+  double tied_embedding = 0;
+  if (p > 1) {
+    Result<double> t = cache->CollectiveSeconds(
+        topo, comm::Op::kAllReduce, {layout.GpuOf({0, 0, 0}), layout.GpuOf({0, p - 1, 0})},
+        step::TiedEmbeddingBytes(cfg, nic_share));
+    if (!t.ok()) return t.status();
+    tied_embedding = *t;
+  }
+  est.time_s = barrier + tied_embedding + after_barrier;
   est.exposed_dp_comm_s = est.time_s - pipeline - est.optimizer_s;
   const double n = layout.num_gpus();
   est.mfu = par::ModelFlopsPerIteration(m, c.global_batch) / (est.time_s * n * cfg.gpu.peak_flops);

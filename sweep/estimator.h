@@ -1,25 +1,15 @@
-// sweep/estimator.h — the analytic step-time estimator that ranks layouts in a sweep.
+// sweep/estimator.h — the closed-form view of the step cost model, which ranks layouts in a sweep.
 //
-// What it is: one training step of a StepConfig, timed without an event per operation, from the
-// same building blocks the step simulation (step/step_simulation.h) uses: the ops of a
-// layer and their times (parallelism/model.h, compute.h), the TP collectives timed with comm's
-// closed form (comm/collective.h EstimateCollective), the pipeline schedule's shape and the DP
-// gradient buckets. It adds up, per pipeline stage:
-//   - per micro-batch and model chunk: forward and backward compute (with recomputation) and TP
-//     collectives, exactly as the step simulation's ChunkCost (ZeRO-3: plus the weight gather);
-//   - the pipeline: m micro-batches of the busiest rank's work plus the fill/drain of
-//     (p − 1) chunk passes (bubble (p − 1)/(v·m) of the work, Narayanan et al. §2.2), and the
-//     stage-to-stage transfers on the fill and drain path, 2·(p − 1)·v transfers for interleaving
-//     (send/recv closed form; v× more messages, Narayanan §2.2.2);
-//   - DP: the gradient buckets as they become ready during the last backward(s), reduced one
-//     after another on one communicator (closed form on the idle network), exposed where they
-//     outlast the backward; then the gradient-norm barrier, the optimizer and (ZeRO-1/2) the
-//     all-gather of updated weights.
-// What it does not model (the step simulation does): NIC contention between concurrent DP and
-// PP flows, per-stage imbalance beyond the first/last stage's extra layers.
+// One healthy step timed without the engine: every per-pass cost comes from step/pass_costs.h
+// (the step simulation's own); the pipeline is m passes of the busiest rank plus the fill and
+// drain (Narayanan et al. §2.2) and its transfers, or, with blocking sends under interleaving, a
+// task-by-task replay on the idle network (sweep/pipeline_replay.h); DP buckets reduce one after
+// another on one communicator as backward makes them ready; then the tied-embedding all-reduce,
+// the optimizer and the ZeRO-1/2 weight all-gather. It leaves out NIC contention between
+// concurrent DP and PP flows. docs/sweep.md gives the derivation.
 //
-// What it promises: deterministic; no engine events; tests/sweep/estimator_test.cc holds it
-// within 5% of SimulateStep over a spread of layouts and prints where it is not.
+// Promises: deterministic; no engine events; tests/sweep/estimator_test.cc holds it within 2%
+// of step::SimulateStep over a spread of layouts and 60 random ones.
 #ifndef TRAINSIM_SWEEP_ESTIMATOR_H_
 #define TRAINSIM_SWEEP_ESTIMATOR_H_
 
@@ -31,8 +21,8 @@
 
 #include "comm/collective.h"
 #include "comm/topology.h"
-#include "step/step_simulation.h"
 #include "sim/status.h"
+#include "step/step_simulation.h"
 
 namespace trainsim::sweep {
 

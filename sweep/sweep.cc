@@ -481,19 +481,40 @@ std::vector<size_t> Rank(const std::vector<Evaluation>& evals, Objective o) {
   return idx;
 }
 
-std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals) {
-  // Sorted by (time, cost, layout), a layout is on the front when it is strictly cheaper than
-  // every layout before it.
+// Sorted by (time, cost, layout), a layout is on the front when it is strictly cheaper than
+// every layout before it.
+std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals, bool confirmed_only) {
   std::vector<size_t> idx = Rank(evals, Objective::kTime);
   std::vector<size_t> front;
   double best_cost = std::numeric_limits<double>::infinity();
   for (size_t i : idx) {
+    if (confirmed_only && !evals[i].confirmed) continue;
     if (evals[i].cost_usd < best_cost) {
       front.push_back(i);
       best_cost = evals[i].cost_usd;
     }
   }
   return front;
+}
+
+// One layout timed by the step simulation: its simulated step time replaces the estimate.
+Evaluation ConfirmLayout(const SweepProblem& problem, const Evaluation& in) {
+  Evaluation e = in;
+  const step::StepConfig cfg = StepConfigFor(problem, in.layout);
+  Result<step::StepResult> r = step::SimulateStep(cfg);
+  if (!r.ok()) {
+    e.rejected = true;
+    e.fits = false;
+    e.reason = "step simulation: " + r.status().message();
+    return e;
+  }
+  Result<GoodputEstimate> g =
+      ExpectedGoodput(problem.run, problem.parameters, in.layout.gpus, cfg.topology.gpus_per_node);
+  e.step_time_s = r->time_s;
+  e.mfu = r->mfu;
+  e.confirmed = true;
+  if (g.ok()) Finalise(problem, *g, &e);
+  return e;
 }
 
 Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& options,
@@ -567,46 +588,40 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
         " on " + Num(best->layout.gpus) + " GPUs (" + best->reason + "); would fit: " + fix);
   }
 
-  // Confirm the best K and the Pareto front with the step simulation.
-  std::vector<size_t> ranked = Rank(res.evaluations, options.objective);
-  std::vector<size_t> confirm(ranked.begin(),
-                              ranked.begin() + std::min<size_t>(ranked.size(), options.top_k));
-  if (problem.confirm_pareto) {
-    for (size_t i : ParetoFront(res.evaluations)) confirm.push_back(i);
+  // Confirm the best K and the Pareto front with the step simulation, then again whatever the
+  // confirmed times moved into them, so that every row printed carries a simulated time and no
+  // estimate is ranked against a confirmed number. The rounds are bounded; after the last, the
+  // top K and the front are drawn from the confirmed layouts alone.
+  constexpr int kConfirmRounds = 4;
+  std::vector<bool> tried(res.evaluations.size(), false);
+  res.confirmed = 0;
+  for (int round = 0; round < kConfirmRounds; ++round) {
+    const std::vector<size_t> ranked = Rank(res.evaluations, options.objective);
+    std::vector<size_t> confirm(ranked.begin(),
+                                ranked.begin() + std::min<size_t>(ranked.size(), options.top_k));
+    if (problem.confirm_pareto) {
+      for (size_t i : ParetoFront(res.evaluations)) confirm.push_back(i);
+    }
+    std::sort(confirm.begin(), confirm.end());
+    confirm.erase(std::unique(confirm.begin(), confirm.end()), confirm.end());
+    confirm.erase(
+        std::remove_if(confirm.begin(), confirm.end(), [&](size_t i) { return tried[i]; }),
+        confirm.end());
+    if (confirm.empty()) break;
+    for (size_t i : confirm) tried[i] = true;
+    TRAINSIM_RETURN_IF_ERROR(
+        Distribute(comm, confirm, &res.evaluations, options.progress, "confirm",
+                   [&](const Evaluation& in) { return ConfirmLayout(problem, in); }));
+    res.confirmed += int64_t(confirm.size());
   }
-  std::sort(confirm.begin(), confirm.end());
-  confirm.erase(std::unique(confirm.begin(), confirm.end()), confirm.end());
-  TRAINSIM_RETURN_IF_ERROR(Distribute(
-      comm, confirm, &res.evaluations, options.progress, "confirm", [&](const Evaluation& in) {
-        Evaluation e = in;
-        const step::StepConfig cfg = StepConfigFor(problem, in.layout);
-        Result<step::StepResult> r = step::SimulateStep(cfg);
-        if (!r.ok()) {
-          e.rejected = true;
-          e.fits = false;
-          e.reason = "step simulation: " + r.status().message();
-          return e;
-        }
-        Result<GoodputEstimate> g = ExpectedGoodput(problem.run, problem.parameters, in.layout.gpus,
-                                                    cfg.topology.gpus_per_node);
-        e.step_time_s = r->time_s;
-        e.mfu = r->mfu;
-        e.confirmed = true;
-        if (g.ok()) Finalise(problem, *g, &e);
-        return e;
-      }));
-  res.confirmed = int64_t(confirm.size());
   res.evaluated = res.rejected = 0;
   for (const Evaluation& e : res.evaluations) (e.rejected ? res.rejected : res.evaluated)++;
-  // Rank again: the top K among the confirmed layouts (a confirmed layout's simulated time may
-  // move it down; unconfirmed ones below them keep their estimate).
-  ranked = Rank(res.evaluations, options.objective);
-  for (size_t i : ranked) {
+  for (size_t i : Rank(res.evaluations, options.objective)) {
     if (!res.evaluations[i].confirmed) continue;
     if (res.top.size() >= size_t(options.top_k)) break;
     res.top.push_back(i);
   }
-  res.pareto = ParetoFront(res.evaluations);
+  res.pareto = ParetoFront(res.evaluations, /*confirmed_only=*/true);
   if (options.trials > 0) TRAINSIM_RETURN_IF_ERROR(RunMonteCarlo(problem, options, comm, &res));
   return res;
 }

@@ -147,8 +147,9 @@ bool BetterThan(const Evaluation& a, const Evaluation& b, Objective o);
 // Indices (into `evals`) of the fitting layouts, best first.
 std::vector<size_t> Rank(const std::vector<Evaluation>& evals, Objective o);
 // Indices of the time–cost Pareto front among fitting layouts (no other is at least as fast and
-// as cheap and better in one), ordered by time to train then the layout tuple.
-std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals);
+// as cheap and better in one), ordered by time to train then the layout tuple; with
+// `confirmed_only`, among the layouts the step simulation confirmed.
+std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals, bool confirmed_only = false);
 
 struct SweepOptions {
   Objective objective = Objective::kTime;

@@ -1,12 +1,14 @@
-// The analytic estimator against the step simulation over a spread of layouts (issue 6, item 2):
-// within 5% on each, and a table of every layout's error so a reader sees where it is closest
-// and where not.
+// The estimator (the closed-form view of the step cost model) against the step simulation (the
+// event-driven view): within 2% on a hand-picked spread of layouts and on 60 random ones, with a
+// table of every layout's error so a reader sees where they agree least. What the estimator
+// leaves out — NIC contention between concurrent DP and PP flows — is what the 2% covers.
 #include "sweep/estimator.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -104,7 +106,7 @@ step::StepConfig ConfigOf(const Case& k) {
   return c;
 }
 
-TEST(EstimatorTest, WithinFivePercentOfTheStepSimulationOverASpreadOfLayouts) {
+TEST(EstimatorTest, WithinTwoPercentOfTheStepSimulationOverASpreadOfLayouts) {
   EstimatorCache cache;
   std::printf("%-36s %10s %10s %8s\n", "layout", "sim s", "est s", "error");
   double worst = 0;
@@ -117,11 +119,115 @@ TEST(EstimatorTest, WithinFivePercentOfTheStepSimulationOverASpreadOfLayouts) {
     const double err = est->time_s / sim->time_s - 1;
     worst = std::max(worst, std::abs(err));
     std::printf("%-36s %10.4f %10.4f %+7.2f%%%s\n", k.name, sim->time_s, est->time_s, 100 * err,
-                std::abs(err) > 0.05 ? "  <-- outside 5%" : "");
-    EXPECT_LE(std::abs(err), 0.05)
+                std::abs(err) > 0.02 ? "  <-- outside 2%" : "");
+    EXPECT_LE(std::abs(err), 0.02)
         << k.name << ": simulated " << sim->time_s << " s, estimated " << est->time_s << " s";
   }
   std::printf("worst |error| %.2f%%\n", 100 * worst);
+}
+
+// Random valid layouts: models from 1.3B to 70B, A100/H100/H200 nodes, every schedule,
+// recomputation mode, ZeRO stage, bucketed or not, blocking or overlapped pipeline sends. The
+// generator is seeded, so the same 60 layouts run every time.
+struct RandomCase {
+  std::string name;
+  step::StepConfig config;
+};
+
+std::vector<RandomCase> RandomLayouts(int count) {
+  struct Model {
+    const char* name;
+    int layers, hidden, heads, seq, vocab;
+  };
+  // GPT-style shapes: 1.3B and 39B (Narayanan et al. Table 1), 13B (GPT-3 paper), and 7B/70B
+  // Llama-2 dimensions (Touvron et al. 2023) with a 32k vocabulary.
+  const Model models[] = {{"1.3B", 24, 2048, 16, 2048, 51200},
+                          {"7B", 32, 4096, 32, 4096, 32000},
+                          {"13B", 40, 5120, 40, 2048, 51200},
+                          {"39B", 48, 8192, 64, 2048, 51200},
+                          {"70B", 80, 8192, 64, 4096, 32000}};
+  struct Gpu {
+    const char* name;
+    double flops, hbm, mem;
+    int sms;
+    double nvlink_GBps, nic_Gbps;
+  };
+  // Datasheets: dense BF16, HBM bandwidth and capacity; NVLink per direction; HDR/NDR NICs.
+  const Gpu gpus[] = {{"A100", 312e12, 2.039e12, 80e9, 108, 300, 200},
+                      {"H100", 989e12, 3.35e12, 80e9, 132, 450, 400},
+                      {"H200", 989e12, 4.8e12, 141e9, 132, 450, 400}};
+  std::mt19937_64 rng(20261201);
+  auto pick = [&](uint64_t n) { return int(rng() % n); };
+  std::vector<RandomCase> out;
+  while (int(out.size()) < count) {
+    const Model& m = models[pick(5)];
+    const Gpu& g = gpus[pick(3)];
+    const int nodes = 1 << pick(5);  // 1–16 nodes of 8 GPUs
+    step::StepConfig c;
+    c.model.num_layers = m.layers;
+    c.model.hidden = m.hidden;
+    c.model.heads = m.heads;
+    c.model.seq_len = m.seq;
+    c.model.vocab = m.vocab;
+    c.gpu.name = g.name;
+    c.gpu.peak_flops = g.flops;
+    c.gpu.hbm_bytes_per_s = g.hbm;
+    c.gpu.memory_bytes = g.mem;
+    c.gpu.num_sms = g.sms;
+    c.topology.nodes = nodes;
+    c.topology.gpus_per_node = 8;
+    c.topology.nvlink_GBps = g.nvlink_GBps;
+    c.topology.nic_Gbps = g.nic_Gbps;
+    par::ParallelConfig& p = c.parallel;
+    p.tp = 1 << pick(4);
+    p.pp = 1 << pick(5);
+    if (p.tp * p.pp > nodes * 8 || (nodes * 8) % (p.tp * p.pp) != 0) continue;
+    p.dp = nodes * 8 / (p.tp * p.pp);
+    p.micro_batch = 1 << pick(3);
+    const int sched = pick(3);
+    p.schedule = sched == 0   ? par::Schedule::kGpipe
+                 : sched == 1 ? par::Schedule::k1F1B
+                              : par::Schedule::kInterleaved1F1B;
+    p.virtual_stages = p.schedule == par::Schedule::kInterleaved1F1B ? 2 << pick(2) : 1;
+    const int64_t micro_batches = int64_t(p.pp) * (1 << pick(5));  // m = k·pp, k = 1..16
+    p.global_batch = micro_batches * p.micro_batch * p.dp;
+    p.sequence_parallel = p.tp > 1 && pick(2) == 1;
+    p.recompute = par::Recompute(pick(3));
+    p.zero_stage = pick(p.pp == 1 ? 4 : 2);
+    p.overlap_dp = pick(4) != 0;
+    p.overlap_p2p = pick(2) == 1;
+    c.allow_oom = true;  // timing is compared; memory is the sweep's separate check
+    if (!par::ValidateLayout(c.model, p, nodes * 8, 8).ok()) continue;
+    char name[160];
+    std::snprintf(name, sizeof name, "%s %s n%d t%d p%d d%d mb%d m%lld %s/%d %s%s z%d%s%s", m.name,
+                  g.name, nodes, p.tp, p.pp, p.dp, p.micro_batch,
+                  static_cast<long long>(micro_batches), par::ScheduleName(p.schedule).c_str(),
+                  p.virtual_stages, par::RecomputeName(p.recompute).c_str(),
+                  p.sequence_parallel ? " sp" : "", p.zero_stage, p.overlap_dp ? "" : " no-overlap",
+                  p.overlap_p2p ? " p2p-overlap" : "");
+    out.push_back({name, c});
+  }
+  return out;
+}
+
+TEST(EstimatorTest, WithinTwoPercentOfTheStepSimulationOnSixtyRandomLayouts) {
+  double worst = 0;
+  int outside = 0;
+  for (const RandomCase& k : RandomLayouts(60)) {
+    EstimatorCache cache;  // one cache serves one cluster; these differ in GPU and network
+    Result<step::StepResult> sim = step::SimulateStep(k.config);
+    ASSERT_TRUE(sim.ok()) << k.name << ": " << sim.status().message();
+    Result<StepEstimate> est = EstimateStep(k.config, &cache);
+    ASSERT_TRUE(est.ok()) << k.name << ": " << est.status().message();
+    const double err = est->time_s / sim->time_s - 1;
+    worst = std::max(worst, std::abs(err));
+    outside += std::abs(err) > 0.02;
+    std::printf("%-70s %10.4f %10.4f %+7.2f%%%s\n", k.name.c_str(), sim->time_s, est->time_s,
+                100 * err, std::abs(err) > 0.02 ? "  <-- outside 2%" : "");
+    EXPECT_LE(std::abs(err), 0.02)
+        << k.name << ": simulated " << sim->time_s << " s, estimated " << est->time_s << " s";
+  }
+  std::printf("worst |error| %.2f%%, %d of 60 outside 2%%\n", 100 * worst, outside);
 }
 
 TEST(EstimatorTest, RejectsWhatTheStepSimulationRejects) {
