@@ -10,10 +10,16 @@
 
 #include <cstdint>
 
-#include "checkpoint/monte_carlo.h"
-#include "checkpoint/run_simulation.h"
+#include "run/monte_carlo.h"
+#include "run/run_simulation.h"
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
+
+using checkpoint::CheckpointInterval;
+using checkpoint::CheckpointPolicy;
+using checkpoint::DetectionMechanism;
+using checkpoint::RecoveryPolicy;
+
 namespace {
 
 RunConfig ThirtyDayConfig(CheckpointPolicy policy, DetectionMechanism detection) {
@@ -34,7 +40,7 @@ RunConfig ThirtyDayConfig(CheckpointPolicy policy, DetectionMechanism detection)
   return c;
 }
 
-Result<StepTiming> FixedStep(const ClusterState& s) {
+Result<StepTiming> FixedStep(const RunState& s) {
   // Background checkpoint traffic and missing replicas stretch the step a little.
   return StepTiming{sim::Time::Seconds(7),
                     sim::Time::FromSeconds(1.0 + 0.5 * s.checkpoint_traffic_share),
@@ -84,6 +90,6 @@ void BM_FaultFreeRun(benchmark::State& state) {
 BENCHMARK(BM_FaultFreeRun)->Arg(3600)->Arg(90 * 86400)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run
 
 BENCHMARK_MAIN();

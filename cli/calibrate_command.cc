@@ -119,16 +119,6 @@ int Run(const ScenarioOptions& so, const CalibrateOptions& co, bool dry_run) {
 
 }  // namespace
 
-Result<std::optional<comm::Calibration>> LoadScenarioCalibration(
-    const scenarios::ResolvedScenario& resolved, const std::string& flag_path) {
-  const std::string& path =
-      flag_path.empty() ? resolved.scenario.cluster().calibration() : flag_path;
-  if (path.empty()) return std::optional<comm::Calibration>();
-  auto c = comm::LoadCalibrationFor(path, resolved.gpu.name());
-  if (!c.ok()) return c.status();
-  return std::optional<comm::Calibration>(std::move(*c));
-}
-
 std::string DefaultCalibrationPath(const std::string& scenario_path) {
   std::string stem = fs::path(scenario_path).stem().string();
   return (stem.empty() ? std::string("scenario") : stem) + ".calibration.json";

@@ -44,13 +44,6 @@ Result<std::vector<std::string>> CalibrateRunnerArgs(const scenarios::ResolvedSc
                                                      const CalibrateOptions& options,
                                                      const std::string& output);
 
-// The calibration a command should use for a scenario: `flag_path` (a --calibration FILE option)
-// when non-empty, else the scenario's cluster.calibration, else none (nullopt). Loaded and
-// checked against the scenario's GPU (comm::LoadCalibrationFor); errors name the file. Commands
-// that print times say which came from it (Calibration::Describe, is_sample).
-Result<std::optional<comm::Calibration>> LoadScenarioCalibration(
-    const scenarios::ResolvedScenario& resolved, const std::string& flag_path);
-
 // The default output path for a scenario path: "dir/gpt.textproto" → "gpt.calibration.json".
 std::string DefaultCalibrationPath(const std::string& scenario_path);
 

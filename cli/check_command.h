@@ -6,17 +6,10 @@
 #define TRAINSIM_CLI_CHECK_COMMAND_H_
 
 #include <CLI/CLI.hpp>
-#include <string>
-
-#include "scenarios/scenario.h"
 
 namespace trainsim::cli {
 
 void AddCheckCommand(CLI::App& app, int* exit_code);
-
-// The human-readable report, and the JSON document ({"scenario": ..., "derived": ...}).
-std::string FormatCheckReport(const scenarios::ResolvedScenario& resolved);
-std::string FormatCheckJson(const scenarios::ResolvedScenario& resolved);
 
 }  // namespace trainsim::cli
 

@@ -16,27 +16,10 @@
 #define TRAINSIM_CLI_SWEEP_COMMAND_H_
 
 #include <CLI/CLI.hpp>
-#include <string>
-
-#include "scenarios/scenario.h"
-#include "sim/status.h"
-#include "sweep/sweep.h"
 
 namespace trainsim::cli {
 
 void AddSweepCommand(CLI::App& app, int* exit_code);
-
-// The sweep problem of a resolved scenario: its model, GPU, network, global batch, failure
-// model, checkpoint and recovery policies and price. `gpus` empty = the scenario's own GPU
-// count; `tokens` <= 0 = the scenario's budget (training.tokens, or steps × tokens per step).
-Result<sweep::SweepProblem> MakeSweepProblem(const scenarios::ResolvedScenario& resolved,
-                                             const std::vector<int>& gpus, double tokens);
-
-// The human table, the JSON document and the CSV of every layout.
-std::string FormatSweepTable(const sweep::SweepProblem& problem, const sweep::SweepResult& result,
-                             sweep::Objective objective, const std::string& title);
-std::string FormatSweepJson(const sweep::SweepResult& result, sweep::Objective objective);
-std::string FormatSweepCsv(const sweep::SweepResult& result);
 
 }  // namespace trainsim::cli
 

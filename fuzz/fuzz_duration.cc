@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     FUZZ_CHECK(!t.status().message().empty(), std::string(text));
   }
-  (void)trainsim::scenarios::ParseCheckpointInterval(text);
+  (void)trainsim::checkpoint::ParseCheckpointInterval(text);
   (void)trainsim::scenarios::ParseFaultSpec(text);
   return 0;
 }

@@ -73,9 +73,6 @@ std::optional<FieldError> ValidateDetailed(const pb::Scenario& scenario);
 bool TwoLevelFatTreeFits(const pb::NicSpec& nic, int64_t nodes, int64_t spare_nodes,
                          int64_t nics_per_node, double oversubscription);
 
-// checkpoint.interval: "auto", "steps:N" or a duration > 0.
-Result<CheckpointInterval> ParseCheckpointIntervalImpl(std::string_view text);
-
 // Checks one fault; on error returns (sub-field, message). `end` is the training duration if
 // the goal is a duration.
 std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& fault, int64_t nodes,

@@ -14,10 +14,6 @@
 
 namespace trainsim::scenarios {
 
-Result<CheckpointInterval> ParseCheckpointInterval(std::string_view text) {
-  return detail::ParseCheckpointIntervalImpl(text);
-}
-
 int64_t ParameterCount(const pb::Model& m) {
   // Exact in integers: h <= 2^20, f <= 2^24, l <= 1e5 and V <= 2^30 keep every term < 2^63.
   const int64_t h = m.hidden(), l = m.layers(), f = m.ffn_hidden(), v = m.vocab(), s = m.seq_len();
@@ -175,7 +171,7 @@ Result<ResolvedScenario> Resolve(const pb::Scenario& input) {
     case pb::Training::GOAL_NOT_SET:
       break;
   }
-  r.checkpoint_interval = *ParseCheckpointInterval(s.checkpoint().interval());
+  r.checkpoint_interval = *checkpoint::ParseCheckpointInterval(s.checkpoint().interval());
   r.checkpoint_bytes = static_cast<double>(r.params) * s.checkpoint().bytes_per_param();
 
   const pb::Recovery& rc = s.recovery();

@@ -1,5 +1,28 @@
 #include "scenarios/run_config.h"
 
+// Mapping (what is not obvious):
+//   - training.duration is wall time the job holds its GPUs → RunConfig::wall_time_limit;
+//     tokens or steps → total_steps.
+//   - checkpoint.enabled = false → interval `never` (a failure restarts from step 0).
+//   - Checkpoint traffic goes over the compute NICs: node bandwidth = nics_per_node × NIC rate;
+//     GPU→host copies at the catalogue's PCIe bandwidth.
+//   - A LINK fault with degrade = 1 (down) takes its node out like a NIC failure; degrade < 1
+//     runs that NIC's link at 1 − degrade of its bandwidth for `duration`.
+//   - HANG and SOFTWARE restart in place; GPU, NODE, NIC need a replacement node.
+//   - Stochastic causes: scenario `causes` (fraction → weight, kind → category) or, when empty,
+//     checkpoint::DefaultFailureCauses(); every hardware cause repairs in recovery.repair_time.
+//
+// Step time per cluster state (MakeStepTimeFn): slowed GPUs and degraded NIC links go to the
+// step simulation as they are. Fewer live DP replicas (ELASTIC): the layout shrinks to the live
+// replicas on correspondingly fewer nodes, keeping the global batch (the survivors take the lost
+// replicas' micro-batches, rounded up to whole micro-batches per replica); slowdowns and links
+// on GPUs/NICs beyond the shrunk job are dropped (an approximation). Background checkpoint
+// traffic sharing a fraction s of each node's network: the step's network-exposed time (DP
+// communication and pipeline waits) is stretched by 1 / (1 − s), s capped at 0.9 — a
+// first-order model, since simulating the reduced NIC bandwidth would make the step simulation
+// expand every replica. Categories: useful = compute + optimizer; exposed communication = TP +
+// DP exposed + pipeline waits; bubble = bubble + other.
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -12,6 +35,7 @@ namespace trainsim::scenarios {
 namespace {
 
 namespace ck = trainsim::checkpoint;
+namespace rn = trainsim::run;
 
 Result<sim::Time> Duration(const std::string& text, const char* field) {
   Result<sim::Time> t = sim::ParseDuration(text);
@@ -40,48 +64,48 @@ sim::Time Seconds(double s) {
 
 }  // namespace
 
-ck::StepTiming ToStepTiming(const step::StepBreakdown& b) {
-  ck::StepTiming t;
+rn::StepTiming ToStepTiming(const step::StepBreakdown& b) {
+  rn::StepTiming t;
   t.useful = Seconds(b.compute_s + b.optimizer_s);
   t.exposed_comm = Seconds(b.exposed_tp_comm_s + b.exposed_dp_comm_s + b.pp_wait_s);
   t.bubble = Seconds(b.bubble_s + b.other_s);
   return t;
 }
 
-Result<ck::ScheduledFault> MakeScheduledFault(const ResolvedFault& rf) {
-  ck::ScheduledFault f;
+Result<rn::ScheduledFault> MakeScheduledFault(const ResolvedFault& rf) {
+  rn::ScheduledFault f;
   f.id = rf.fault.id();
   f.at = rf.at;
   f.duration = rf.duration.value_or(sim::Time());
   switch (rf.fault.kind()) {
     case pb::Fault::GPU:
-      f.kind = ck::ScheduledFault::Kind::kGpu;
+      f.kind = rn::ScheduledFault::Kind::kGpu;
       break;
     case pb::Fault::NODE:
-      f.kind = ck::ScheduledFault::Kind::kNode;
+      f.kind = rn::ScheduledFault::Kind::kNode;
       break;
     case pb::Fault::NIC:
-      f.kind = ck::ScheduledFault::Kind::kNic;
+      f.kind = rn::ScheduledFault::Kind::kNic;
       break;
     case pb::Fault::LINK: {
       const double degrade = rf.fault.has_degrade() ? rf.fault.degrade() : 1.0;
       if (degrade >= 1.0) {
-        f.kind = ck::ScheduledFault::Kind::kNic;  // the link is down: its node leaves the job
+        f.kind = rn::ScheduledFault::Kind::kNic;  // the link is down: its node leaves the job
       } else {
-        f.kind = ck::ScheduledFault::Kind::kLinkDegraded;
+        f.kind = rn::ScheduledFault::Kind::kLinkDegraded;
         f.factor = 1.0 - degrade;
       }
       break;
     }
     case pb::Fault::STRAGGLER:
-      f.kind = ck::ScheduledFault::Kind::kStraggler;
+      f.kind = rn::ScheduledFault::Kind::kStraggler;
       f.factor = rf.fault.has_slowdown() ? rf.fault.slowdown() : 2.0;
       break;
     case pb::Fault::HANG:
-      f.kind = ck::ScheduledFault::Kind::kHang;
+      f.kind = rn::ScheduledFault::Kind::kHang;
       break;
     case pb::Fault::SOFTWARE:
-      f.kind = ck::ScheduledFault::Kind::kSoftwareHang;
+      f.kind = rn::ScheduledFault::Kind::kSoftwareHang;
       f.id = 0;
       break;
     default:
@@ -92,9 +116,9 @@ Result<ck::ScheduledFault> MakeScheduledFault(const ResolvedFault& rf) {
   return f;
 }
 
-Result<ck::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
+Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
   const pb::Scenario& s = r.scenario;
-  ck::RunConfig c;
+  rn::RunConfig c;
   if (r.total_steps) {
     c.total_steps = *r.total_steps;
   } else if (r.training_duration) {
@@ -126,19 +150,7 @@ Result<ck::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
   if (cp.has_enabled() && !cp.enabled()) {
     c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kNever;
   } else {
-    switch (r.checkpoint_interval.kind) {
-      case CheckpointInterval::Kind::kSteps:
-        c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kSteps;
-        c.checkpoint.interval.steps = r.checkpoint_interval.steps;
-        break;
-      case CheckpointInterval::Kind::kAuto:
-        c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kAuto;
-        break;
-      case CheckpointInterval::Kind::kTime:
-        c.checkpoint.interval.kind = ck::CheckpointInterval::Kind::kTrainingTime;
-        c.checkpoint.interval.every = r.checkpoint_interval.every;
-        break;
-    }
+    c.checkpoint.interval = r.checkpoint_interval;
   }
   if (cp.has_persistent_every()) c.checkpoint.persistent_every = cp.persistent_every();
   c.checkpoint.spec.parameters = r.params;
@@ -210,21 +222,21 @@ Result<ck::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
   }
 
   for (const ResolvedFault& rf : r.faults) {
-    Result<ck::ScheduledFault> f = MakeScheduledFault(rf);
+    Result<rn::ScheduledFault> f = MakeScheduledFault(rf);
     if (!f.ok()) return f.status();
     c.faults.push_back(f.value());
   }
   if (s.cost().has_usd_per_gpu_hour()) c.usd_per_gpu_hour = s.cost().usd_per_gpu_hour();
   c.bill_spares = !s.cost().has_bill_spares() || s.cost().bill_spares();
   if (s.has_seed()) c.seed = s.seed();
-  TRAINSIM_RETURN_IF_ERROR(ck::ValidateRunConfig(c));
+  TRAINSIM_RETURN_IF_ERROR(rn::ValidateRunConfig(c));
   return c;
 }
 
-ck::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
+rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
   // Topologies by node count, built on first use (shared by all copies of the callback).
   auto topologies = std::make_shared<std::map<int, std::shared_ptr<comm::Topology>>>();
-  return [base, topologies](const ck::ClusterState& state) -> Result<ck::StepTiming> {
+  return [base, topologies](const rn::RunState& state) -> Result<rn::StepTiming> {
     step::StepConfig cfg = base;
     const int full_dp = base.parallel.dp;
     const int live = state.live_dp_replicas > 0 ? state.live_dp_replicas : full_dp;

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "checkpoint/policy.h"
 #include "scenarios/catalogue.h"
 #include "scenarios/scenario.pb.h"
 #include "sim/status.h"
@@ -57,17 +58,6 @@ Status ValidateScenario(const pb::Scenario& scenario);
 //   "hang:9@3h", "straggler:5x1.3@1h+4h". Not range-checked: see ValidateFault.
 Result<pb::Fault> ParseFaultSpec(std::string_view spec);
 
-// How checkpoints are spaced, parsed from checkpoint.interval.
-struct CheckpointInterval {
-  enum class Kind { kTime, kSteps, kAuto };
-  Kind kind = Kind::kTime;
-  sim::Time every = sim::Time::Zero();  // kTime
-  int64_t steps = 0;                    // kSteps
-};
-
-// Parses checkpoint.interval: "auto", "steps:N" (N >= 1) or a duration > 0.
-Result<CheckpointInterval> ParseCheckpointInterval(std::string_view text);
-
 // A scheduled fault with its times parsed.
 struct ResolvedFault {
   pb::Fault fault;
@@ -98,8 +88,8 @@ struct ResolvedScenario {
   std::optional<int64_t> total_tokens;
   std::optional<sim::Time> training_duration;  // training.duration, if that is the goal
 
-  CheckpointInterval checkpoint_interval;
-  double checkpoint_bytes = 0;  // params * checkpoint.bytes_per_param
+  checkpoint::CheckpointInterval checkpoint_interval;  // checkpoint.interval, parsed
+  double checkpoint_bytes = 0;                         // params * checkpoint.bytes_per_param
 
   sim::Time detection_delay;
   sim::Time requeue;

@@ -1,6 +1,5 @@
 // ValidateScenario: semantic checks on a defaulted scenario. Each message says what is wrong
 // and what would be valid; the path names the field so the loader can point at its line.
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -303,7 +302,7 @@ Error ValidateTraining(const pb::Scenario& s, std::optional<sim::Time>* end) {
 
 Error ValidateCheckpoint(const pb::Scenario& s) {
   const pb::Checkpoint& c = s.checkpoint();
-  auto interval = ParseCheckpointIntervalImpl(c.interval());
+  auto interval = checkpoint::ParseCheckpointInterval(c.interval());
   if (!interval.ok()) return Err("checkpoint.interval", interval.status().message());
   if (auto e = Range("checkpoint.persistent_every", c.persistent_every(), 1, 1000000,
                      "persistent_every")) {
@@ -355,42 +354,6 @@ Error ValidateFailures(const pb::Scenario& s) {
 }
 
 }  // namespace
-
-Result<CheckpointInterval> ParseCheckpointIntervalImpl(std::string_view text) {
-  CheckpointInterval out;
-  if (text == "auto") {
-    out.kind = CheckpointInterval::Kind::kAuto;
-    return out;
-  }
-  if (text.rfind("steps:", 0) == 0) {
-    std::string n(text.substr(6));
-    char* end = nullptr;
-    errno = 0;
-    long long v = n.empty() ? 0 : std::strtoll(n.c_str(), &end, 10);
-    if (n.empty() || errno != 0 || end != n.c_str() + n.size() || v <= 0) {
-      return Status::InvalidArgument("\"" + std::string(text) +
-                                     "\": steps:N needs a whole number N >= 1, e.g. steps:500");
-    }
-    out.kind = CheckpointInterval::Kind::kSteps;
-    out.steps = v;
-    return out;
-  }
-  auto t = sim::ParseDuration(text);
-  if (!t.ok()) {
-    return Status::InvalidArgument("\"" + std::string(text) +
-                                   "\" is not an interval: use a duration (\"1h\"), \"steps:N\" "
-                                   "or \"auto\" (" +
-                                   t.status().message() + ")");
-  }
-  if (*t == sim::Time::Zero()) {
-    return Status::InvalidArgument(
-        "an interval of 0 would checkpoint continuously; use a "
-        "duration > 0, \"steps:N\" or \"auto\"");
-  }
-  out.kind = CheckpointInterval::Kind::kTime;
-  out.every = *t;
-  return out;
-}
 
 std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f, int64_t nodes,
                                                               int64_t gpus_per_node,

@@ -10,9 +10,9 @@
 #include <tuple>
 
 #include "checkpoint/checkpoint_model.h"
-#include "checkpoint/monte_carlo.h"
 #include "comm/topology.h"
 #include "parallelism/memory.h"
+#include "run/monte_carlo.h"
 #include "sim/progress.h"
 
 namespace trainsim::sweep {
@@ -20,6 +20,7 @@ namespace {
 
 namespace par = trainsim::parallelism;
 namespace ckpt = trainsim::checkpoint;
+namespace run = trainsim::run;
 
 std::string Num(int64_t v) { return std::to_string(v); }
 
@@ -202,7 +203,7 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
   const int64_t steps = int64_t(std::ceil(problem.token_budget / double(tokens_per_step)));
   for (size_t i : res->top) {
     Evaluation& e = res->evaluations[i];
-    ckpt::RunConfig run = problem.run;
+    run::RunConfig run = problem.run;
     run.nodes = e.layout.gpus / gpn;
     run.gpus_per_node = gpn;
     run.tp = e.layout.parallel.tp;
@@ -215,15 +216,15 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
     run.checkpoint.interval.kind = ckpt::CheckpointInterval::Kind::kAuto;
     run.record_events = false;
     run.checkpoint.spec.parameters = problem.parameters;  // as ExpectedGoodput sizes it
-    ckpt::StepTimeCache cache(problem.step_time_fn(StepConfigFor(problem, e.layout)));
+    run::StepTimeCache cache(problem.step_time_fn(StepConfigFor(problem, e.layout)));
     const int64_t n = options.trials, size = comm->size(), rank = comm->rank();
-    Result<std::vector<ckpt::TrialOutcome>> mine =
-        ckpt::RunTrials(run, cache, n * rank / size, n * (rank + 1) / size);
+    Result<std::vector<run::TrialOutcome>> mine =
+        run::RunTrials(run, cache, n * rank / size, n * (rank + 1) / size);
     // Every rank reaches the all-gather even on error, so none waits forever.
     Writer w;
     w.I(mine.ok() ? 1 : 0);
     if (mine.ok()) {
-      for (const ckpt::TrialOutcome& t : *mine) {
+      for (const run::TrialOutcome& t : *mine) {
         w.I(t.trial);
         w.D(t.wall_time_s);
         w.D(t.goodput);
@@ -234,7 +235,7 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
     }
     Result<std::vector<std::string>> all = comm->AllGather(w.str());
     if (!all.ok()) return all.status();
-    std::vector<ckpt::TrialOutcome> outcomes;
+    std::vector<run::TrialOutcome> outcomes;
     for (const std::string& part : *all) {
       Reader r(part);
       if (r.I() == 0) {
@@ -242,7 +243,7 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
                                           ": " + r.S());
       }
       while (!r.done() && r.ok()) {
-        ckpt::TrialOutcome t;
+        run::TrialOutcome t;
         t.trial = r.I();
         t.wall_time_s = r.D();
         t.goodput = r.D();
@@ -250,7 +251,7 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
         outcomes.push_back(t);
       }
     }
-    const ckpt::MonteCarloSummary s = ckpt::Summarize(std::move(outcomes));
+    const run::MonteCarloSummary s = run::Summarize(std::move(outcomes));
     e.trials = s.trials;
     e.mc_goodput = s.goodput.mean;
     e.mc_time_to_train_s = s.wall_time_s.mean;
@@ -282,13 +283,13 @@ std::string DescribeLayout(const Candidate& c) {
   return s;
 }
 
-Result<GoodputEstimate> ExpectedGoodput(const ckpt::RunConfig& run_template, int64_t parameters,
+Result<GoodputEstimate> ExpectedGoodput(const run::RunConfig& run_template, int64_t parameters,
                                         int gpus, int gpus_per_node) {
-  ckpt::RunConfig run = run_template;
+  run::RunConfig run = run_template;
   run.nodes = gpus / gpus_per_node;
   run.gpus_per_node = gpus_per_node;
   GoodputEstimate g;
-  g.mtbf_s = ckpt::ClusterMtbfSeconds(run);
+  g.mtbf_s = run::ClusterMtbfSeconds(run);
   ckpt::CheckpointSpec spec = run.checkpoint.spec;
   spec.parameters = parameters;
   ckpt::CheckpointHardware hw = run.checkpoint.hardware;

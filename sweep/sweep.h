@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/run_simulation.h"
 #include "parallelism/layout.h"
+#include "run/run_simulation.h"
 #include "sim/status.h"
 #include "step/step_simulation.h"
 #include "sweep/distributed.h"
@@ -34,7 +34,7 @@ struct SweepProblem {
   step::StepConfig base;
   // Failure model, checkpoint policy and hardware, recovery, price, spares (nodes, degrees and
   // total_steps are set per layout).
-  checkpoint::RunConfig run;
+  run::RunConfig run;
   int64_t parameters = 0;   // for the checkpoint size
   double token_budget = 0;  // tokens to train
   std::vector<int> gpu_counts;
@@ -53,7 +53,7 @@ struct SweepProblem {
   bool confirm_pareto = true;
   // Step time per cluster state for the Monte Carlo run simulation of the top layouts
   // (SweepOptions::trials); the command passes scenarios::MakeStepTimeFn. Needed only then.
-  std::function<checkpoint::StepTimeFn(const step::StepConfig&)> step_time_fn;
+  std::function<run::StepTimeFn(const step::StepConfig&)> step_time_fn;
 };
 
 // One layout: the GPU count and the parallel configuration (global batch from the problem).
@@ -101,8 +101,8 @@ struct GoodputEstimate {
   double checkpoint_cost_s = 0;
   double restart_s = 0;
 };
-Result<GoodputEstimate> ExpectedGoodput(const checkpoint::RunConfig& run, int64_t parameters,
-                                        int gpus, int gpus_per_node);
+Result<GoodputEstimate> ExpectedGoodput(const run::RunConfig& run, int64_t parameters, int gpus,
+                                        int gpus_per_node);
 
 // Checks the problem: GPU counts positive, whole nodes, a network that can be built; a token
 // budget > 0. Messages name the value and what would be valid.
@@ -133,7 +133,7 @@ struct SweepOptions {
   int top_k = 10;
   bool progress = false;  // progress bar on stderr (rank 0 only, and only on a terminal)
   // Monte Carlo trials of the run simulation for each of the top layouts (0 = none). Trials
-  // [0, N) are split into contiguous ranges over the ranks (checkpoint::RunTrials: trial k
+  // [0, N) are split into contiguous ranges over the ranks (run::RunTrials: trial k
   // depends only on the config and k) and gathered, so the means do not depend on the ranks.
   int64_t trials = 0;
 };

@@ -61,26 +61,6 @@ TEST(CalibrateCommandTest, QuickAndNranksAreForwarded) {
   EXPECT_EQ(After(*args, "--nranks"), "2,4,8");
 }
 
-TEST(CalibrateCommandTest, ScenarioCalibrationComesFromFlagOrScenario) {
-  // No calibration anywhere: none.
-  auto none = LoadScenarioCalibration(Demo(), "");
-  ASSERT_TRUE(none.ok()) << none.status().message();
-  EXPECT_FALSE(none->has_value());
-  // The flag: the checked-in H100 sample, for the demo's H100 scenario.
-  auto flag = LoadScenarioCalibration(Demo(), "scenarios/calibration/dgx_h100_sample.json");
-  ASSERT_TRUE(flag.ok()) << flag.status().message();
-  ASSERT_TRUE(flag->has_value());
-  EXPECT_TRUE((*flag)->is_sample());
-  // The scenario field (relative to the scenario file), on the wrong GPU: an error.
-  auto h200 =
-      LoadScenarioCalibration(Demo({"cluster.calibration=../calibration/dgx_h100_sample.json",
-                                    "cluster.gpu=H200-SXM-141GB", "cluster.node_type=DGX-H200"}),
-                              "");
-  ASSERT_FALSE(h200.ok());
-  EXPECT_NE(h200.status().message().find("H200-SXM-141GB"), std::string::npos)
-      << h200.status().message();
-}
-
 TEST(CalibrateCommandTest, DefaultOutputIsNamedAfterTheScenario) {
   EXPECT_EQ(DefaultCalibrationPath("scenarios/examples/demo.textproto"), "demo.calibration.json");
   EXPECT_EQ(DefaultCalibrationPath("gpt.json"), "gpt.calibration.json");

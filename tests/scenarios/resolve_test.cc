@@ -103,7 +103,7 @@ TEST(ResolveTest, DemoResolvesToTheIssuesCluster) {
   EXPECT_EQ(r->micro_batches_per_step, 1536 / 2);
   EXPECT_EQ(r->training_duration, sim::Time::Days(21));
   EXPECT_FALSE(r->total_steps.has_value());
-  EXPECT_EQ(r->checkpoint_interval.kind, CheckpointInterval::Kind::kTime);
+  EXPECT_EQ(r->checkpoint_interval.kind, checkpoint::CheckpointInterval::Kind::kTrainingTime);
   EXPECT_EQ(r->checkpoint_interval.every, sim::Time::Hours(1));
   EXPECT_DOUBLE_EQ(r->checkpoint_bytes, 14.0 * static_cast<double>(r->params));
   EXPECT_EQ(r->detection_delay, sim::Time::Minutes(10));
@@ -122,18 +122,6 @@ TEST(ResolveTest, TokenGoalRoundsUpToWholeSteps) {
   EXPECT_EQ(r.tokens_per_step, 524288);
   EXPECT_EQ(r.total_steps, 2);
   EXPECT_EQ(r.total_tokens, 1048576);
-}
-
-TEST(ResolveTest, CheckpointIntervalForms) {
-  auto steps = ParseCheckpointInterval("steps:500");
-  ASSERT_TRUE(steps.ok());
-  EXPECT_EQ(steps->kind, CheckpointInterval::Kind::kSteps);
-  EXPECT_EQ(steps->steps, 500);
-  EXPECT_EQ(ParseCheckpointInterval("auto")->kind, CheckpointInterval::Kind::kAuto);
-  EXPECT_EQ(ParseCheckpointInterval("1h30m")->every, sim::Time::Minutes(90));
-  EXPECT_FALSE(ParseCheckpointInterval("0").ok());
-  EXPECT_FALSE(ParseCheckpointInterval("steps:").ok());
-  EXPECT_FALSE(ParseCheckpointInterval("steps:1x").ok());
 }
 
 TEST(ResolveTest, ThreeLevelTreeWhenTwoLevelsCannotHoldTheNics) {

@@ -55,7 +55,7 @@ Result<Row> SweepRow(const std::string& file) {
   if (!r.ok()) return r.status();
   Result<step::StepConfig> step = scenarios::MakeStepConfig(*r);
   if (!step.ok()) return step.status();
-  Result<checkpoint::RunConfig> run = scenarios::MakeRunConfig(*r);
+  Result<run::RunConfig> run = scenarios::MakeRunConfig(*r);
   if (!run.ok()) return run.status();
   Row row;
   row.name = r->scenario.name();

@@ -152,7 +152,7 @@ TEST(SweepTest, ParetoFrontIsConfirmedAndNotDominated) {
 }
 
 TEST(SweepTest, GoodputIsDalysUsefulFractionAtDalysInterval) {
-  checkpoint::RunConfig run;
+  run::RunConfig run;
   run.checkpoint.policy = checkpoint::CheckpointPolicy::kSync;
   Result<GoodputEstimate> g = ExpectedGoodput(run, 175'000'000'000, 1024, 8);
   ASSERT_TRUE(g.ok());
@@ -287,11 +287,11 @@ TEST(SweepTest, MonteCarloTrialsSplitOverRanksGiveTheSameMeans) {
   p.confirm_pareto = false;
   p.token_budget = 20e9;
   // The healthy step's time for every cluster state (failures here only interrupt the run).
-  p.step_time_fn = [](const step::StepConfig& c) -> checkpoint::StepTimeFn {
-    return [c](const checkpoint::ClusterState&) -> Result<checkpoint::StepTiming> {
+  p.step_time_fn = [](const step::StepConfig& c) -> run::StepTimeFn {
+    return [c](const run::RunState&) -> Result<run::StepTiming> {
       Result<step::StepResult> r = step::SimulateStep(c);
       if (!r.ok()) return r.status();
-      checkpoint::StepTiming t;
+      run::StepTiming t;
       t.useful = sim::Time::FromSeconds(r->time_s);
       return t;
     };

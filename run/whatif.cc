@@ -1,8 +1,8 @@
-#include "checkpoint/whatif.h"
+#include "run/whatif.h"
 
 #include <string>
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
 
 Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
                                     const std::vector<ScheduledFault>& added,
@@ -44,4 +44,4 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
   return w;
 }
 
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run

@@ -1,4 +1,4 @@
-// checkpoint::RunTrials and friends — Monte Carlo over failure histories, and the checkpoint
+// run::RunTrials and friends — Monte Carlo over failure histories, and the checkpoint
 // interval scan behind `trainsim run --optimize-checkpoint-interval`.
 //
 // Trial k draws its failures from RandomStreams(config.seed).Stream("trial/<k>/failures") and
@@ -11,17 +11,17 @@
 // Statistics use sim/stats.h, the product's one percentile rule (linear interpolation between
 // closest ranks, NumPy's and R's default): p50 of an even count is the midpoint of the two middle
 // values, p99 of 100 samples lies between the 99th and the 100th smallest.
-#ifndef TRAINSIM_CHECKPOINT_MONTE_CARLO_H_
-#define TRAINSIM_CHECKPOINT_MONTE_CARLO_H_
+#ifndef TRAINSIM_RUN_MONTE_CARLO_H_
+#define TRAINSIM_RUN_MONTE_CARLO_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "checkpoint/run_simulation.h"
+#include "run/run_simulation.h"
 #include "sim/status.h"
 #include "sim/time.h"
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
 
 struct TrialOutcome {
   int64_t trial = 0;
@@ -89,6 +89,6 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
                                                    StepTimeCache& step_times, int64_t trials,
                                                    std::vector<double> grid_s = {});
 
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run
 
-#endif  // TRAINSIM_CHECKPOINT_MONTE_CARLO_H_
+#endif  // TRAINSIM_RUN_MONTE_CARLO_H_

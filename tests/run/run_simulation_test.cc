@@ -1,11 +1,20 @@
-#include "checkpoint/run_simulation.h"
+#include "run/run_simulation.h"
 
 #include <gtest/gtest.h>
 
-#include "tests/checkpoint/run_test_util.h"
+#include <vector>
 
-namespace trainsim::checkpoint {
+#include "tests/run/run_test_util.h"
+
+namespace trainsim::run {
 namespace {
+
+using checkpoint::CheckpointInterval;
+using checkpoint::CheckpointPolicy;
+using checkpoint::DalyIntervalSeconds;
+using checkpoint::DetectionMechanism;
+using checkpoint::kLlama3NodeDayRate;
+using checkpoint::RecoveryPolicy;
 
 using sim::Time;
 using testing::DemoLikeConfig;
@@ -65,7 +74,7 @@ TEST(RunSimulationTest, AsyncStallsForTheSnapshotAndSlowsStepsDuringTheWrite) {
   c.checkpoint.hardware.storage_write_GBps = 1;  // background write: 60 s
   c.checkpoint.hardware.pcie_GBps_per_gpu = 30;  // snapshot: 2 s
   // 10 s steps, 12 s while a checkpoint write shares the network.
-  StepTimeCache cache([](const ClusterState& s) -> Result<StepTiming> {
+  StepTimeCache cache([](const RunState& s) -> Result<StepTiming> {
     return StepTiming{Time::Seconds(10), Time(),
                       s.checkpoint_traffic_share > 0 ? Time::Seconds(2) : Time()};
   });
@@ -79,7 +88,7 @@ TEST(RunSimulationTest, AsyncStallsForTheSnapshotAndSlowsStepsDuringTheWrite) {
   ExpectAddsUp(*r);
 }
 
-// The check: `gpu 37 fails at 16h` on the default scenario with the stochastic model
+// The requirement's example: `gpu 37 fails at 16h` on the default scenario with the stochastic model
 // off. Extra wall time = lost work since the last checkpoint completed before 16h + detection +
 // restart + wait, to the nanosecond, and the report names the checkpoint.
 TEST(RunSimulationTest, Gpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
@@ -116,6 +125,60 @@ TEST(RunSimulationTest, Gpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   EXPECT_EQ(f.resumed_at, Time::Hours(16) + detection + restart);
   EXPECT_EQ(r->failures, 1);
   EXPECT_EQ(r->failures_by_cause.at("scheduled gpu"), 1);
+}
+
+// The same failure as typed data: the events carry their kind and numbers, and the phases
+// (training, detection, restart, training) tile the run and match the breakdown.
+TEST(RunSimulationTest, Gpu37At16hAsTypedEventsAndPhases) {
+  RunConfig c = DemoLikeConfig();
+  c.faults.push_back(Fault(ScheduledFault::Kind::kGpu, 37, Time::Hours(16)));
+  StepTimeCache cache(SimpleStep());
+  Result<RunReport> r = SimulateRun(c, cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(testing::PhasesMatchBreakdown(*r));
+  const Time detected = Time::Hours(16) + Time::Minutes(10);
+  const Time resumed = r->failure_records.at(0).resumed_at;
+  EXPECT_TRUE(r->failure_records.at(0).scheduled);
+  ASSERT_EQ(r->phases.size(), 4u);
+  EXPECT_EQ(r->phases[0].kind, RunPhaseKind::kTraining);
+  EXPECT_EQ(r->phases[0].end, Time::Hours(16));
+  EXPECT_EQ(r->phases[1].kind, RunPhaseKind::kDetection);
+  EXPECT_EQ(r->phases[1].end, detected);
+  EXPECT_EQ(r->phases[2].kind, RunPhaseKind::kRestart);
+  EXPECT_EQ(r->phases[2].end, resumed);
+  EXPECT_EQ(r->phases[3].kind, RunPhaseKind::kTraining);
+  EXPECT_EQ(r->phases[3].end, r->wall_time);
+
+  std::vector<RunEventKind> recovery;
+  int written = 0;
+  for (const RunEvent& e : r->events) {
+    if (e.kind == RunEventKind::kCheckpointWritten) {
+      ++written;
+      EXPECT_EQ(e.duration, Time::Millis(24500));  // SYNC: the write is the stall
+      continue;
+    }
+    recovery.push_back(e.kind);
+    if (e.kind == RunEventKind::kFailure) {
+      EXPECT_EQ(e.at, Time::Hours(16));
+      EXPECT_EQ(e.failure, 0u);
+    } else if (e.kind == RunEventKind::kRestart) {
+      EXPECT_EQ(e.at, detected);
+      EXPECT_EQ(e.checkpoint, 15);
+      EXPECT_EQ(e.step, 2700);
+      EXPECT_EQ(e.duration, resumed - detected);
+      EXPECT_FALSE(e.from_peer);
+    } else if (e.kind == RunEventKind::kResumed) {
+      EXPECT_EQ(e.at, resumed);
+      EXPECT_EQ(e.step, 2700);
+    } else if (e.kind == RunEventKind::kRepaired) {
+      EXPECT_EQ(e.at, Time::Hours(16) + c.recovery.scheduled_repair_time);
+      EXPECT_EQ(e.node, 4);  // gpu 37's node returns to the spare pool
+    }
+  }
+  EXPECT_EQ(written, r->checkpoints);
+  EXPECT_EQ(recovery, (std::vector<RunEventKind>{RunEventKind::kFailure, RunEventKind::kDetected,
+                                                 RunEventKind::kRestart, RunEventKind::kResumed,
+                                                 RunEventKind::kRepaired}));
 }
 
 TEST(RunSimulationTest, WithoutSparesTheRunWaitsForTheRepair) {
@@ -236,7 +299,7 @@ TEST(RunSimulationTest, ElasticContinuesWithOneReplicaFewerUntilTheNodeReturns) 
   c.recovery.scheduled_repair_time = Time::Hours(1);
   c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 1, Time::Seconds(1502)));
   // DP 2: 10 s steps; DP 1: the surviving replica does both halves, 20 s.
-  StepTimeCache cache([](const ClusterState& s) -> Result<StepTiming> {
+  StepTimeCache cache([](const RunState& s) -> Result<StepTiming> {
     return StepTiming{Time::Seconds(10), Time(),
                       s.live_dp_replicas == 2 ? Time() : Time::Seconds(10)};
   });
@@ -334,6 +397,11 @@ TEST(RunSimulationTest, AddedFaultKeepsTheStochasticHistory) {
   }
   EXPECT_GE(matched + 1, base->failure_records.size());
   EXPECT_GT(base->failure_records.size(), 5u);
+  // Only the added fault is marked scheduled.
+  int scheduled = 0;
+  for (const FailureRecord& f : w->failure_records) scheduled += f.scheduled ? 1 : 0;
+  EXPECT_EQ(scheduled, 1);
+  for (const FailureRecord& f : base->failure_records) EXPECT_FALSE(f.scheduled);
 }
 
 TEST(RunSimulationTest, AutoIntervalIsDalysOptimum) {
@@ -405,15 +473,5 @@ TEST(RunConfigValidationTest, RejectsBadInputWithClearMessages) {
   EXPECT_NE(message(c).find("slowdown factor"), std::string::npos);
 }
 
-TEST(CheckpointIntervalTest, ParsesAndRejects) {
-  EXPECT_EQ(CheckpointInterval::Parse("steps:500")->steps, 500);
-  EXPECT_EQ(CheckpointInterval::Parse("auto")->kind, CheckpointInterval::Kind::kAuto);
-  EXPECT_EQ(CheckpointInterval::Parse("30m")->every, Time::Minutes(30));
-  EXPECT_FALSE(CheckpointInterval::Parse("0").ok());
-  EXPECT_FALSE(CheckpointInterval::Parse("steps:0").ok());
-  EXPECT_FALSE(CheckpointInterval::Parse("steps:-3").ok());
-  EXPECT_FALSE(CheckpointInterval::Parse("sometimes").ok());
-}
-
 }  // namespace
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run

@@ -1,19 +1,25 @@
 // Configs and step-time callbacks shared by the run simulation tests. The callbacks are simple
 // enough that every expected number in the tests can be worked out by hand.
-#ifndef TRAINSIM_TESTS_CHECKPOINT_RUN_TEST_UTIL_H_
-#define TRAINSIM_TESTS_CHECKPOINT_RUN_TEST_UTIL_H_
+#ifndef TRAINSIM_TESTS_RUN_RUN_TEST_UTIL_H_
+#define TRAINSIM_TESTS_RUN_RUN_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <ostream>
+#include <string>
 
-#include "checkpoint/run_simulation.h"
+#include "run/run_simulation.h"
 
 namespace trainsim::sim {
 // Lets GoogleTest print Time in failure messages.
 inline void PrintTo(const Time& t, std::ostream* os) { *os << FormatDuration(t); }
 }  // namespace trainsim::sim
 
-namespace trainsim::checkpoint::testing {
+namespace trainsim::run::testing {
+
+using checkpoint::CheckpointInterval;
+using checkpoint::CheckpointPolicy;
 
 // The default demo's shape: a 175B model on 16 nodes × 8 H100 (TP 8, PP 8, DP 2), hourly
 // synchronous checkpoints, two spares, the stochastic model off.
@@ -41,7 +47,7 @@ inline RunConfig DemoLikeConfig() {
 inline StepTimeFn SimpleStep(sim::Time useful = sim::Time::Seconds(14),
                              sim::Time comm = sim::Time::Seconds(2),
                              sim::Time bubble = sim::Time::Seconds(4)) {
-  return [=](const ClusterState& s) -> Result<StepTiming> {
+  return [=](const RunState& s) -> Result<StepTiming> {
     double f = 1.0;
     for (const auto& [gpu, x] : s.gpu_slowdown) f = std::max(f, x);
     StepTiming t{useful, comm, bubble};
@@ -62,6 +68,46 @@ inline ScheduledFault Fault(ScheduledFault::Kind kind, int id, sim::Time at,
   return f;
 }
 
-}  // namespace trainsim::checkpoint::testing
+// The report's phases tile [0, wall_time] in order, none empty, and the phases of each kind add
+// up to the breakdown (training = useful + exposed comm + bubble + checkpoint stall + lost).
+inline ::testing::AssertionResult PhasesMatchBreakdown(const RunReport& r) {
+  sim::Time at, training, detection, restart, waiting;
+  for (size_t i = 0; i < r.phases.size(); ++i) {
+    const RunPhase& p = r.phases[i];
+    if (p.start != at || p.end <= p.start) {
+      return ::testing::AssertionFailure()
+             << "phase " << i << " (" << RunPhaseName(p.kind) << ") is [" << p.start.nanos()
+             << ", " << p.end.nanos() << ") ns, expected to start at " << at.nanos() << " ns";
+    }
+    at = p.end;
+    const sim::Time d = p.end - p.start;
+    switch (p.kind) {
+      case RunPhaseKind::kTraining:
+        training += d;
+        break;
+      case RunPhaseKind::kDetection:
+        detection += d;
+        break;
+      case RunPhaseKind::kRestart:
+        restart += d;
+        break;
+      case RunPhaseKind::kWaiting:
+        waiting += d;
+        break;
+    }
+  }
+  const Breakdown& b = r.breakdown;
+  if (at != r.wall_time) {
+    return ::testing::AssertionFailure() << "phases end at " << at.nanos() << " ns, wall time is "
+                                         << r.wall_time.nanos() << " ns";
+  }
+  if (training != b.useful + b.exposed_comm + b.bubble + b.checkpoint_stall + b.lost ||
+      detection != b.detection || restart != b.restart || waiting != b.waiting) {
+    return ::testing::AssertionFailure() << "phase totals differ from the breakdown";
+  }
+  return ::testing::AssertionSuccess();
+}
 
-#endif  // TRAINSIM_TESTS_CHECKPOINT_RUN_TEST_UTIL_H_
+}  // namespace trainsim::run::testing
+
+#endif  // TRAINSIM_TESTS_RUN_RUN_TEST_UTIL_H_

@@ -1,44 +1,26 @@
-// `trainsim whatif`, driven through CLI11 in-process: output, JSON names, determinism, bad input.
-#include "cli/whatif_command.h"
-
+// `trainsim whatif` through the binary: output, JSON names, determinism, bad input.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
+#include "tests/util/run_trainsim.h"
 
 namespace trainsim::cli {
 namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
 
 struct Outcome {
   int exit_code = -1;
   std::string out, err;
 };
 
-Outcome RunCommand(std::vector<std::string> args) {
-  CLI::App app{"trainsim", "trainsim"};
-  int exit_code = kExitOk;
-  AddWhatIfCommand(app, &exit_code);
-  args.insert(args.begin(), "trainsim");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  std::string parse_error;
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    // As cli/main.cc does: flag errors are bad input, reported in one line.
-    exit_code = e.get_exit_code() == 0 ? kExitOk : kExitBadInput;
-    if (exit_code != kExitOk) parse_error = std::string("trainsim: error: ") + e.what() + "\n";
-  }
-  Outcome o;
-  o.out = ::testing::internal::GetCapturedStdout();
-  o.err = ::testing::internal::GetCapturedStderr() + parse_error;
-  o.exit_code = exit_code;
-  return o;
+Outcome RunCommand(const std::vector<std::string>& args) {
+  test_util::RunResult r = test_util::RunTrainsim(args);
+  return {r.exit_code, r.out, r.err};
 }
 
 constexpr char kDemo[] = "scenarios/examples/demo.textproto";

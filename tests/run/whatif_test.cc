@@ -1,10 +1,10 @@
-#include "checkpoint/whatif.h"
+#include "run/whatif.h"
 
 #include <gtest/gtest.h>
 
-#include "tests/checkpoint/run_test_util.h"
+#include "tests/run/run_test_util.h"
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
 namespace {
 
 using sim::Time;
@@ -46,4 +46,4 @@ TEST(WhatIfTest, RejectsAFaultAfterTheEnd) {
 }
 
 }  // namespace
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run

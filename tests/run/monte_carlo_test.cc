@@ -1,13 +1,16 @@
-#include "checkpoint/monte_carlo.h"
+#include "run/monte_carlo.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "tests/checkpoint/run_test_util.h"
+#include "tests/run/run_test_util.h"
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
 namespace {
+
+using checkpoint::CheckpointPolicy;
+using checkpoint::FailureCause;
 
 using sim::Time;
 
@@ -64,7 +67,7 @@ TEST(MonteCarloTest, RejectsABackwardsRange) {
   EXPECT_FALSE(RunTrials(c, cache, 5, 4).ok());
 }
 
-// The check: under exponential failures the Monte Carlo optimum checkpoint interval is
+// The requirement: under exponential failures the Monte Carlo optimum checkpoint interval is
 // within 10% of Daly's formula, over a grid of (checkpoint cost δ, MTBF M).
 TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
   struct Case {
@@ -91,7 +94,7 @@ TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
     c.recovery.process_start = Time();
     c.recovery.comm_init_base = Time();
     c.recovery.comm_init_per_gpu = Time();
-    StepTimeCache cache([](const ClusterState&) -> Result<StepTiming> {
+    StepTimeCache cache([](const RunState&) -> Result<StepTiming> {
       return StepTiming{Time::Seconds(1), Time(), Time()};
     });
     // A grid that knows nothing of Young or Daly: 10^(k/8) s (ratio 1.33) within [M/50, M].
@@ -111,4 +114,4 @@ TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
 }
 
 }  // namespace
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run

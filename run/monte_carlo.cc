@@ -1,4 +1,4 @@
-#include "checkpoint/monte_carlo.h"
+#include "run/monte_carlo.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "sim/stats.h"
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
 
 Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCache& step_times,
                                             int64_t begin, int64_t end) {
@@ -92,8 +92,8 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
   Result<double> delta = CheckpointBlockingCostSeconds(config, step_times);
   if (!delta.ok()) return delta.status();
   opt.delta_s = delta.value();
-  opt.young_s = YoungIntervalSeconds(opt.delta_s, opt.mtbf_s);
-  opt.daly_s = DalyIntervalSeconds(opt.delta_s, opt.mtbf_s);
+  opt.young_s = checkpoint::YoungIntervalSeconds(opt.delta_s, opt.mtbf_s);
+  opt.daly_s = checkpoint::DalyIntervalSeconds(opt.delta_s, opt.mtbf_s);
   if (grid_s.empty()) {
     constexpr int kPoints = 21;
     for (int i = 0; i < kPoints; ++i) {
@@ -106,7 +106,7 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
       return Status::InvalidArgument("checkpoint interval grid points must be positive");
     }
     RunConfig c = config;
-    c.checkpoint.interval.kind = CheckpointInterval::Kind::kTrainingTime;
+    c.checkpoint.interval.kind = checkpoint::CheckpointInterval::Kind::kTrainingTime;
     c.checkpoint.interval.every = sim::Time::FromSeconds(g);
     Result<std::vector<TrialOutcome>> r = RunTrials(c, step_times, 0, trials);
     if (!r.ok()) return r.status();
@@ -173,4 +173,4 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
   return opt;
 }
 
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run

@@ -5,14 +5,14 @@
 
 #include <cmath>
 
-#include "checkpoint/whatif.h"
+#include "run/whatif.h"
 #include "scenarios/step_config.h"
 
 namespace trainsim::scenarios {
 namespace {
 
-using checkpoint::RunConfig;
-using checkpoint::ScheduledFault;
+using run::RunConfig;
+using run::ScheduledFault;
 using sim::Time;
 
 constexpr char kDemo[] = "scenarios/examples/demo.textproto";
@@ -66,10 +66,10 @@ TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
   ResolvedScenario r = LoadDemo({});
   Result<step::StepConfig> sc = MakeStepConfig(r);
   ASSERT_TRUE(sc.ok()) << sc.status().message();
-  checkpoint::StepTimeFn fn = MakeStepTimeFn(sc.value());
-  checkpoint::ClusterState healthy;
+  run::StepTimeFn fn = MakeStepTimeFn(sc.value());
+  run::RunState healthy;
   healthy.live_dp_replicas = 2;
-  Result<checkpoint::StepTiming> t = fn(healthy);
+  Result<run::StepTiming> t = fn(healthy);
   ASSERT_TRUE(t.ok()) << t.status().message();
   Result<step::StepResult> direct = step::SimulateStep(sc.value());
   ASSERT_TRUE(direct.ok());
@@ -77,15 +77,15 @@ TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
   EXPECT_NEAR(t->total().seconds(), direct->time_s, 1e-6);
   // One replica left: it runs all 1,536 micro-batches instead of 768, so its step takes about
   // twice as long (the pipeline fill and drain do not double).
-  checkpoint::ClusterState one = healthy;
+  run::RunState one = healthy;
   one.live_dp_replicas = 1;
-  Result<checkpoint::StepTiming> t1 = fn(one);
+  Result<run::StepTiming> t1 = fn(one);
   ASSERT_TRUE(t1.ok()) << t1.status().message();
   EXPECT_GT(t1->total().seconds(), 1.8 * t->total().seconds());
   EXPECT_LT(t1->total().seconds(), 2.1 * t->total().seconds());
 }
 
-// The check on the default scenario: `gpu 37 fails at 16h` with the stochastic model off
+// The requirement's example on the default scenario: `gpu 37 fails at 16h` with the stochastic model off
 // costs exactly the work since the last checkpoint completed before 16 h, plus detection and
 // restart, and the report names that checkpoint. SYNC so the checkpoint times have a closed form.
 TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
@@ -94,8 +94,8 @@ TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   Result<step::StepConfig> sc = MakeStepConfig(r);
   ASSERT_TRUE(sc.ok());
-  checkpoint::StepTimeCache cache(MakeStepTimeFn(sc.value()));
-  checkpoint::ClusterState healthy;
+  run::StepTimeCache cache(MakeStepTimeFn(sc.value()));
+  run::RunState healthy;
   healthy.live_dp_replicas = 2;
   const Time tau = cache.Get(healthy)->total();
 
@@ -103,7 +103,7 @@ TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   f.kind = ScheduledFault::Kind::kGpu;
   f.id = 37;
   f.at = Time::Hours(16);
-  Result<checkpoint::WhatIfReport> w = checkpoint::SimulateWhatIf(c.value(), {f}, cache);
+  Result<run::WhatIfReport> w = run::SimulateWhatIf(c.value(), {f}, cache);
   ASSERT_TRUE(w.ok()) << w.status().message();
 
   // Closed form. A checkpoint falls due after ceil(1 h / τ) steps of training; it stalls for
@@ -122,7 +122,7 @@ TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   EXPECT_EQ(w->delta_wall_time_s, (lost + r.detection_delay + restart).seconds());
   EXPECT_EQ(w->whatif.breakdown.lost, lost);
   EXPECT_EQ(w->whatif.breakdown.waiting, Time());
-  const checkpoint::FailureRecord& rec = w->whatif.failure_records.at(0);
+  const run::FailureRecord& rec = w->whatif.failure_records.at(0);
   EXPECT_EQ(rec.restored_checkpoint, k);
   EXPECT_EQ(rec.restored_step, n * k);
   EXPECT_EQ(rec.restored_checkpoint_written_at, period * k);
@@ -135,8 +135,8 @@ TEST(RunConfigTest, DemoAsIsAddsUpAndRuns) {
   ASSERT_TRUE(c.ok());
   Result<step::StepConfig> sc = MakeStepConfig(r);
   ASSERT_TRUE(sc.ok());
-  checkpoint::StepTimeCache cache(MakeStepTimeFn(sc.value()));
-  Result<checkpoint::RunReport> run = checkpoint::SimulateRun(c.value(), cache);
+  run::StepTimeCache cache(MakeStepTimeFn(sc.value()));
+  Result<run::RunReport> run = run::SimulateRun(c.value(), cache);
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->wall_time, Time::Days(21));
   EXPECT_EQ(run->breakdown.Total(), run->wall_time);

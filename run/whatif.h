@@ -1,4 +1,4 @@
-// checkpoint::SimulateWhatIf — the same training with and without added faults, side by side.
+// run::SimulateWhatIf — the same training with and without added faults, side by side.
 //
 // Both sides train the same number of steps on the same stochastic failure history (trial k's
 // stream, common random numbers), so the difference is the added faults' alone. When the goal
@@ -8,16 +8,16 @@
 // Promises: delta = whatif − baseline for wall time, cost and lost work; for each added fault
 // that interrupted training, whatif.failure_records holds which checkpoint was restored and when
 // training resumed. An added fault at or after the end of the baseline is an InvalidArgument.
-#ifndef TRAINSIM_CHECKPOINT_WHATIF_H_
-#define TRAINSIM_CHECKPOINT_WHATIF_H_
+#ifndef TRAINSIM_RUN_WHATIF_H_
+#define TRAINSIM_RUN_WHATIF_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "checkpoint/run_simulation.h"
+#include "run/run_simulation.h"
 #include "sim/status.h"
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
 
 struct WhatIfReport {
   RunReport baseline;
@@ -32,6 +32,6 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
                                     const std::vector<ScheduledFault>& added,
                                     StepTimeCache& step_times, int64_t trial = 0);
 
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run
 
-#endif  // TRAINSIM_CHECKPOINT_WHATIF_H_
+#endif  // TRAINSIM_RUN_WHATIF_H_

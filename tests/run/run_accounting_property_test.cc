@@ -5,11 +5,20 @@
 
 #include <algorithm>
 
-#include "checkpoint/run_simulation.h"
+#include "run/run_simulation.h"
 #include "sim/random.h"
+#include "tests/run/run_test_util.h"
 
-namespace trainsim::checkpoint {
+namespace trainsim::run {
 namespace {
+
+using checkpoint::CheckpointInterval;
+using checkpoint::CheckpointPolicy;
+using checkpoint::DefaultFailureCauses;
+using checkpoint::DetectionMechanism;
+using checkpoint::FailureCause;
+using checkpoint::FailureDistribution;
+using checkpoint::RecoveryPolicy;
 
 using sim::Time;
 
@@ -17,7 +26,7 @@ constexpr Time kUsefulPerStep = Time::Seconds(14);
 
 // Useful compute is the same in every state; what a state changes goes to comm or bubble, so
 // total useful time must be exactly total_steps × 14 s whatever happened.
-Result<StepTiming> PropertyStep(const ClusterState& s) {
+Result<StepTiming> PropertyStep(const RunState& s) {
   StepTiming t{kUsefulPerStep, Time::Seconds(2), Time::Seconds(4)};
   double slow = 1.0;
   for (const auto& p : s.gpu_slowdown) slow = std::max(slow, p.second);
@@ -136,6 +145,11 @@ TEST(RunAccountingPropertyTest, EverySecondIsCountedOnceAndEveryStepKeptOnce) {
       ASSERT_LE(r->wall_time, *c.wall_time_limit) << "scenario " << i;
     }
     ASSERT_EQ(b.useful, kUsefulPerStep * r->total_steps) << "scenario " << i;
+    if (c.record_events) {
+      ASSERT_TRUE(testing::PhasesMatchBreakdown(*r)) << "scenario " << i;
+    } else {
+      ASSERT_TRUE(r->phases.empty() && r->events.empty()) << "scenario " << i;
+    }
     for (Time t : {b.useful, b.exposed_comm, b.bubble, b.checkpoint_stall, b.lost, b.detection,
                    b.restart, b.waiting}) {
       ASSERT_GE(t, Time()) << "scenario " << i;
@@ -164,4 +178,4 @@ TEST(RunAccountingPropertyTest, EverySecondIsCountedOnceAndEveryStepKeptOnce) {
 }
 
 }  // namespace
-}  // namespace trainsim::checkpoint
+}  // namespace trainsim::run

@@ -1,0 +1,274 @@
+#include "cli/report/check_report.h"
+
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/report/format.h"
+#include "sim/time.h"
+
+namespace trainsim::cli::report {
+
+namespace {
+
+namespace pb = trainsim::pb;
+using scenarios::ResolvedScenario;
+
+// 174615822336 -> "174,615,822,336".
+std::string Thousands(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string Bytes(double bytes) {
+  static const char* kUnits[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 5) {
+    bytes /= 1000;
+    ++u;
+  }
+  return Fmt("%.2f ", bytes) + kUnits[u];
+}
+
+std::string GiB(uint64_t bytes) { return Fmt("%.1f GiB", static_cast<double>(bytes) / (1 << 30)); }
+
+// check's labels are shorter than the run report's: an 18-column label.
+std::string CheckLine(const std::string& label, const std::string& value) {
+  return Line(label, value, 18);
+}
+
+std::string OnOff(bool b) { return b ? "on" : "off"; }
+
+// "1 node", "16 nodes"; `plural` for irregular nouns.
+std::string Count(int64_t n, const std::string& noun, const std::string& plural = "") {
+  return Thousands(n) + " " + (n == 1 ? noun : plural.empty() ? noun + "s" : plural);
+}
+
+// Derived numbers shared by the table and the JSON.
+struct Derived {
+  double nodes_billed = 0;
+  double usd_per_hour = 0;
+  double failures_per_day = 0;  // expected, training nodes, stochastic model
+  double mtbf_h = 0;            // 1 / (rate x nodes), hours; 0 when disabled
+};
+
+Derived Derive(const ResolvedScenario& r) {
+  const pb::Scenario& s = r.scenario;
+  Derived d;
+  d.nodes_billed = r.nodes + (s.cost().bill_spares() ? r.spare_nodes : 0);
+  d.usd_per_hour = d.nodes_billed * r.gpus_per_node * s.cost().usd_per_gpu_hour();
+  if (s.failures().enabled() && s.failures().node_day_rate() > 0) {
+    d.failures_per_day = s.failures().node_day_rate() * r.nodes;
+    d.mtbf_h = 24.0 / d.failures_per_day;
+  }
+  return d;
+}
+
+std::string IntervalText(const ResolvedScenario& r) {
+  switch (r.checkpoint_interval.kind) {
+    case checkpoint::CheckpointInterval::Kind::kAuto:
+      return "auto (Young/Daly optimum for this cluster's failure rate)";
+    case checkpoint::CheckpointInterval::Kind::kSteps:
+      return "every " + Thousands(r.checkpoint_interval.steps) + " steps";
+    case checkpoint::CheckpointInterval::Kind::kTrainingTime:
+      return "every " + sim::FormatDuration(r.checkpoint_interval.every);
+    case checkpoint::CheckpointInterval::Kind::kNever:
+      return "never";
+  }
+  return "";
+}
+
+std::string FaultText(const scenarios::ResolvedFault& f) {
+  const pb::Fault& p = f.fault;
+  std::string out = pb::Fault::Kind_Name(p.kind());
+  if (p.has_id()) out.append(" ").append(std::to_string(p.id()));
+  out.append(" at ").append(sim::FormatDuration(f.at));
+  if (p.kind() == pb::Fault::STRAGGLER) out += Fmt(", %.3g x slower", p.slowdown());
+  if (p.kind() == pb::Fault::LINK) out += Fmt(", %.0f%% of bandwidth lost", 100 * p.degrade());
+  if (f.duration) out.append(" for ").append(sim::FormatDuration(*f.duration));
+  return out;
+}
+
+}  // namespace
+
+std::string FormatCheckReport(const ResolvedScenario& r) {
+  const pb::Scenario& s = r.scenario;
+  const pb::Model& m = s.model();
+  const pb::Parallelism& p = s.parallelism();
+  const pb::Cluster& c = s.cluster();
+  Derived d = Derive(r);
+  std::string out;
+  out += "Scenario " + (s.name().empty() ? std::string("(unnamed)") : s.name()) + ": valid\n";
+  if (!s.description().empty()) out += "  " + s.description() + "\n";
+
+  out += "Cluster\n";
+  out +=
+      CheckLine("GPUs", std::to_string(r.num_gpus) + " x " + r.gpu.name() + " (" +
+                            Count(r.nodes, "node") + " x " + std::to_string(r.gpus_per_node) +
+                            ", " + r.node.name() + (r.node.nvswitch() ? ", NVSwitch" : "") + ")" +
+                            (r.spare_nodes > 0 ? " + " + Count(r.spare_nodes, "spare node") : ""));
+  out += CheckLine("GPU", Fmt("%.1f", r.peak_tflops) + " TFLOP/s dense " +
+                              pb::Precision_Name(m.precision()) + ", " + GiB(r.gpu.hbm_bytes()) +
+                              " HBM at " + Fmt("%.0f", r.gpu.hbm_gbyte_per_s()) + " GB/s, NVLink " +
+                              Fmt("%.0f", r.gpu.nvlink_gbyte_per_s()) + " GB/s per direction");
+  out += CheckLine("Network",
+                   std::to_string(r.nics_per_node) + " x " + r.nic.name() + " per node (" +
+                       Fmt("%.0f", r.nic.gbit_per_s()) + " Gb/s each), " +
+                       std::to_string(r.topology_levels) + "-level fat tree" +
+                       (c.topology().rail_optimized() ? ", rail-optimised" : "") +
+                       ", oversubscription " + Fmt("%g", c.topology().oversubscription()) + ":1");
+  out +=
+      CheckLine("Storage", "read " + Fmt("%.1f", c.storage().read_gbyte_per_s()) + " GB/s, write " +
+                               Fmt("%.1f", c.storage().write_gbyte_per_s()) + " GB/s");
+  if (!c.calibration().empty()) out += CheckLine("Calibration", c.calibration());
+
+  out += "Model\n";
+  out += CheckLine(
+      "Shape",
+      (m.name().empty() ? std::string() : m.name() + ": ") + std::to_string(m.layers()) +
+          " layers, hidden " + std::to_string(m.hidden()) + ", " + std::to_string(m.heads()) +
+          " heads" +
+          (m.kv_heads() != m.heads() ? " (" + std::to_string(m.kv_heads()) + " KV groups)" : "") +
+          ", ffn " + std::to_string(m.ffn_hidden()) + (m.swiglu() ? " SwiGLU" : " GELU") +
+          ", seq " + std::to_string(m.seq_len()) + ", vocab " + std::to_string(m.vocab()));
+  out += CheckLine("Parameters", scenarios::FormatCount(static_cast<double>(r.params)) + " (" +
+                                     Thousands(r.params) + ")");
+
+  out += "Parallelism\n";
+  out += CheckLine("Layout",
+                   "TP " + std::to_string(r.tp) + " x PP " + std::to_string(r.pp) + " x DP " +
+                       std::to_string(r.dp) + " = " + std::to_string(r.num_gpus) + " GPUs, " +
+                       Count(m.layers() / (r.pp * r.virtual_stages), "layer") + " per " +
+                       (r.virtual_stages > 1 ? "model chunk (" + std::to_string(r.virtual_stages) +
+                                                   " chunks per pipeline rank)"
+                                             : "stage"));
+  out += CheckLine("Batch", "global " + Thousands(p.global_batch()) + " sequences = " +
+                                Thousands(r.tokens_per_step) + " tokens per step, micro-batch " +
+                                std::to_string(p.micro_batch()) + ", " +
+                                Count(r.micro_batches_per_step, "micro-batch", "micro-batches") +
+                                " per pipeline per step");
+  std::string schedule =
+      p.schedule() == pb::Parallelism::GPIPE ? "GPipe"
+      : r.virtual_stages > 1
+          ? "interleaved 1F1B (" + std::to_string(r.virtual_stages) + " chunks per rank)"
+          : "1F1B";
+  out += CheckLine("Schedule", schedule + ", recompute " +
+                                   pb::Parallelism::Recompute_Name(p.recompute()) +
+                                   ", sequence parallel " + OnOff(p.sequence_parallel()) +
+                                   ", ZeRO-" + std::to_string(p.zero_stage()));
+
+  out += "Training\n";
+  if (r.total_steps) {
+    out += CheckLine("Steps", Thousands(*r.total_steps));
+    if (r.total_tokens) {
+      out += CheckLine("Tokens", scenarios::FormatCount(static_cast<double>(*r.total_tokens)) +
+                                     " (" + Thousands(*r.total_tokens) + ")");
+    }
+  } else if (r.training_duration) {
+    out += CheckLine("Duration", sim::FormatDuration(*r.training_duration) +
+                                     " of wall clock (steps follow from the simulated step time)");
+  }
+
+  const pb::Checkpoint& ck = s.checkpoint();
+  out += "Checkpoints\n";
+  if (!ck.enabled()) {
+    out += CheckLine("Policy", "off");
+  } else {
+    out += CheckLine("Policy",
+                     pb::Checkpoint::Policy_Name(ck.policy()) + ", " + IntervalText(r) +
+                         (ck.policy() == pb::Checkpoint::IN_MEMORY
+                              ? ", persisted every " + std::to_string(ck.persistent_every()) + "th"
+                              : ""));
+    out += CheckLine("Size", Bytes(r.checkpoint_bytes) + " (" + Fmt("%g", ck.bytes_per_param()) +
+                                 " bytes per parameter)");
+  }
+
+  const pb::Recovery& rc = s.recovery();
+  out += "Recovery\n";
+  out += CheckLine("Policy", pb::Recovery::Policy_Name(rc.policy()));
+  out += CheckLine("Detection", pb::Recovery::Detection_Name(rc.detection()) + " after " +
+                                    sim::FormatDuration(r.detection_delay));
+  out += CheckLine("Restart", "requeue " + sim::FormatDuration(r.requeue) + " + process start " +
+                                  sim::FormatDuration(r.process_start) + " + communicator init " +
+                                  sim::FormatDuration(r.comm_init) + " + checkpoint load");
+  out += CheckLine("Repair", sim::FormatDuration(r.repair_time));
+
+  const pb::Failures& f = s.failures();
+  out += "Failures\n";
+  if (!f.enabled()) {
+    out += CheckLine("Stochastic", "off");
+  } else {
+    out += CheckLine(
+        "Stochastic",
+        Fmt("%.5g", f.node_day_rate()) + " per node-day, " +
+            pb::Failures::Distribution_Name(f.distribution()) +
+            (f.distribution() == pb::Failures::WEIBULL ? Fmt(" (shape %g)", f.weibull_shape())
+                                                       : "") +
+            ": " + Fmt("%.3g", d.failures_per_day) + " expected per day on " +
+            Count(r.nodes, "node") + ", MTBF " + sim::FormatSecondsHuman(d.mtbf_h * 3600.0));
+    for (const pb::FailureCause& cause : f.causes()) {
+      std::string kind = pb::Fault::Kind_Name(cause.kind());
+      kind.resize(std::max<size_t>(kind.size(), 9), ' ');
+      out += CheckLine("", Fmt("%5.1f%%  ", 100 * cause.fraction()) + kind + " " + cause.name());
+    }
+  }
+  out += CheckLine("Scheduled", r.faults.empty() ? "none" : std::to_string(r.faults.size()));
+  for (const auto& fault : r.faults) out += CheckLine("", FaultText(fault));
+
+  out += "Cost\n";
+  out += CheckLine("Price", Fmt("$%.2f", s.cost().usd_per_gpu_hour()) + " per GPU-hour x " +
+                                Thousands(static_cast<int64_t>(d.nodes_billed) * r.gpus_per_node) +
+                                " GPUs billed = " + Fmt("$%.2f", d.usd_per_hour) + " per hour");
+
+  std::string text;
+  google::protobuf::TextFormat::Printer printer;
+  printer.PrintToString(s, &text);
+  out += "\nResolved scenario (text format, defaults filled in):\n" + text;
+  return out;
+}
+
+std::string FormatCheckJson(const ResolvedScenario& r) {
+  std::string scenario_json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(r.scenario, &scenario_json, options);
+  Derived d = Derive(r);
+  nlohmann::ordered_json j;
+  j["scenario"] = nlohmann::ordered_json::parse(scenario_json);
+  auto& o = j["derived"];
+  o["num_gpus"] = r.num_gpus;
+  o["nodes"] = r.nodes;
+  o["spare_nodes"] = r.spare_nodes;
+  o["gpus_per_node"] = r.gpus_per_node;
+  o["topology_levels"] = r.topology_levels;
+  o["peak_tflops_per_gpu"] = r.peak_tflops;
+  o["params"] = r.params;
+  o["tokens_per_step"] = r.tokens_per_step;
+  o["micro_batches_per_step"] = r.micro_batches_per_step;
+  o["total_steps"] = r.total_steps ? nlohmann::ordered_json(*r.total_steps) : nullptr;
+  o["total_tokens"] = r.total_tokens ? nlohmann::ordered_json(*r.total_tokens) : nullptr;
+  o["training_duration_s"] =
+      r.training_duration ? nlohmann::ordered_json(r.training_duration->seconds()) : nullptr;
+  o["checkpoint_bytes"] = r.checkpoint_bytes;
+  o["detection_delay_s"] = r.detection_delay.seconds();
+  o["comm_init_s"] = r.comm_init.seconds();
+  o["expected_failures_per_day"] = d.failures_per_day;
+  o["usd_per_hour"] = d.usd_per_hour;
+  o["gpu"] = r.gpu.name();
+  o["nic"] = r.nic.name();
+  o["node_type"] = r.node.name();
+  return j.dump(2) + "\n";
+}
+
+}  // namespace trainsim::cli::report

@@ -1,0 +1,270 @@
+#include "cli/report/run_report.h"
+
+#include <sstream>
+#include <string>
+
+#include "cli/report/format.h"
+#include "sim/time.h"
+#include "sim/trace_writer.h"
+
+namespace trainsim::cli::report {
+namespace {
+
+std::string IntervalText(const run::RunReport& r) {
+  std::string s = r.interval_used.ToString();
+  if (r.interval_used.kind == checkpoint::CheckpointInterval::Kind::kAuto) {
+    s += " (Daly: " + Human(r.interval_used_s) + " of training)";
+  }
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json RunReportJson(const run::RunReport& r) {
+  const run::Breakdown& b = r.breakdown;
+  nlohmann::json j;
+  j["wall_time_s"] = r.wall_time.seconds();
+  j["steps"] = r.total_steps;
+  j["goodput"] = r.goodput;
+  j["ettr"] = r.ettr;
+  j["failures"] = r.failures;
+  nlohmann::json by_cause = nlohmann::json::object();
+  for (const auto& [cause, n] : r.failures_by_cause) by_cause[cause] = n;  // std::map: sorted
+  j["failures_by_cause"] = by_cause;
+  j["checkpoints"] = r.checkpoints;
+  j["persistent_checkpoints"] = r.persistent_checkpoints;
+  j["checkpoint_interval"] = r.interval_used.ToString();
+  j["lost_work_s"] = b.lost.seconds();
+  j["downtime_s"] = (b.detection + b.restart + b.waiting).seconds();
+  j["gpu_hours"] = r.gpu_hours;
+  j["cost_usd"] = r.cost_usd;
+  j["breakdown_s"] = {
+      {"useful", b.useful.seconds()},   {"exposed_comm", b.exposed_comm.seconds()},
+      {"bubble", b.bubble.seconds()},   {"checkpoint_stall", b.checkpoint_stall.seconds()},
+      {"lost", b.lost.seconds()},       {"detection", b.detection.seconds()},
+      {"restart", b.restart.seconds()}, {"waiting", b.waiting.seconds()}};
+  return j;
+}
+
+nlohmann::json StatJson(const run::Stat& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
+}
+
+nlohmann::json EventsJson(const std::vector<run::RunEvent>& events) {
+  nlohmann::json ev = nlohmann::json::array();
+  for (const run::RunEvent& e : events) ev.push_back({{"at_s", e.at.seconds()}, {"what", e.what}});
+  return ev;
+}
+
+std::string EventsText(const std::vector<run::RunEvent>& events) {
+  std::string out;
+  for (const run::RunEvent& e : events) out += "  " + At(e.at) + "  " + e.what + "\n";
+  return out;
+}
+
+std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
+                            const scenarios::RunOutcome& o, bool events) {
+  std::ostringstream out;
+  const run::RunReport& r = o.run;
+  const run::RunConfig& c = o.config;
+  const run::Breakdown& b = r.breakdown;
+  out << "\nrun (failure history 0, seed " << c.seed << ")\n";
+  if (resolved.training_duration) {
+    out << Line("goal", sim::FormatDuration(*resolved.training_duration) +
+                            " of wall time (training.duration): " + std::to_string(r.total_steps) +
+                            " steps trained");
+  } else {
+    out << Line("goal", std::to_string(r.total_steps) + " steps");
+  }
+  out << Line("checkpointing", std::string(checkpoint::CheckpointPolicyName(c.checkpoint.policy)) +
+                                   ", interval " + IntervalText(r) + ", " +
+                                   Fmt("%.2f TB", r.checkpoint_costs.size_bytes / 1e12) +
+                                   ", write " + Human(r.checkpoint_costs.persistent_write));
+  out << Line("recovery", std::string(checkpoint::RecoveryPolicyName(c.recovery.policy)) + ", " +
+                              std::to_string(c.spare_nodes) + " spare node(s)");
+  out << Line("wall time", Human(r.wall_time));
+  out << Line("goodput", Pct(r.goodput) + " (useful compute / wall time)");
+  out << Line("ETTR", Pct(r.ettr) + " (time in training steps whose progress was kept / wall)");
+  out << Line("failures", std::to_string(r.failures));
+  for (const auto& [cause, n] : r.failures_by_cause) {  // std::map: sorted by cause
+    out << Line("", Pad(std::to_string(n), 4) + cause);
+  }
+  out << Line("lost work", Human(b.lost));
+  out << Line("downtime", Human(b.detection + b.restart + b.waiting) + " (detection " +
+                              Human(b.detection) + ", restart " + Human(b.restart) + ", waiting " +
+                              Human(b.waiting) + ")");
+  out << Line("checkpoints", std::to_string(r.checkpoints) + " completed (" +
+                                 std::to_string(r.persistent_checkpoints) + " to storage)");
+  const double wall_h = r.wall_time.seconds() / 3600.0;
+  out << Line(
+      "GPU-hours",
+      Fmt("%.0f", r.gpu_hours) +
+          (wall_h > 0 ? Fmt(" (%.0f GPUs billed", r.gpu_hours / wall_h) +
+                            (c.bill_spares && c.spare_nodes > 0 ? ", spares included" : "") + ")"
+                      : ""));
+  out << Line("cost", Fmt("$%.0f", r.cost_usd) + Fmt(" at $%.2f per GPU-hour", c.usd_per_gpu_hour));
+
+  out << "\nwhere the run's wall time went\n";
+  const double wall = r.wall_time.seconds();
+  auto row = [&](const char* label, sim::Time t) {
+    out << ShareRow(label, Pad(Human(t), 12), t.seconds(), wall, "%6.2f%%");
+  };
+  row("useful compute", b.useful);
+  row("exposed comm", b.exposed_comm);
+  row("pipeline bubble", b.bubble);
+  row("checkpoint stall", b.checkpoint_stall);
+  row("lost work", b.lost);
+  row("detection", b.detection);
+  row("restart/restore", b.restart);
+  row("waiting", b.waiting);
+  row("total = wall time", b.Total());
+
+  if (o.stats) {
+    const run::MonteCarloSummary& m = *o.stats;
+    out << "\nover " << m.trials << " failure histories (trials 0.." << m.trials - 1 << ", seed "
+        << c.seed << ")\n";
+    out << "  " << Pad("", 20) << Pad("mean", 12) << Pad("p50", 12) << Pad("p90", 12) << "p99\n";
+    auto stat_row = [&](const char* label, const run::Stat& s, auto f) {
+      out << "  " << Pad(label, 20) << Pad(f(s.mean), 12) << Pad(f(s.p50), 12) << Pad(f(s.p90), 12)
+          << f(s.p99) << "\n";
+    };
+    auto human = [](double v) { return Human(v); };
+    stat_row("wall time", m.wall_time_s, human);
+    stat_row("goodput", m.goodput, Pct);
+    stat_row("ETTR", m.ettr, Pct);
+    stat_row("cost (USD)", m.cost_usd, [](double v) { return Fmt("%.0f", v); });
+    stat_row("lost work", m.lost_work_s, human);
+    stat_row("failures", m.failures, [](double v) { return Fmt("%.1f", v); });
+  }
+
+  if (o.optimum) {
+    const run::IntervalOptimum& opt = *o.optimum;
+    out << "\ncheckpoint interval (training time between checkpoints), " << o.scan_trials
+        << " failure histories each, the same at every interval\n";
+    out << "  " << Pad("interval", 14) << Pad("goodput", 10) << Pad("wall time", 12)
+        << Pad("steps", 12) << "wall time per step\n";
+    for (const run::IntervalScanPoint& p : opt.scan) {
+      out << "  " << Pad(Human(p.interval_s), 14) << Pad(Pct(p.mean_goodput), 10)
+          << Pad(Human(p.mean_wall_time_s), 12) << Pad(Fmt("%.1f", p.mean_steps), 12)
+          << Fmt("%.4f s", p.wall_time_per_step_s)
+          << (p.interval_s == opt.best_grid_s ? "  <- best" : "") << "\n";
+    }
+    out << Line("optimum", Human(opt.fitted_s) + " (parabola through the best points; grid " +
+                               Human(opt.best_grid_s) + ")");
+    out << Line("Young", Human(opt.young_s) + " = sqrt(2 delta M)");
+    out << Line("Daly", Human(opt.daly_s) + " (Daly 2006, higher order)");
+    out << Line("", "delta = " + Human(opt.delta_s) + " blocking cost of one checkpoint, M = " +
+                        Human(opt.mtbf_s) + " cluster mean time between failures");
+  }
+
+  if (events) out << "\nevents (failure history 0)\n" << EventsText(r.events);
+  return out.str();
+}
+
+void AddRunJson(const scenarios::RunOutcome& o, bool events, nlohmann::json& doc) {
+  nlohmann::json run_json = RunReportJson(o.run);
+  run_json["trial"] = 0;
+  run_json["seed"] = o.config.seed;
+  run_json["checkpoint_size_bytes"] = o.run.checkpoint_costs.size_bytes;
+  if (events) run_json["events"] = EventsJson(o.run.events);
+  doc["run"] = run_json;
+  if (o.stats) {
+    const run::MonteCarloSummary& m = *o.stats;
+    doc["run_stats"] = {{"trials", m.trials},
+                        {"seed", o.config.seed},
+                        {"wall_time_s", StatJson(m.wall_time_s)},
+                        {"goodput", StatJson(m.goodput)},
+                        {"ettr", StatJson(m.ettr)},
+                        {"cost_usd", StatJson(m.cost_usd)},
+                        {"lost_work_s", StatJson(m.lost_work_s)},
+                        {"failures", StatJson(m.failures)}};
+  }
+  if (o.optimum) {
+    const run::IntervalOptimum& opt = *o.optimum;
+    nlohmann::json scan = nlohmann::json::array();
+    for (const run::IntervalScanPoint& p : opt.scan) {
+      scan.push_back({{"interval_s", p.interval_s},
+                      {"goodput", p.mean_goodput},
+                      {"wall_time_s", p.mean_wall_time_s},
+                      {"steps", p.mean_steps},
+                      {"wall_time_per_step_s", p.wall_time_per_step_s}});
+    }
+    doc["checkpoint_interval"] = {{"trials", o.scan_trials},        {"scan", scan},
+                                  {"best_grid_s", opt.best_grid_s}, {"optimum_s", opt.fitted_s},
+                                  {"young_s", opt.young_s},         {"daly_s", opt.daly_s},
+                                  {"delta_s", opt.delta_s},         {"mtbf_s", opt.mtbf_s}};
+  }
+}
+
+std::string RunTracePath(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+      dot == (slash == std::string::npos ? 0 : slash + 1)) {
+    return path + ".run.json";
+  }
+  return path.substr(0, dot) + ".run" + path.substr(dot);
+}
+
+std::string RunTraceJson(const run::RunReport& r, checkpoint::CheckpointPolicy policy) {
+  // Drawn from the typed events and the report's phases. Each phase slice is added at the first
+  // phase-changing event at or after its end, where the event log shows the change, so slices,
+  // failure instants and checkpoint slices come out in time order.
+  sim::TraceWriter w;
+  constexpr int kPid = 1, kPhases = 1, kCheckpoints = 2, kWrites = 3, kPeerCopies = 4;
+  w.SetProcessName(kPid, "run");
+  w.SetThreadName(kPid, kPhases, "phase");
+  w.SetThreadName(kPid, kCheckpoints, "checkpoint stalls");
+  w.SetThreadName(kPid, kWrites, "background writes to storage");
+  w.SetThreadName(kPid, kPeerCopies, "peer-memory copies");
+  for (int tid = kPhases; tid <= kPeerCopies; ++tid) w.SetThreadSortIndex(kPid, tid, tid);
+  size_t next_phase = 0;
+  auto phases_until = [&](sim::Time t) {
+    for (; next_phase < r.phases.size() && r.phases[next_phase].end <= t; ++next_phase) {
+      const run::RunPhase& p = r.phases[next_phase];
+      w.Complete(run::RunPhaseName(p.kind), "run", kPid, kPhases, p.start, p.end - p.start);
+    }
+  };
+  const checkpoint::CheckpointCosts& k = r.checkpoint_costs;
+  for (const run::RunEvent& e : r.events) {
+    switch (e.kind) {
+      case run::RunEventKind::kFailure:
+        w.Instant(e.what, "failure", kPid, kPhases, e.at);
+        phases_until(e.at);
+        break;
+      case run::RunEventKind::kDetected:
+      case run::RunEventKind::kWaiting:
+      case run::RunEventKind::kRestart:
+      case run::RunEventKind::kResumed:
+      case run::RunEventKind::kEnd:
+        phases_until(e.at);
+        break;
+      case run::RunEventKind::kCheckpointWritten:
+        // SYNC: the whole write stalls training and ends now.
+        w.Complete("checkpoint stall (write)", "checkpoint", kPid, kCheckpoints, e.at - e.duration,
+                   e.duration);
+        break;
+      case run::RunEventKind::kCheckpointCompleted:
+      case run::RunEventKind::kPeerCopyCompleted: {
+        const bool peer = e.kind == run::RunEventKind::kPeerCopyCompleted;
+        const sim::Time began = e.at - e.duration;
+        w.Complete(peer ? "peer copy" : "write to storage", "checkpoint", kPid,
+                   peer ? kPeerCopies : kWrites, began, e.duration);
+        // The snapshot stall precedes the background phase; draw it once per checkpoint (for
+        // IN_MEMORY before the peer copy, for ASYNC before the write).
+        if (peer == (policy == checkpoint::CheckpointPolicy::kInMemory)) {
+          w.Complete("checkpoint stall (snapshot)", "checkpoint", kPid, kCheckpoints,
+                     began - k.snapshot, k.snapshot);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    if (e.kind == run::RunEventKind::kEnd) break;
+  }
+  phases_until(sim::Time::Max());
+  return w.ToJson();
+}
+
+}  // namespace trainsim::cli::report

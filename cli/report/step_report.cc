@@ -1,0 +1,201 @@
+#include "cli/report/step_report.h"
+
+#include <sstream>
+#include <string>
+
+#include "cli/report/format.h"
+#include "parallelism/layout.h"
+
+namespace trainsim::cli::report {
+namespace {
+
+namespace par = trainsim::parallelism;
+namespace pb = trainsim::pb;
+
+nlohmann::json MemoryJson(const par::MemoryReport& m) {
+  nlohmann::json j;
+  const par::MemoryBreakdown& w = m.per_stage[size_t(m.peak_stage)];
+  j["peak_bytes_per_gpu"] = m.peak_bytes;
+  j["capacity_bytes"] = m.capacity_bytes;
+  j["fits"] = m.fits;
+  j["peak_stage"] = m.peak_stage;
+  j["by_category_bytes"] = {{"weights", w.weights},
+                            {"gradients", w.gradients},
+                            {"optimizer", w.optimizer},
+                            {"activations", w.activations},
+                            {"optimizer_step_grads", w.step_grads},
+                            {"overhead", w.overhead}};
+  if (!m.fits) {
+    j["reason"] = m.reason;
+    j["would_fit"] = m.suggestions;
+  }
+  return j;
+}
+
+nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
+  return {{"compute", b.compute_s},
+          {"exposed_tp_comm", b.exposed_tp_comm_s},
+          {"exposed_dp_comm", b.exposed_dp_comm_s},
+          {"pp_wait", b.pp_wait_s},
+          {"bubble", b.bubble_s},
+          {"optimizer", b.optimizer_s},
+          {"other", b.other_s}};
+}
+
+nlohmann::json StepJson(const step::StepResult& r) {
+  nlohmann::json j;
+  j["time_s"] = r.time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["memory"] = MemoryJson(r.memory);
+  j["breakdown_gpu"] = r.report_gpu;
+  j["breakdown_gpu_place"] = r.report_gpu_place;
+  j["breakdown_s"] = BreakdownJson(r.breakdown);
+  nlohmann::json stages = nlohmann::json::array();
+  for (const step::StepBreakdown& b : r.stage_breakdown) stages.push_back(BreakdownJson(b));
+  j["stage_breakdown_s"] = stages;
+  j["simulation"] = {{"note", r.simulation_note},
+                     {"simulated_replicas", r.simulated_replicas},
+                     {"events", r.events},
+                     {"flows", r.flows}};
+  if (r.calibration.used) {
+    const step::CalibrationUse& u = r.calibration;
+    j["calibration"] = {{"file", u.file},
+                        {"gpu", u.gpu},
+                        {"sample", u.sample},
+                        {"gemm_shapes", u.gemm_shapes},
+                        {"gemm_shapes_calibrated", u.gemm_shapes_calibrated},
+                        {"collectives_calibrated", u.collectives_calibrated},
+                        {"collectives_modelled", u.collectives_modelled}};
+  }
+  return j;
+}
+
+// "calibrated" and "modelled" lines: what of the step came from the calibration file.
+std::string CalibrationLines(const step::CalibrationUse& u) {
+  if (!u.used) return "";
+  std::string cal = "GEMM efficiency for " + std::to_string(u.gemm_shapes_calibrated) + "/" +
+                    std::to_string(u.gemm_shapes) + " layer shapes";
+  for (const std::string& c : u.collectives_calibrated) cal.append(", TP ").append(c);
+  cal.append(" (").append(u.file).append(u.sample ? ", SAMPLE: not measured)" : ")");
+  std::string model = "DP/PP/ZeRO flows on the network";
+  for (const std::string& c : u.collectives_modelled) model.append(", TP ").append(c);
+  if (u.gemm_shapes_calibrated < u.gemm_shapes) {
+    model.append(", ")
+        .append(std::to_string(u.gemm_shapes - u.gemm_shapes_calibrated))
+        .append(" GEMM shapes");
+  }
+  model.append(", attention and memory-bound kernels, optimizer");
+  return Line("calibrated", cal) + Line("modelled", model);
+}
+
+std::string LayoutText(const step::StepConfig& c) {
+  const par::ParallelConfig& p = c.parallel;
+  std::string s = "TP " + std::to_string(p.tp) + " x PP " + std::to_string(p.pp) + " x DP " +
+                  std::to_string(p.dp) + " = " + std::to_string(p.num_gpus()) + " GPUs, " +
+                  par::ScheduleName(p.schedule);
+  if (p.virtual_stages > 1) s += " (" + std::to_string(p.virtual_stages) + " chunks)";
+  s += ", micro-batch " + std::to_string(p.micro_batch) + " x " +
+       std::to_string(p.num_micro_batches()) + " per pipeline, global batch " +
+       std::to_string(p.global_batch);
+  s += ", recompute " + par::RecomputeName(p.recompute);
+  if (p.sequence_parallel) s += ", SP";
+  if (p.zero_stage > 0) s += ", ZeRO-" + std::to_string(p.zero_stage);
+  if (c.model.flash_attention) s += ", flash attention";
+  return s;
+}
+
+}  // namespace
+
+std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
+                             const step::StepConfig& config, const step::StepResult& r,
+                             const std::optional<step::StepResult>& faulted) {
+  std::ostringstream out;
+  const pb::Scenario& s = resolved.scenario;
+  out << "trainsim run: " << s.name();
+  if (!s.description().empty()) out << " - " << s.description();
+  out << "\n";
+  out << Line("model", s.model().name() + " (" + scenarios::FormatCount(double(resolved.params)) +
+                           " parameters)");
+  out << Line("cluster", std::to_string(resolved.nodes) + " x " + resolved.node.name() + " (" +
+                             std::to_string(resolved.num_gpus) + " x " + resolved.gpu.name() + ")");
+  out << Line("layout", LayoutText(config));
+  out << Line("simulated", r.simulation_note);
+  out << CalibrationLines(r.calibration);
+  out << "\nstep\n";
+  out << Line("time", Seconds(r.time_s));
+  out << Line("tokens/s", Fmt("%.0f", r.tokens_per_s));
+  out << Line("TFLOP/s per GPU",
+              Fmt("%.1f", r.tflops_per_gpu) + " (hardware FLOPs, incl. recompute)");
+  out << Line("MFU",
+              Fmt("%.1f%%", 100 * r.mfu) + Fmt(" of %.0f TFLOP/s", config.gpu.peak_flops / 1e12));
+  out << Line("HFU", Fmt("%.1f%%", 100 * r.hfu));
+
+  const par::MemoryReport& m = r.memory;
+  const par::MemoryBreakdown& w = m.per_stage[size_t(m.peak_stage)];
+  out << "\nmemory per GPU (peak: pipeline stage " << m.peak_stage << ")\n";
+  out << Line("weights", Gb(w.weights));
+  out << Line("gradients", Gb(w.gradients));
+  out << Line("optimizer", Gb(w.optimizer));
+  out << Line("activations", Gb(w.activations));
+  if (w.step_grads > 0) {
+    out << Line("fp32 grad copies", Gb(w.step_grads) +
+                                        " at the optimizer step, after activations are freed" +
+                                        (w.step_grads > w.activations ? " (the peak)" : ""));
+  }
+  out << Line("framework", Gb(w.overhead));
+  out << Line("total", Gb(m.peak_bytes) + " of " + Gb(m.capacity_bytes) +
+                           (m.fits ? " (fits)" : " (DOES NOT FIT)"));
+  if (!m.fits) {
+    out << Line("why", m.reason);
+    for (const std::string& fix : m.suggestions) out << Line("would fit", fix);
+  }
+
+  const step::StepBreakdown& b = r.breakdown;
+  out << "\nwhere " << r.report_gpu_place << " spends the step\n";
+  auto row = [&](const char* label, double v) {
+    out << ShareRow(label, Fmt("%10.3f s", v), v, r.time_s, "  %5.1f%%");
+  };
+  row("compute", b.compute_s);
+  row("exposed TP comm", b.exposed_tp_comm_s);
+  row("exposed DP comm", b.exposed_dp_comm_s);
+  row("pipeline wait", b.pp_wait_s);
+  row("pipeline bubble", b.bubble_s);
+  row("optimizer", b.optimizer_s);
+  row("other", b.other_s);
+  row("total", b.total_s());
+
+  if (faulted) {
+    out << "\nwith the scenario's stragglers and link faults active\n";
+    out << Line("time", Seconds(faulted->time_s) +
+                            Fmt(" (%+.1f%%)", 100 * (faulted->time_s / r.time_s - 1)));
+    out << Line("simulated", faulted->simulation_note);
+    const step::StepBreakdown& fb = faulted->breakdown;
+    out << Line("GPU " + std::to_string(faulted->report_gpu),
+                "compute " + Seconds(fb.compute_s) + ", exposed DP comm " +
+                    Seconds(fb.exposed_dp_comm_s) + ", bubble " + Seconds(fb.bubble_s) +
+                    ", pipeline wait " + Seconds(fb.pp_wait_s));
+  }
+  return out.str();
+}
+
+nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
+                                const step::StepConfig& config, const step::StepResult& r,
+                                const std::optional<step::StepResult>& faulted) {
+  nlohmann::json j;
+  j["scenario"] = resolved.scenario.name();
+  j["layout"] = LayoutText(config);
+  j["step"] = StepJson(r);
+  if (faulted) j["step_with_faults"] = StepJson(*faulted);
+  return j;
+}
+
+std::string FormatStepJson(const scenarios::ResolvedScenario& resolved,
+                           const step::StepConfig& config, const step::StepResult& r,
+                           const std::optional<step::StepResult>& faulted) {
+  return StepJsonDocument(resolved, config, r, faulted).dump(2) + "\n";
+}
+
+}  // namespace trainsim::cli::report

@@ -1,0 +1,193 @@
+// The run simulation's engine-driven state machine, shared by run/run_sim_*.cc and
+// run/run_simulation.cc. Internal to trainsim_run: include run/run_simulation.h instead.
+#ifndef TRAINSIM_RUN_RUN_SIM_H_
+#define TRAINSIM_RUN_RUN_SIM_H_
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/checkpoint_model.h"
+#include "checkpoint/failure_model.h"
+#include "checkpoint/policy.h"
+#include "run/run_config.h"
+#include "run/run_report.h"
+#include "run/run_state.h"
+#include "sim/engine.h"
+#include "sim/status.h"
+#include "sim/time.h"
+
+namespace trainsim::run::detail {
+
+inline std::string Str(int64_t v) { return std::to_string(v); }
+
+// Same-time order: progress (block ends, completions, restarts, repairs) first, then cluster
+// state changes, then failures — so a failure at the instant a step completes keeps that step.
+constexpr int kPrioProgress = 0;
+constexpr int kPrioState = 1;
+constexpr int kPrioFailure = 2;
+constexpr int kPrioEnd = 3;  // the wall-time limit comes after everything at that instant
+
+struct Snapshot {
+  int index = 0;  // 0 = the start of training
+  int64_t step = 0;
+  sim::Time written_at;
+  // Cumulative at-risk totals at the snapshot point.
+  sim::Time useful, comm, bubble, stall;
+};
+
+struct BackgroundOp {
+  int id = 0;
+  bool persistent = false;  // to storage; otherwise the in-memory copy to a peer
+  Snapshot snap;
+  sim::EventId event = 0;
+  double share = 0;
+  sim::Time length;  // how long the transfer takes
+};
+
+struct FailureInput {
+  std::string cause;
+  std::string what;
+  int node = -1;  // -1: no node (software hang)
+  bool needs_replacement = false;
+  bool scheduled = false;  // a RunConfig::faults entry, not a stochastic failure
+  sim::Time repair_time;
+};
+
+struct ActiveFactor {
+  int token;
+  int id;
+  double factor;
+};
+
+class RunSim {
+ public:
+  RunSim(const RunConfig& c, const checkpoint::CheckpointCosts& costs,
+         checkpoint::CheckpointInterval interval, StepTimeCache* cache, int64_t trial,
+         bool stochastic)
+      : c_(c),
+        costs_(costs),
+        interval_(interval),
+        cache_(cache),
+        trial_(trial),
+        stochastic_(stochastic) {}
+
+  Result<RunReport> Run();
+
+ private:
+  enum class Phase { kRunning, kStall, kDetecting, kWaiting, kRestarting, kDone };
+
+  // Records an event (when the config keeps the log) at the current time.
+  void Log(RunEventKind kind, std::string what, RunEvent fields = {}) {
+    if (!c_.record_events) return;
+    fields.at = engine_.now();
+    fields.kind = kind;
+    fields.what = std::move(what);
+    report_.events.push_back(std::move(fields));
+  }
+  // The run's phases: closes the open one now (dropped when empty) and opens `kind`.
+  void BeginPhase(RunPhaseKind kind);
+  void EndPhases();
+  void Fail(Status s) {
+    if (error_.ok()) error_ = std::move(s);
+    phase_ = Phase::kDone;
+  }
+
+  // Progress.
+  void PlanBlock();
+  void OnBlockEnd();
+  void AccountSteps(int64_t k);
+  void InterruptProgress();
+  void StateChanged();
+  bool CheckpointDue() const;
+  void ResetInterval();
+  // Checkpoints.
+  void StartCheckpoint();
+  void OnSyncWritten();
+  void OnSnapshotDone();
+  void StartBackground(bool persistent, sim::Time length, double share);
+  void OnBackgroundDone(int id);
+  void CountCompleted(const Snapshot& s);
+  void AbortBackground();
+  Snapshot TakeSnapshot(int index) const;
+  // Failures and recovery.
+  void OnFailure(const FailureInput& f);
+  void OnDetected();
+  void TryRecover();
+  void StartRestart(bool requeue);
+  void OnRestarted();
+  void OnRepaired(int node);
+  void Rejoin(const Snapshot& s);
+  void Rollback(const Snapshot& s);
+  bool PeerCopiesSurvive() const;
+  std::pair<Snapshot, bool> ChooseRestore() const;
+  bool NodeInService(int node) const;
+  void ScheduleNextStochastic();
+  void ScheduleFaults();
+  void OnWallTimeLimit();
+  int64_t StepGoal() const {
+    return c_.total_steps > 0 ? c_.total_steps : std::numeric_limits<int64_t>::max();
+  }
+
+  const RunConfig& c_;
+  const checkpoint::CheckpointCosts costs_;
+  const checkpoint::CheckpointInterval interval_;
+  StepTimeCache* cache_;
+  int64_t trial_;
+  bool stochastic_;
+  sim::Engine engine_;
+  Status error_;
+  RunReport report_;
+  std::optional<checkpoint::FailureProcess> process_;
+  RunPhaseKind open_phase_ = RunPhaseKind::kTraining;
+  sim::Time open_phase_start_;
+
+  Phase phase_ = Phase::kRunning;
+  sim::Time phase_start_;
+  sim::EventId phase_event_ = 0;  // stall end, detection end or restart end
+  Breakdown cum_;
+  int64_t step_ = 0;
+
+  // The running block.
+  sim::Time block_start_;
+  int64_t block_n_ = 0;
+  sim::EventId block_event_ = 0;
+  StepTiming timing_;
+  sim::Time tau_;
+  bool state_dirty_ = true;
+
+  // Checkpoints.
+  sim::Time since_ckpt_;  // training time since the last checkpoint's snapshot or the restart
+  int64_t next_ckpt_step_ = 0;
+  int taken_ = 0;
+  int inmem_taken_ = 0;
+  int last_counted_ = 0;
+  Snapshot pending_snap_;  // the checkpoint whose stall is in progress
+  Snapshot last_persistent_;
+  std::optional<Snapshot> last_inmem_;
+  std::vector<BackgroundOp> bg_;
+  int next_bg_id_ = 1;
+  std::vector<char> host_memory_lost_;
+  std::vector<int> host_memory_lost_list_;
+
+  // Faults.
+  std::vector<ActiveFactor> stragglers_, links_;
+  int next_token_ = 1;
+  std::vector<char> node_failed_;
+  std::vector<int> incident_nodes_;  // failed nodes of the current incident, not yet replaced
+  std::vector<size_t> incident_records_;
+  int pool_ = 0;
+  // Elastic.
+  int live_ = 0;
+  std::vector<std::vector<int>> node_replicas_;
+  std::vector<char> replica_dropped_;
+  std::vector<int> replica_missing_;
+  std::vector<char> node_elastic_;  // failed node whose replicas were dropped for it
+  bool rejoin_pending_ = false;
+};
+}  // namespace trainsim::run::detail
+
+#endif  // TRAINSIM_RUN_RUN_SIM_H_

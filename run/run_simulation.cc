@@ -1,0 +1,232 @@
+// The run simulation's driver: the RunSim main loop and report, the interval `auto` resolves to,
+// and the public entry points.
+//
+// The model (docs/run-simulation.md has the full account). Training advances in whole blocks
+// of iterations: between two events (a checkpoint due, a fault, a repair, a straggler starting
+// or ending, a background write finishing) the step time is constant, so a block of n steps is
+// one engine event and a 90-day run costs what a 1-hour run costs when nothing happens. A state
+// change takes effect at the next step boundary. Checkpoints: SYNC stops training for the whole
+// write; ASYNC for the copy to host memory, then writes in the background at the step time of
+// the state with checkpoint_traffic_share set; IN_MEMORY snapshots, copies each node's shard to
+// the next node's host memory in the background, and every persistent_every-th time also
+// writes to storage. A checkpoint counts once its write (or peer copy) has completed. Faults:
+// an interrupting fault moves everything since the checkpoint that will be restored to `lost`;
+// detection, then recovery by policy (spares, repair, elastic), then a restart that costs
+// requeue + process start + communicator init + checkpoint load. The stochastic failure history
+// does not depend on what the run does (common random numbers across configs).
+#include "run/run_simulation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "run/run_sim.h"
+#include "sim/random.h"
+
+namespace trainsim::run {
+
+Result<double> CheckpointBlockingCostSeconds(const RunConfig& c, StepTimeCache& step_times) {
+  Result<checkpoint::CheckpointCosts> costs =
+      checkpoint::ComputeCheckpointCosts(c.checkpoint.spec, CheckpointHardwareOf(c));
+  if (!costs.ok()) return costs.status();
+  if (c.checkpoint.policy == checkpoint::CheckpointPolicy::kSync) {
+    return costs->persistent_write.seconds();
+  }
+  RunState healthy;
+  healthy.live_dp_replicas = c.dp;
+  Result<StepTiming> base = step_times.Get(healthy);
+  if (!base.ok()) return base.status();
+  // Extra wall time a background transfer of `length` at `share` costs: the steps it overlaps
+  // run at the slowed step time.
+  auto slowdown_cost = [&](sim::Time length, double share) -> Result<double> {
+    RunState s = healthy;
+    s.checkpoint_traffic_share = std::min(1.0, share);
+    Result<StepTiming> slowed = step_times.Get(s);
+    if (!slowed.ok()) return slowed.status();
+    const double ratio = slowed->total().seconds() / base->total().seconds();
+    return length.seconds() * (1.0 - 1.0 / ratio);
+  };
+  double delta = costs->snapshot.seconds();
+  if (c.checkpoint.policy == checkpoint::CheckpointPolicy::kAsync) {
+    Result<double> extra = slowdown_cost(costs->persistent_write, costs->background_write_share);
+    if (!extra.ok()) return extra.status();
+    return delta + extra.value();
+  }
+  Result<double> peer = slowdown_cost(costs->peer_copy, costs->peer_copy_traffic_share);
+  if (!peer.ok()) return peer.status();
+  Result<double> write = slowdown_cost(costs->persistent_write, costs->background_write_share);
+  if (!write.ok()) return write.status();
+  return delta + peer.value() + write.value() / c.checkpoint.persistent_every;
+}
+
+namespace detail {
+
+void RunSim::BeginPhase(RunPhaseKind kind) {
+  if (!c_.record_events) return;
+  const sim::Time now = engine_.now();
+  if (now > open_phase_start_) report_.phases.push_back({open_phase_, open_phase_start_, now});
+  open_phase_ = kind;
+  open_phase_start_ = now;
+}
+
+void RunSim::EndPhases() {
+  if (!c_.record_events || open_phase_start_.is_max()) return;
+  const sim::Time now = engine_.now();
+  if (now > open_phase_start_) report_.phases.push_back({open_phase_, open_phase_start_, now});
+  open_phase_start_ = sim::Time::Max();  // closed: the run is over
+}
+
+Result<RunReport> RunSim::Run() {
+  const int gpus = c_.nodes * c_.gpus_per_node;
+  live_ = c_.dp;
+  pool_ = c_.recovery.policy == checkpoint::RecoveryPolicy::kRestartOnSpare ? c_.spare_nodes : 0;
+  node_failed_.assign(c_.nodes, 0);
+  host_memory_lost_.assign(c_.nodes, 0);
+  node_elastic_.assign(c_.nodes, 0);
+  replica_dropped_.assign(c_.dp, 0);
+  replica_missing_.assign(c_.dp, 0);
+  node_replicas_.assign(c_.nodes, {});
+  // Megatron's rank order, TP innermost, then DP, then PP: dp index = (gpu / tp) % dp.
+  for (int n = 0; n < c_.nodes; ++n) {
+    for (int g = n * c_.gpus_per_node; g < (n + 1) * c_.gpus_per_node && g < gpus; ++g) {
+      const int r = (g / c_.tp) % c_.dp;
+      if (std::find(node_replicas_[n].begin(), node_replicas_[n].end(), r) ==
+          node_replicas_[n].end()) {
+        node_replicas_[n].push_back(r);
+      }
+    }
+  }
+  if (stochastic_) {
+    process_.emplace(c_.failures, c_.nodes,
+                     sim::RandomStreams(c_.seed).Stream("trial/" + Str(trial_) + "/failures"));
+    ScheduleNextStochastic();
+  }
+  ScheduleFaults();
+  if (c_.wall_time_limit) {
+    engine_.ScheduleAt(
+        *c_.wall_time_limit, [this] { OnWallTimeLimit(); }, kPrioEnd);
+  }
+  if (!c_.wall_time_limit || *c_.wall_time_limit > c_.max_wall_time) {
+    engine_.ScheduleAt(
+        c_.max_wall_time,
+        [this] {
+          Fail(Status::FailedPrecondition(
+              "the run had not finished after " + sim::FormatDuration(c_.max_wall_time) +
+              " of simulated time (step " + Str(step_) + " of " + Str(c_.total_steps) + ", " +
+              Str(report_.failures) +
+              " failures): failures undo progress faster than checkpoints save it; checkpoint "
+              "more often, or lower the failure rate"));
+        },
+        kPrioEnd);
+  }
+  ResetInterval();
+  phase_ = Phase::kRunning;
+  PlanBlock();
+  while (phase_ != Phase::kDone && engine_.Step()) {
+  }
+  if (!error_.ok()) return error_;
+  if (phase_ != Phase::kDone) {
+    return Status::Internal("run simulation stalled at " + sim::FormatDuration(engine_.now()) +
+                            " with no pending event");
+  }
+  const sim::Time wall = engine_.now();
+  EndPhases();
+  report_.wall_time = wall;
+  report_.breakdown = cum_;
+  report_.total_steps = step_;
+  report_.checkpoint_costs = costs_;
+  report_.interval_used = interval_;
+  report_.interval_used_s = interval_.kind == checkpoint::CheckpointInterval::Kind::kTrainingTime
+                                ? interval_.every.seconds()
+                                : 0;
+  if (wall > sim::Time()) {
+    report_.goodput = cum_.useful.seconds() / wall.seconds();
+    report_.ettr = (cum_.useful + cum_.exposed_comm + cum_.bubble).seconds() / wall.seconds();
+  }
+  const int billed_nodes = c_.nodes + (c_.bill_spares ? c_.spare_nodes : 0);
+  report_.gpu_hours = double(billed_nodes) * c_.gpus_per_node * wall.seconds() / 3600.0;
+  report_.cost_usd = report_.gpu_hours * c_.usd_per_gpu_hour;
+  report_.distinct_step_states = cache_->distinct_states();
+  if (report_.breakdown.Total() != wall ||
+      report_.steps_executed - report_.steps_rolled_back != step_ ||
+      (!c_.wall_time_limit && step_ != c_.total_steps)) {
+    return Status::Internal("run accounting does not add up (a bug)");
+  }
+  return std::move(report_);
+}
+
+namespace {
+
+Result<checkpoint::CheckpointInterval> ResolveInterval(const RunConfig& c, StepTimeCache& cache) {
+  checkpoint::CheckpointInterval iv = c.checkpoint.interval;
+  if (iv.kind != checkpoint::CheckpointInterval::Kind::kAuto) return iv;
+  const double m = ClusterMtbfSeconds(c);
+  if (!std::isfinite(m)) {
+    iv.kind =
+        checkpoint::CheckpointInterval::Kind::kNever;  // no expected failures: Daly's τ is infinite
+    return iv;
+  }
+  Result<double> delta = CheckpointBlockingCostSeconds(c, cache);
+  if (!delta.ok()) return delta.status();
+  iv.kind = checkpoint::CheckpointInterval::Kind::kTrainingTime;
+  iv.every = std::max(sim::Time::Nanos(1),
+                      sim::Time::FromSeconds(checkpoint::DalyIntervalSeconds(*delta, m)));
+  return iv;
+}
+
+}  // namespace
+
+// Runs one trial without the fault-after-end check (RunTrials does that check once).
+Result<RunReport> SimulateRunUnchecked(const RunConfig& config, StepTimeCache& step_times,
+                                       int64_t trial, bool stochastic) {
+  Result<checkpoint::CheckpointCosts> costs =
+      checkpoint::ComputeCheckpointCosts(config.checkpoint.spec, CheckpointHardwareOf(config));
+  if (!costs.ok()) return costs.status();
+  Result<checkpoint::CheckpointInterval> iv = ResolveInterval(config, step_times);
+  if (!iv.ok()) return iv.status();
+  RunSim sim(config, costs.value(), iv.value(), &step_times, trial, stochastic);
+  return sim.Run();
+}
+
+// Rejects scheduled faults at or after the end of the fault-free run.
+Status CheckFaultsBeforeEnd(const RunConfig& config, StepTimeCache& step_times) {
+  if (config.faults.empty() || config.wall_time_limit) return Status::Ok();  // see Validate
+  RunConfig clean = config;
+  clean.faults.clear();
+  clean.record_events = false;
+  Result<RunReport> base = SimulateRunUnchecked(clean, step_times, 0, /*stochastic=*/false);
+  if (!base.ok()) return base.status();
+  for (size_t i = 0; i < config.faults.size(); ++i) {
+    if (config.faults[i].at >= base->wall_time) {
+      return Status::InvalidArgument(
+          "faults[" + std::to_string(i) + "] (" + config.faults[i].Describe() +
+          ") is at or after the end of training: without faults the run ends at " +
+          sim::FormatDuration(base->wall_time));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace detail
+
+Result<RunReport> SimulateRun(const RunConfig& config, StepTimeCache& step_times, int64_t trial) {
+  TRAINSIM_RETURN_IF_ERROR(ValidateRunConfig(config));
+  TRAINSIM_RETURN_IF_ERROR(detail::CheckFaultsBeforeEnd(config, step_times));
+  return detail::SimulateRunUnchecked(config, step_times, trial, /*stochastic=*/true);
+}
+
+const char* RunPhaseName(RunPhaseKind kind) {
+  switch (kind) {
+    case RunPhaseKind::kTraining:
+      return "training";
+    case RunPhaseKind::kDetection:
+      return "detection";
+    case RunPhaseKind::kWaiting:
+      return "waiting";
+    case RunPhaseKind::kRestart:
+      return "restart";
+  }
+  return "?";
+}
+
+}  // namespace trainsim::run

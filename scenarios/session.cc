@@ -1,0 +1,338 @@
+#include "scenarios/session.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "comm/flow_network.h"
+#include "comm/topology.h"
+#include "scenarios/run_config.h"
+#include "scenarios/step_config.h"
+#include "sim/engine.h"
+#include "sim/progress.h"
+#include "sim/time.h"
+
+namespace trainsim::scenarios {
+
+Result<std::optional<comm::Calibration>> LoadScenarioCalibration(const ResolvedScenario& resolved,
+                                                                 const std::string& flag_path) {
+  const std::string& path =
+      flag_path.empty() ? resolved.scenario.cluster().calibration() : flag_path;
+  if (path.empty()) return std::optional<comm::Calibration>();
+  auto c = comm::LoadCalibrationFor(path, resolved.gpu.name());
+  if (!c.ok()) return c.status();
+  return std::optional<comm::Calibration>(std::move(*c));
+}
+
+Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
+                                         const StepRequest& request) {
+  Result<step::StepConfig> config = MakeStepConfig(resolved);
+  if (!config.ok()) return config.status();
+  StepOutcome out;
+  out.config = std::move(config.value());
+  out.config.allow_oom = request.allow_oom;
+  out.config.report_gpu = request.report_gpu;
+  Result<std::optional<comm::Calibration>> calibration =
+      LoadScenarioCalibration(resolved, request.calibration_path);
+  if (!calibration.ok()) return calibration.status();
+  if (calibration->has_value()) {
+    out.config.calibration = std::make_shared<const comm::Calibration>(std::move(**calibration));
+  }
+  step::SimulateOptions options;
+  options.record_trace = request.record_trace;
+  Result<step::StepResult> result = step::SimulateStep(out.config, {}, options);
+  if (!result.ok()) return result.status();
+  out.result = std::move(result.value());
+  const step::ClusterState state = MakeFaultedClusterState(resolved);
+  if (!state.gpu_slowdown.empty() || !state.links.empty()) {
+    Result<step::StepResult> f = step::SimulateStep(out.config, state);
+    if (!f.ok()) return f.status();
+    out.faulted = std::move(f.value());
+  }
+  return out;
+}
+
+namespace {
+
+// Monte Carlo over trials [0, trials), trial by trial so the bar moves (RunTrials(k, k + 1) is
+// trial k exactly as in one call).
+Result<run::MonteCarloSummary> RunTrialsWithProgress(const run::RunConfig& config,
+                                                     run::StepTimeCache& cache, int64_t trials,
+                                                     bool progress) {
+  sim::ProgressBar::Options bar_options;
+  bar_options.enabled = progress && sim::ProgressBar::ShouldShowOnStderr();
+  sim::ProgressBar bar("trials", static_cast<uint64_t>(trials), bar_options);
+  std::vector<run::TrialOutcome> outcomes;
+  outcomes.reserve(static_cast<size_t>(trials));
+  const int64_t chunk = std::max<int64_t>(1, trials / 100);
+  for (int64_t k = 0; k < trials; k += chunk) {
+    const int64_t end = std::min(trials, k + chunk);
+    Result<std::vector<run::TrialOutcome>> r = run::RunTrials(config, cache, k, end);
+    if (!r.ok()) return r.status();
+    outcomes.insert(outcomes.end(), r->begin(), r->end());
+    bar.Add(static_cast<uint64_t>(end - k));
+  }
+  bar.Finish();
+  return run::Summarize(std::move(outcomes));
+}
+
+}  // namespace
+
+Result<RunOutcome> SimulateScenarioRun(const ResolvedScenario& resolved,
+                                       const step::StepConfig& step, const RunRequest& request) {
+  Result<run::RunConfig> config = MakeRunConfig(resolved);
+  if (!config.ok()) return config.status();
+  if (request.seed) config->seed = *request.seed;
+  if (request.trials < 0) return Status::InvalidArgument("--trials must be at least 1");
+  run::StepTimeCache cache(MakeStepTimeFn(step));
+  RunOutcome out;
+  out.config = config.value();
+  Result<run::RunReport> report = run::SimulateRun(out.config, cache, 0);
+  if (!report.ok()) return report.status();
+  out.run = std::move(report.value());
+  if (request.trials > 0) {
+    Result<run::MonteCarloSummary> stats =
+        RunTrialsWithProgress(out.config, cache, request.trials, request.progress);
+    if (!stats.ok()) return stats.status();
+    out.stats = std::move(stats.value());
+  }
+  if (request.optimize_interval) {
+    out.scan_trials = request.trials > 0 ? request.trials : request.default_scan_trials;
+    Result<run::IntervalOptimum> opt =
+        run::OptimizeCheckpointInterval(out.config, cache, out.scan_trials);
+    if (!opt.ok()) return opt.status().WithPrefix("--optimize-checkpoint-interval");
+    out.optimum = std::move(opt.value());
+  }
+  return out;
+}
+
+namespace {
+
+// One --fail or --slow spec as a validated scheduled fault.
+Result<run::ScheduledFault> ParseAddedFault(const ResolvedScenario& r, const std::string& spec,
+                                            const std::string& flag) {
+  Result<pb::Fault> f = ParseFaultSpec(spec);
+  if (!f.ok()) return f.status().WithPrefix(flag);
+  if (flag == "--slow" && f->kind() != pb::Fault::STRAGGLER &&
+      !(f->kind() == pb::Fault::LINK && f->has_degrade() && f->degrade() < 1)) {
+    return Status::InvalidArgument(
+        "--slow " + spec +
+        ": expected a slowdown, gpu:IDxFACTOR@TIME+DURATION (e.g. gpu:5x1.3@1h+4h) or a "
+        "degraded link, link:IDxFRACTION_LOST@TIME+DURATION");
+  }
+  TRAINSIM_RETURN_IF_ERROR(ValidateFault(f.value(), r, flag + " " + spec));
+  ResolvedFault rf;
+  rf.fault = f.value();
+  Result<sim::Time> at = sim::ParseDuration(f->at());
+  if (!at.ok()) return at.status().WithPrefix(flag + " " + spec);
+  rf.at = at.value();
+  if (!f->duration().empty()) {
+    Result<sim::Time> d = sim::ParseDuration(f->duration());
+    if (!d.ok()) return d.status().WithPrefix(flag + " " + spec);
+    rf.duration = d.value();
+  }
+  Result<run::ScheduledFault> sf = MakeScheduledFault(rf);
+  if (!sf.ok()) return sf.status().WithPrefix(flag + " " + spec);
+  return sf;
+}
+
+}  // namespace
+
+Result<std::vector<run::ScheduledFault>> ParseAddedFaults(const ResolvedScenario& resolved,
+                                                          const std::vector<std::string>& fail,
+                                                          const std::vector<std::string>& slow) {
+  std::vector<run::ScheduledFault> out;
+  for (const auto& [specs, flag] : {std::pair{&fail, "--fail"}, std::pair{&slow, "--slow"}}) {
+    for (const std::string& spec : *specs) {
+      Result<run::ScheduledFault> f = ParseAddedFault(resolved, spec, flag);
+      if (!f.ok()) return f.status();
+      out.push_back(f.value());
+    }
+  }
+  if (out.empty()) {
+    return Status::InvalidArgument(
+        "whatif needs at least one --fail (e.g. --fail gpu:37@16h) or --slow (e.g. --slow "
+        "gpu:5x1.3@1h+4h)");
+  }
+  return out;
+}
+
+Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
+                                             const std::vector<run::ScheduledFault>& added,
+                                             int64_t trial, int64_t trials) {
+  Result<run::RunConfig> config = MakeRunConfig(resolved);
+  if (!config.ok()) return config.status();
+  Result<step::StepConfig> step = MakeStepConfig(resolved);
+  if (!step.ok()) return step.status();
+  run::StepTimeCache cache(MakeStepTimeFn(step.value()));
+  Result<run::WhatIfReport> w = run::SimulateWhatIf(config.value(), added, cache, trial);
+  if (!w.ok()) return w.status();
+  WhatIfOutcome out;
+  out.report = std::move(w.value());
+  // Monte Carlo over failure histories: the same comparison for trials [0, N).
+  std::vector<double> d_wall, d_cost, d_lost;
+  for (int64_t k = 0; k < trials; ++k) {
+    Result<run::WhatIfReport> wk = run::SimulateWhatIf(config.value(), added, cache, k);
+    if (!wk.ok()) return wk.status().WithPrefix("trial " + std::to_string(k));
+    d_wall.push_back(wk->delta_wall_time_s);
+    d_cost.push_back(wk->delta_cost_usd);
+    d_lost.push_back(wk->delta_lost_work_s);
+  }
+  out.delta_wall_time_s = run::StatOf(d_wall);
+  out.delta_cost_usd = run::StatOf(d_cost);
+  out.delta_lost_work_s = run::StatOf(d_lost);
+  return out;
+}
+
+namespace {
+
+Result<int> ParseInt(std::string_view text, std::string_view what) {
+  if (text.empty() || text.size() > 9) {
+    return Status::InvalidArgument("bad " + std::string(what) + " '" + std::string(text) + "'");
+  }
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) {
+      return Status::InvalidArgument("bad " + std::string(what) + " '" + std::string(text) +
+                                     "': expected a whole number");
+    }
+  }
+  return std::stoi(std::string(text));
+}
+
+const char* kGroupHelp =
+    " (--group N for the first N GPUs, N/STRIDE for every STRIDE-th GPU, or a list like 0,8,16)";
+
+}  // namespace
+
+Result<std::vector<int>> ParseGpuGroup(std::string_view text, int num_gpus) {
+  std::vector<int> gpus;
+  if (text.find(',') != std::string_view::npos) {
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t comma = std::min(text.find(',', start), text.size());
+      Result<int> id = ParseInt(text.substr(start, comma - start), "GPU id in --group");
+      if (!id.ok()) return Status::InvalidArgument(id.status().message() + kGroupHelp);
+      if (*id >= num_gpus) {
+        return Status::InvalidArgument("GPU " + std::to_string(*id) +
+                                       " in --group is out of range: the cluster has GPUs 0.." +
+                                       std::to_string(num_gpus - 1));
+      }
+      gpus.push_back(*id);
+      start = comma + 1;
+    }
+    return gpus;
+  }
+  const size_t slash = text.find('/');
+  Result<int> n = ParseInt(text.substr(0, slash), "--group size");
+  if (!n.ok()) return Status::InvalidArgument(n.status().message() + kGroupHelp);
+  int stride = 1;
+  if (slash != std::string_view::npos) {
+    Result<int> s = ParseInt(text.substr(slash + 1), "--group stride");
+    if (!s.ok()) return Status::InvalidArgument(s.status().message() + kGroupHelp);
+    stride = *s;
+  }
+  if (*n < 1 || stride < 1) {
+    return Status::InvalidArgument("--group needs at least 1 GPU and a stride >= 1");
+  }
+  if (static_cast<int64_t>(*n - 1) * stride >= num_gpus) {
+    return Status::InvalidArgument("group of " + std::to_string(*n) + " GPUs" +
+                                   (stride > 1 ? " with stride " + std::to_string(stride) : "") +
+                                   " is larger than the cluster (" + std::to_string(num_gpus) +
+                                   " GPUs)");
+  }
+  for (int i = 0; i < *n; ++i) gpus.push_back(i * stride);
+  return gpus;
+}
+
+namespace {
+
+// One size: the closed form (or the calibration's measured curve), or with `expand` the
+// flow-level expansion on the event engine (a measured time stands as is).
+Result<CollectiveRow> TimeOneSize(const comm::Topology& topology, comm::CollectiveSpec spec,
+                                  const comm::Calibration* cal, bool expand) {
+  CollectiveRow row;
+  row.bytes = spec.bytes;
+  Result<comm::CollectiveTiming> est = comm::EstimateCollectiveCalibrated(topology, spec, cal);
+  if (!est.ok()) return est.status();
+  row.estimate = *est;
+  row.time_s = est->time.seconds();
+  if (expand && !est->calibrated) {
+    sim::Engine engine;
+    comm::FlowNetwork network(&engine, &topology);
+    sim::Time done = sim::Time::Max();
+    Result<comm::CollectiveEstimate> ran =
+        comm::RunCollective(&network, spec, [&] { done = engine.now(); });
+    if (!ran.ok()) return ran.status();
+    engine.Run();
+    row.time_s = done.seconds();
+  }
+  const int n = static_cast<int>(spec.gpus.size());
+  row.algbw_GBps = row.time_s > 0 ? static_cast<double>(spec.bytes) / row.time_s / 1e9 : 0;
+  row.busbw_GBps = row.algbw_GBps * comm::BusBandwidthFactor(spec.op, n);
+  return row;
+}
+
+}  // namespace
+
+Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolved,
+                                                 const CollectiveRequest& request) {
+  CollectiveOutcome out;
+  Result<std::optional<comm::Calibration>> calibration =
+      LoadScenarioCalibration(resolved, request.calibration_path);
+  if (!calibration.ok()) return calibration.status();
+  out.calibration = std::move(calibration.value());
+  const comm::Calibration* cal = out.calibration ? &*out.calibration : nullptr;
+  Result<comm::Topology> topology = comm::Topology::Build(MakeTopologySpec(resolved));
+  if (!topology.ok()) return topology.status().WithPrefix("cluster");
+  out.num_gpus = topology->num_gpus();
+  out.num_nodes = topology->num_nodes();
+  out.gpus_per_node = topology->gpus_per_node();
+  std::string group_text = request.group;
+  if (group_text.empty()) {
+    group_text = request.op == comm::Op::kSendRecv ? "2" : std::to_string(out.num_gpus);
+  }
+  Result<std::vector<int>> gpus = ParseGpuGroup(group_text, out.num_gpus);
+  if (!gpus.ok()) return gpus.status();
+  out.group_size = static_cast<int>(gpus->size());
+  comm::CollectiveSpec spec{request.op, request.algo, *gpus, request.sizes.at(0)};
+  TRAINSIM_RETURN_IF_ERROR(comm::ValidateCollective(*topology, spec));
+  for (uint64_t bytes : request.sizes) {
+    spec.bytes = bytes;
+    Result<CollectiveRow> row = TimeOneSize(*topology, spec, cal, request.expand);
+    if (!row.ok()) return row.status();
+    out.rows.push_back(std::move(row.value()));
+  }
+  return out;
+}
+
+Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& r,
+                                             const std::vector<int>& gpus, double tokens) {
+  sweep::SweepProblem p;
+  Result<step::StepConfig> step = MakeStepConfig(r);
+  if (!step.ok()) return step.status();
+  Result<run::RunConfig> run = MakeRunConfig(r);
+  if (!run.ok()) return run.status();
+  p.base = *step;
+  p.run = *run;
+  p.parameters = r.params;
+  p.gpu_counts = gpus.empty() ? std::vector<int>{r.num_gpus} : gpus;
+  if (tokens > 0) {
+    p.token_budget = tokens;
+  } else if (r.total_tokens) {
+    p.token_budget = double(*r.total_tokens);
+  } else if (r.total_steps) {
+    p.token_budget = double(*r.total_steps) * double(r.tokens_per_step);
+  } else {
+    return Status::InvalidArgument(
+        "training.duration sets no token budget to compare layouts on: pass --tokens N (e.g. "
+        "--tokens 300e9) or set training.tokens");
+  }
+  if (!std::isfinite(p.token_budget)) {
+    return Status::InvalidArgument("--tokens must be a finite positive number");
+  }
+  return p;
+}
+
+}  // namespace trainsim::scenarios

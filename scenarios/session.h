@@ -1,0 +1,124 @@
+// scenarios/session.h — what a command asks of a loaded scenario: its calibration, its step
+// (healthy and with the scenario's slowdowns), its run with Monte Carlo and the interval scan,
+// a what-if comparison with added faults, a collective timed on its network, its sweep problem.
+// The commands in cli/ and the tests call these.
+//
+// Promises: errors are Status (the user's input or the step simulation's), never an exit; the
+// same scenario and request give identical outcomes.
+#ifndef TRAINSIM_SCENARIOS_SESSION_H_
+#define TRAINSIM_SCENARIOS_SESSION_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comm/calibration.h"
+#include "comm/collective.h"
+#include "run/monte_carlo.h"
+#include "run/run_simulation.h"
+#include "run/whatif.h"
+#include "scenarios/scenario.h"
+#include "sim/status.h"
+#include "step/step_simulation.h"
+#include "sweep/sweep.h"
+
+namespace trainsim::scenarios {
+
+// The calibration for a scenario: `flag_path` when non-empty, else cluster.calibration, else
+// none. Loaded and checked against the scenario's GPU; errors name the file.
+Result<std::optional<comm::Calibration>> LoadScenarioCalibration(const ResolvedScenario& resolved,
+                                                                 const std::string& flag_path);
+
+struct StepRequest {
+  bool allow_oom = false;
+  int report_gpu = 0;
+  std::string calibration_path;  // --calibration; empty = the scenario's
+  bool record_trace = false;
+};
+
+struct StepOutcome {
+  step::StepConfig config;  // the healthy step's config (calibration attached)
+  step::StepResult result;
+  std::optional<step::StepResult> faulted;  // with the scenario's slowdowns, if any
+};
+
+Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
+                                         const StepRequest& request);
+
+struct RunRequest {
+  std::optional<uint64_t> seed;  // replaces the scenario's seed
+  int64_t trials = 0;            // > 0: Monte Carlo over trials [0, trials)
+  bool optimize_interval = false;
+  int64_t default_scan_trials = 100;  // trials per scanned interval when `trials` is 0
+  bool progress = true;               // a progress bar on a terminal (sim::ProgressBar decides)
+};
+
+struct RunOutcome {
+  run::RunConfig config;  // as simulated (seed applied)
+  run::RunReport run;     // trial 0, with its event log and phases
+  std::optional<run::MonteCarloSummary> stats;
+  std::optional<run::IntervalOptimum> optimum;
+  int64_t scan_trials = 0;
+};
+
+// The run of `resolved` with step times from `step` (the healthy step's config).
+Result<RunOutcome> SimulateScenarioRun(const ResolvedScenario& resolved,
+                                       const step::StepConfig& step, const RunRequest& request);
+
+// Command-line faults ("gpu:37@16h" for --fail, "gpu:5x1.3@1h+4h" for --slow), validated
+// against the scenario. InvalidArgument when none is given.
+Result<std::vector<run::ScheduledFault>> ParseAddedFaults(const ResolvedScenario& resolved,
+                                                          const std::vector<std::string>& fail,
+                                                          const std::vector<std::string>& slow);
+
+struct WhatIfOutcome {
+  run::WhatIfReport report;  // on failure history `trial`
+  // trials > 0: the deltas over failure histories [0, trials).
+  run::Stat delta_wall_time_s, delta_cost_usd, delta_lost_work_s;
+};
+
+Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
+                                             const std::vector<run::ScheduledFault>& added,
+                                             int64_t trial, int64_t trials);
+
+struct CollectiveRequest {
+  comm::Op op = comm::Op::kAllReduce;
+  comm::Algo algo = comm::Algo::kAuto;
+  std::vector<uint64_t> sizes;   // one row each
+  std::string group;             // ParseGpuGroup's forms; empty = every GPU (send_recv: 2)
+  bool expand = false;           // the flow-level expansion instead of the closed form
+  std::string calibration_path;  // --calibration; empty = the scenario's
+};
+
+struct CollectiveRow {
+  uint64_t bytes = 0;
+  comm::CollectiveTiming estimate;
+  double time_s = 0, algbw_GBps = 0, busbw_GBps = 0;
+};
+
+struct CollectiveOutcome {
+  std::optional<comm::Calibration> calibration;
+  int group_size = 0;
+  int num_gpus = 0, num_nodes = 0, gpus_per_node = 0;  // the scenario's cluster
+  std::vector<CollectiveRow> rows;
+};
+
+// Times one collective over a group of the scenario's GPUs for each size.
+Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolved,
+                                                 const CollectiveRequest& request);
+
+// "N" (the first N GPUs), "N/STRIDE" (N GPUs STRIDE apart) or a list "0,8,16", checked against
+// the cluster's `num_gpus`.
+Result<std::vector<int>> ParseGpuGroup(std::string_view text, int num_gpus);
+
+// The sweep problem of a resolved scenario: its model, GPU, network, global batch, failure
+// model, checkpoint and recovery policies and price. `gpus` empty = the scenario's own GPU
+// count; `tokens` <= 0 = the scenario's budget (training.tokens, or steps × tokens per step).
+Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& resolved,
+                                             const std::vector<int>& gpus, double tokens);
+
+}  // namespace trainsim::scenarios
+
+#endif  // TRAINSIM_SCENARIOS_SESSION_H_

@@ -1,0 +1,105 @@
+// cli/report in-process: the run trace is drawn from the typed events and the phases (the log's
+// wording is deliberately meaningless here), and the shared format helpers.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cli/report/format.h"
+#include "cli/report/run_report.h"
+
+namespace trainsim::cli::report {
+namespace {
+
+using sim::Time;
+
+run::RunEvent Event(Time at, run::RunEventKind kind, Time duration = Time()) {
+  run::RunEvent e;
+  e.at = at;
+  e.kind = kind;
+  e.what = "event " + std::to_string(at.nanos());  // no wording a parser could key on
+  e.duration = duration;
+  return e;
+}
+
+// (name, tid, ts µs, dur µs) of every complete slice, in order.
+std::vector<std::tuple<std::string, int, double, double>> Slices(const std::string& trace) {
+  std::vector<std::tuple<std::string, int, double, double>> out;
+  const nlohmann::json doc = nlohmann::json::parse(trace);
+  for (const nlohmann::json& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") {
+      out.emplace_back(e["name"], e["tid"], e["ts"].get<double>(), e["dur"].get<double>());
+    }
+  }
+  return out;
+}
+
+TEST(RunTraceTest, PhasesAndCheckpointsComeFromTypedData) {
+  run::RunReport r;
+  r.wall_time = Time::Seconds(50);
+  r.phases = {{run::RunPhaseKind::kTraining, Time(), Time::Seconds(10)},
+              {run::RunPhaseKind::kDetection, Time::Seconds(10), Time::Seconds(20)},
+              {run::RunPhaseKind::kRestart, Time::Seconds(20), Time::Seconds(30)},
+              {run::RunPhaseKind::kTraining, Time::Seconds(30), Time::Seconds(50)}};
+  r.events = {Event(Time::Seconds(10), run::RunEventKind::kFailure),
+              Event(Time::Seconds(20), run::RunEventKind::kDetected),
+              Event(Time::Seconds(20), run::RunEventKind::kRestart, Time::Seconds(10)),
+              Event(Time::Seconds(30), run::RunEventKind::kResumed),
+              Event(Time::Seconds(45), run::RunEventKind::kCheckpointWritten, Time::Seconds(5))};
+  const std::string trace = RunTraceJson(r, checkpoint::CheckpointPolicy::kSync);
+  using S = std::tuple<std::string, int, double, double>;
+  EXPECT_EQ(Slices(trace), (std::vector<S>{S{"training", 1, 0, 10e6}, S{"detection", 1, 10e6, 10e6},
+                                           S{"restart", 1, 20e6, 10e6},
+                                           S{"checkpoint stall (write)", 2, 40e6, 5e6},
+                                           S{"training", 1, 30e6, 20e6}}));
+  int failures = 0;
+  const nlohmann::json doc = nlohmann::json::parse(trace);
+  for (const nlohmann::json& e : doc["traceEvents"]) {
+    if (e["ph"] == "i") {
+      ++failures;
+      EXPECT_EQ(e["name"], "event 10000000000");
+      EXPECT_EQ(e["ts"].get<double>(), 10e6);
+    }
+  }
+  EXPECT_EQ(failures, 1);
+}
+
+TEST(RunTraceTest, BackgroundTransfersAndTheirSnapshotStalls) {
+  run::RunReport r;
+  r.wall_time = Time::Seconds(100);
+  r.checkpoint_costs.snapshot = Time::Seconds(2);
+  r.phases = {{run::RunPhaseKind::kTraining, Time(), Time::Seconds(100)}};
+  r.events = {Event(Time::Seconds(30), run::RunEventKind::kPeerCopyCompleted, Time::Seconds(8)),
+              Event(Time::Seconds(60), run::RunEventKind::kCheckpointCompleted, Time::Seconds(20))};
+  using S = std::tuple<std::string, int, double, double>;
+  // IN_MEMORY: the snapshot precedes the peer copy.
+  EXPECT_EQ(
+      Slices(RunTraceJson(r, checkpoint::CheckpointPolicy::kInMemory)),
+      (std::vector<S>{S{"peer copy", 4, 22e6, 8e6}, S{"checkpoint stall (snapshot)", 2, 20e6, 2e6},
+                      S{"write to storage", 3, 40e6, 20e6}, S{"training", 1, 0, 100e6}}));
+  // ASYNC: it precedes the write.
+  EXPECT_EQ(
+      Slices(RunTraceJson(r, checkpoint::CheckpointPolicy::kAsync)),
+      (std::vector<S>{S{"peer copy", 4, 22e6, 8e6}, S{"write to storage", 3, 40e6, 20e6},
+                      S{"checkpoint stall (snapshot)", 2, 38e6, 2e6}, S{"training", 1, 0, 100e6}}));
+}
+
+TEST(RunTraceTest, TracePathPutsRunBeforeTheExtension) {
+  EXPECT_EQ(RunTracePath("trace.json"), "trace.run.json");
+  EXPECT_EQ(RunTracePath("trace"), "trace.run.json");
+  EXPECT_EQ(RunTracePath("out.d/trace"), "out.d/trace.run.json");
+}
+
+TEST(FormatTest, ShareRowIsTheValueAndItsShareOfTheWhole) {
+  EXPECT_EQ(ShareRow("compute", Fmt("%10.3f s", 1.5), 1.5, 6, "  %5.1f%%"),
+            "  compute                  1.500 s   25.0%\n");
+  EXPECT_EQ(ShareRow("idle", "0", 1, 0, "%6.2f%%"), "  idle                0  0.00%\n");
+  EXPECT_EQ(Line("x", "y", 6), "  x   y\n");
+  EXPECT_EQ(Pct(0.1234), "12.34%");
+  EXPECT_EQ(AlignRight("7", 3), "  7");
+}
+
+}  // namespace
+}  // namespace trainsim::cli::report
