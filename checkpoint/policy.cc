@@ -29,8 +29,10 @@ Result<CheckpointInterval> ParseCheckpointInterval(std::string_view text) {
     errno = 0;
     long long v = n.empty() ? 0 : std::strtoll(n.c_str(), &end, 10);
     if (n.empty() || errno != 0 || end != n.c_str() + n.size() || v <= 0) {
-      return Status::InvalidArgument("\"" + std::string(text) +
-                                     "\": steps:N needs a whole number N >= 1, e.g. steps:500");
+      // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
+      std::string msg = "\"";
+      msg.append(text).append("\": steps:N needs a whole number N >= 1, e.g. steps:500");
+      return Status::InvalidArgument(msg);
     }
     out.kind = CheckpointInterval::Kind::kSteps;
     out.steps = v;
@@ -38,10 +40,12 @@ Result<CheckpointInterval> ParseCheckpointInterval(std::string_view text) {
   }
   auto t = sim::ParseDuration(text);
   if (!t.ok()) {
-    return Status::InvalidArgument("\"" + std::string(text) +
-                                   "\" is not an interval: use a duration (\"1h\"), \"steps:N\" "
-                                   "or \"auto\" (" +
-                                   t.status().message() + ")");
+    std::string msg = "\"";
+    msg.append(text)
+        .append("\" is not an interval: use a duration (\"1h\"), \"steps:N\" or \"auto\" (")
+        .append(t.status().message())
+        .append(")");
+    return Status::InvalidArgument(msg);
   }
   if (*t == sim::Time::Zero()) {
     return Status::InvalidArgument(
