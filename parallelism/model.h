@@ -96,10 +96,10 @@ std::vector<TpCollective> EmbeddingTpCollectives(const ModelSpec& m, TensorSplit
                                                  int micro_batch);
 std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch);
 
-// Parameters per the validation README's formula: 12·l·h² + 13·l·h + (V + s)·h. For GQA,
-// SwiGLU or a non-4h FFN the terms are computed from the actual matrices, counted as
-// scenarios::ParameterCount counts them (Q, K, V and output with biases; SwiGLU h→2f with
-// biases and f→h).
+// Parameters, the one count the program uses (`trainsim check` prints it through
+// scenarios::ParameterCount): 12·l·h² + 13·l·h + (V + s)·h for the GPT shape (Narayanan et al.);
+// for GQA, SwiGLU or a non-4h FFN the actual matrices (Q, K, V and output with biases; SwiGLU
+// h→2f with biases and f→h).
 int64_t ParameterCount(const ModelSpec& m);
 // Parameters of one transformer layer (all TP ranks together).
 int64_t LayerParameterCount(const ModelSpec& m);

@@ -11,21 +11,15 @@
 
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
+#include "scenarios/step_config.h"
 
 namespace trainsim::scenarios {
 
 int64_t ParameterCount(const pb::Model& m) {
-  // Exact in integers: h <= 2^20, f <= 2^24, l <= 1e5 and V <= 2^30 keep every term < 2^63.
-  const int64_t h = m.hidden(), l = m.layers(), f = m.ffn_hidden(), v = m.vocab(), s = m.seq_len();
-  const int64_t a = std::max(1, m.heads());
-  const int64_t kv = m.kv_heads() > 0 ? m.kv_heads() : a;
-  const int64_t kv_width = h / a * kv;  // width of K (and of V) with grouped-query attention
-  // Attention: Q (h x h) and K, V (h x kv_width each) with biases, output projection h x h + h.
-  int64_t attention = h * (h + 2 * kv_width) + (h + 2 * kv_width) + h * h + h;
-  // MLP: GELU has h->f and f->h with biases; SwiGLU a fused h->2f (gate and up) and f->h.
-  int64_t mlp = m.swiglu() ? 3 * h * f + 2 * f + h : 2 * h * f + f + h;
-  int64_t layer_norms = 4 * h;  // two per layer, weight and bias each
-  return l * (attention + mlp + layer_norms) + (v + s) * h;
+  // One count for the whole program: the one the memory and FLOP models use.
+  parallelism::ModelSpec spec = MakeModelSpec(m);
+  spec.heads = std::max(1, spec.heads);  // validation reports heads <= 0; count as if 1
+  return parallelism::ParameterCount(spec);
 }
 
 std::string FormatCount(double count) {

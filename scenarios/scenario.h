@@ -109,11 +109,7 @@ Result<ResolvedScenario> Resolve(const pb::Scenario& scenario);
 Status ValidateFault(const pb::Fault& fault, const ResolvedScenario& resolved,
                      const std::string& where);
 
-// Parameters of the model. For the standard GPT (GELU MLP with ffn_hidden = 4h, kv_heads =
-// heads) this is Narayanan et al.'s P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)); in general,
-// per layer: attention h*(h + 2*h*kv/a) + h*h weights and h + 2*h*kv/a + h biases; MLP 2*h*f + f
-// + h (GELU) or 3*h*f + 2*f + h (SwiGLU); two layer norms 4h; plus embeddings (V + s) * h.
-// (The final layer norm, 2h, is left out as in the paper's formula.)
+// Total parameters: parallelism::ParameterCount of the model (one count for the whole program).
 int64_t ParameterCount(const pb::Model& model);
 
 // "174.6 B", "1.7 B", "350.0 M", "12.3 T": three significant digits or one decimal.

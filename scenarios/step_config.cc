@@ -72,21 +72,27 @@ comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
   return t;
 }
 
+parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
+  parallelism::ModelSpec spec;
+  spec.num_layers = m.layers();
+  spec.hidden = m.hidden();
+  spec.heads = m.heads();
+  spec.seq_len = m.seq_len();
+  spec.vocab = m.vocab();
+  spec.ffn_hidden = m.has_ffn_hidden() ? m.ffn_hidden() : 0;
+  spec.kv_heads = m.has_kv_heads() ? m.kv_heads() : 0;
+  spec.swiglu = m.swiglu();
+  spec.flash_attention = m.flash_attention();
+  spec.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
+  return spec;
+}
+
 Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   namespace par = parallelism;
   const pb::Scenario& s = r.scenario;
   step::StepConfig c;
   const pb::Model& m = s.model();
-  c.model.num_layers = m.layers();
-  c.model.hidden = m.hidden();
-  c.model.heads = m.heads();
-  c.model.seq_len = m.seq_len();
-  c.model.vocab = m.vocab();
-  c.model.ffn_hidden = m.has_ffn_hidden() ? m.ffn_hidden() : 0;
-  c.model.kv_heads = m.has_kv_heads() ? m.kv_heads() : 0;
-  c.model.swiglu = m.swiglu();
-  c.model.flash_attention = m.flash_attention();
-  c.model.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
+  c.model = MakeModelSpec(m);
   // fp16 mixed precision (Megatron's Float16Optimizer, gradients not accumulated in fp32):
   // the optimizer step makes fp32 copies of the gradients (parallelism/memory.h).
   if (m.precision() == pb::FP16) c.memory.step_grad_bytes_per_param = 4;

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "comm/topology.h"
-#include "step/step_simulation.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
+#include "step/step_simulation.h"
 
 namespace trainsim::scenarios {
 
@@ -29,6 +29,9 @@ comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r);
 
 // The step simulation's configuration (model, layout, GPU, network).
 Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r);
+
+// The model's shape as the closed-form models take it (MakeStepConfig's `model`).
+parallelism::ModelSpec MakeModelSpec(const pb::Model& model);
 
 // The cluster state during a step with every STRAGGLER fault of the scenario active and every
 // LINK fault applied (degrade factor, 0 when down); empty when there are none.

@@ -39,5 +39,8 @@ one collective-tree collective "$demo" --json --algo tree --group 64 --sizes 8B:
 one collective-ag collective "$demo" --json --op all_gather --group 0,8,16,24 --sizes 64MiB
 one collective-expand collective "$demo" --json --expand --group 16 --sizes 1KiB:64MiB --step-factor 8
 one collective-a2a collective "$demo" --op all_to_all --group 32
+for f in scenarios/examples/*.textproto scenarios/examples/*.json scenarios/validation/*.textproto; do
+  one "$(basename "${f%.*}").check" check "$f" --json
+done
 one validate validate
 exit 0
