@@ -1,5 +1,3 @@
-#include "cli/calibrate_command.h"
-
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "comm/calibration.h"
+#include "scenarios/session.h"
 
 extern char** environ;
 
@@ -20,6 +19,12 @@ namespace trainsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+struct CalibrateOptions {
+  std::string output;  // default: <scenario stem>.calibration.json in the working directory
+  std::string runner;
+  scenarios::CalibrateRequest request;
+};
 
 constexpr char kRunnerName[] = "trainsim-nccl-calibrate";
 
@@ -86,8 +91,9 @@ Result<int> Spawn(const std::string& runner, const std::vector<std::string>& arg
 int Run(const ScenarioOptions& so, const CalibrateOptions& co, bool dry_run) {
   auto resolved = LoadResolvedScenario(so);
   if (!resolved.ok()) return ReportError(resolved.status());
-  const std::string output = co.output.empty() ? DefaultCalibrationPath(so.path) : co.output;
-  auto args = CalibrateRunnerArgs(*resolved, co, output);
+  const std::string output =
+      co.output.empty() ? scenarios::DefaultCalibrationPath(so.path) : co.output;
+  auto args = scenarios::CalibrateRunnerArgs(*resolved, co.request, output);
   if (!args.ok()) return ReportError(args.status());
   if (dry_run) {
     std::cout << ShellQuote(co.runner.empty() ? kRunnerName : co.runner);
@@ -119,62 +125,6 @@ int Run(const ScenarioOptions& so, const CalibrateOptions& co, bool dry_run) {
 
 }  // namespace
 
-std::string DefaultCalibrationPath(const std::string& scenario_path) {
-  std::string stem = fs::path(scenario_path).stem().string();
-  return (stem.empty() ? std::string("scenario") : stem) + ".calibration.json";
-}
-
-Result<std::vector<std::string>> CalibrateRunnerArgs(const scenarios::ResolvedScenario& r,
-                                                     const CalibrateOptions& o,
-                                                     const std::string& output) {
-  const pb::Model& m = r.scenario.model();
-  comm::LayerDims dims;
-  dims.hidden = m.hidden();
-  dims.ffn_hidden = m.ffn_hidden();
-  dims.heads = m.heads();
-  dims.kv_heads = m.kv_heads();
-  dims.seq_len = m.seq_len();
-  dims.micro_batch = r.scenario.parallelism().micro_batch();
-  dims.tp = r.tp;
-  dims.gated_mlp = m.swiglu();
-  auto shapes = comm::TransformerLayerGemms(dims);
-  if (!shapes.ok()) return shapes.status().WithPrefix("model under TP " + std::to_string(r.tp));
-  std::string dtypes;
-  switch (m.precision()) {
-    case pb::BF16:
-      dtypes = "bf16";
-      break;
-    case pb::FP16:
-      dtypes = "fp16";
-      break;
-    case pb::FP8:
-      dtypes = "fp8,bf16";
-      break;
-    default:
-      return Status::InvalidArgument("model.precision " + pb::Precision_Name(m.precision()) +
-                                     ": calibration measures bf16, fp16 and fp8 matrix products");
-  }
-  std::string gemm;
-  for (const comm::GemmShape& s : *shapes) {
-    if (!gemm.empty()) gemm += ",";
-    gemm +=
-        s.name + "=" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-    if (s.batch != 1) gemm += "x" + std::to_string(s.batch);
-  }
-  std::vector<std::string> args = {"--gemm",       gemm,         "--dtypes", dtypes,
-                                   "--expect-gpu", r.gpu.name(), "-o",       output};
-  if (o.quick) {
-    for (const char* a : {"-b", "8", "-e", "1G", "-f", "8", "--repeats", "3", "--warmup", "2"}) {
-      args.push_back(a);
-    }
-  }
-  if (!o.nranks.empty()) {
-    args.push_back("--nranks");
-    args.push_back(o.nranks);
-  }
-  return args;
-}
-
 void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "calibrate",
@@ -186,9 +136,9 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   AddScenarioOptions(cmd, so.get());
   cmd->add_option("-o,--output", co->output,
                   "Calibration file to write (default: <scenario>.calibration.json)");
-  cmd->add_option("--nranks", co->nranks,
+  cmd->add_option("--nranks", co->request.nranks,
                   "Group sizes to measure, e.g. 2,4,8 (default: all visible GPUs)");
-  cmd->add_flag("--quick", co->quick, "Short run: sizes 8 B..1 GiB by 8x, 3 repeats");
+  cmd->add_flag("--quick", co->request.quick, "Short run: sizes 8 B..1 GiB by 8x, 3 repeats");
   cmd->add_option("--runner", co->runner,
                   "Path of trainsim-nccl-calibrate (default: next to trainsim, or "
                   "$TRAINSIM_NCCL_CALIBRATE)");

@@ -1,5 +1,3 @@
-#include "cli/check_command.h"
-
 #include <iostream>
 #include <memory>
 

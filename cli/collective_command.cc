@@ -1,4 +1,4 @@
-#include "cli/collective_command.h"
+#include "cli/commands.h"
 
 // Times come from comm::EstimateCollective (the closed form on an idle network); --expand runs
 // the flow-level expansion on the event engine instead (they agree within 1%; the expansion is
@@ -24,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
 #include "cli/report/collective_report.h"
 #include "comm/collective.h"
 #include "comm/message_size.h"

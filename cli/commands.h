@@ -1,25 +1,13 @@
-// How the `trainsim` command is put together, and helpers every subcommand shares.
+// cli/commands.h — the `trainsim` subcommands and what they share.
 //
-// Each subcommand lives in its own pair of files, cli/<name>_command.{h,cc}, exposing
-//
-//   void Add<Name>Command(CLI::App& app, int* exit_code);
-//
-// which registers `app.add_subcommand("<name>", "...")`, its options, and a callback that does
-// the work and stores the process exit code in *exit_code (kExitOk, kExitBadInput, ...). To add
-// a command:
-//   1. write cli/<name>_command.{h,cc} (see cli/check_command.cc for a complete example);
-//   2. add one line to cli/main.cc:       Add<Name>Command(app, &exit_code);
-//      (and its #include);
-//   3. add one line to cli/CMakeLists.txt: <name>_command.cc   (in the trainsim source list),
-//      plus the library it needs in target_link_libraries if not there yet.
-//
-// Conventions every command follows (tests in tests/cli/ hold them):
-//   - bad input (unreadable or invalid scenario, bad flag, bad --set) prints one message to
-//     stderr, prefixed "trainsim: error: ", writes nothing to stdout or to any file, and exits 2;
-//   - success exits 0; --help and --version exit 0;
-//   - a scenario is loaded with AddScenarioOptions + LoadResolvedScenario, so `--set` and
-//     `--json` behave the same in every command;
-//   - output is deterministic: the same input gives byte-identical stdout.
+// Each subcommand is cli/<name>_command.cc: options, one library call (scenarios/session.h or a
+// library below it) and a report (cli/report/). Add<Name>Command registers it on the app with a
+// callback that stores the process exit code. Conventions every command keeps (tests/cli/ and
+// tests/hardening/ hold them): bad input prints one "trainsim: error: " line on stderr, writes
+// nothing to stdout or any file and exits 2; success, --help and --version exit 0; a scenario is
+// read with AddScenarioOptions + LoadResolvedScenario, so --set and --json behave the same
+// everywhere; the same input gives byte-identical output. docs/commands.md describes each
+// command's options and output.
 #ifndef TRAINSIM_CLI_COMMANDS_H_
 #define TRAINSIM_CLI_COMMANDS_H_
 
@@ -59,6 +47,15 @@ Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& 
 // first 20 and its length (ElideLongNumbers), so the message stays one readable line.
 int ReportError(const Status& status);
 std::string ElideLongNumbers(const std::string& message);
+
+// The subcommands, registered by main.cc.
+void AddCheckCommand(CLI::App& app, int* exit_code);
+void AddRunCommand(CLI::App& app, int* exit_code);
+void AddWhatIfCommand(CLI::App& app, int* exit_code);
+void AddSweepCommand(CLI::App& app, int* exit_code);
+void AddValidateCommand(CLI::App& app, int* exit_code);
+void AddCollectiveCommand(CLI::App& app, int* exit_code);
+void AddCalibrateCommand(CLI::App& app, int* exit_code);
 
 }  // namespace trainsim::cli
 

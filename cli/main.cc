@@ -6,14 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/calibrate_command.h"
-#include "cli/check_command.h"
-#include "cli/collective_command.h"
 #include "cli/commands.h"
-#include "cli/run_command.h"
-#include "cli/sweep_command.h"
-#include "cli/validate_command.h"
-#include "cli/whatif_command.h"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"

@@ -1,5 +1,3 @@
-#include "cli/run_command.h"
-
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>

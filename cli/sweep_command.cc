@@ -1,5 +1,3 @@
-#include "cli/sweep_command.h"
-
 #include <iostream>
 #include <memory>
 #include <string>

@@ -1,5 +1,3 @@
-#include "cli/validate_command.h"
-
 #include <filesystem>
 #include <iostream>
 #include <memory>

@@ -1,5 +1,3 @@
-#include "cli/whatif_command.h"
-
 #include <iostream>
 #include <memory>
 #include <string>

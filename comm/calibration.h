@@ -154,32 +154,13 @@ Result<CollectiveTiming> EstimateCollectiveCalibrated(const Topology& topology,
                                                       const CollectiveSpec& spec,
                                                       const Calibration* calibration);
 
-// One matrix product a transformer layer runs, with its role ("qkv", "fc1.wgrad", ...).
+// One matrix product C[m×n] = A[m×k]·B[k×n] (`batch` of them) with its role ("qkv",
+// "fc1.wgrad", ...): what `trainsim calibrate` asks the runner to time
+// (parallelism::GemmShapesOf lists a layer's).
 struct GemmShape {
   std::string name;
   int64_t m = 0, n = 0, k = 0, batch = 1;
 };
-
-// The dimensions of one transformer layer as Megatron-LM shards it over `tp` GPUs.
-struct LayerDims {
-  int64_t hidden = 0;
-  int64_t ffn_hidden = 0;  // MLP inner size (4·hidden for GPT)
-  int64_t heads = 0;
-  int64_t kv_heads = 0;  // 0 = heads (multi-head attention); fewer for grouped-query attention
-  int64_t seq_len = 0;
-  int64_t micro_batch = 0;
-  int64_t tp = 1;
-  bool gated_mlp = false;  // SwiGLU: fc1 produces 2·ffn_hidden
-};
-
-// The distinct matrix products of one layer on one TP rank (T = micro_batch·seq_len tokens;
-// Megatron's column-parallel qkv/fc1 split the output, row-parallel proj/fc2 the input):
-//   forward  qkv (T, (h + 2·kv·d)/t, h), proj (T, h, h/t), fc1 (T, f'/t, h), fc2 (T, h, f/t),
-//   backward for each: dgrad (T, k, n) and wgrad (n, k, T) of its forward (T, n, k);
-//   attention (unfused, batch b·a/t): scores (s, s, d) and context (s, d, s), d = h/a.
-// Duplicate shapes are kept once (first role wins). Errors name the dimension that does not
-// divide (heads by tp, hidden by heads, ...).
-Result<std::vector<GemmShape>> TransformerLayerGemms(const LayerDims& dims);
 
 }  // namespace trainsim::comm
 

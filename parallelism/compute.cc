@@ -84,21 +84,31 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, b
   return launch;
 }
 
-GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
-                                  const std::vector<Op>& ops) {
+std::vector<comm::GemmShape> GemmShapesOf(const std::vector<Op>& ops) {
   std::set<std::array<int64_t, 4>> seen;
-  GemmCoverage out;
+  std::vector<comm::GemmShape> out;
   for (const Op& op : ops) {
     if (op.kind != OpKind::kGemm && op.kind != OpKind::kBatchedGemm) continue;
     const std::array<std::array<int64_t, 4>, 3> shapes = {
         {{op.batch, op.m, op.n, op.k}, {op.batch, op.m, op.k, op.n}, {op.batch, op.k, op.n, op.m}}};
-    for (const auto& s : shapes) {
+    const char* suffix[] = {"", ".dgrad", ".wgrad"};
+    for (int i = 0; i < 3; ++i) {
+      const auto& s = shapes[size_t(i)];
       if (!seen.insert(s).second) continue;
-      ++out.shapes;
-      if (CalibratedGemmEfficiency(gpu, cal, double(s[0]), double(s[1]), double(s[2]),
-                                   double(s[3]))) {
-        ++out.calibrated;
-      }
+      out.push_back({op.name + suffix[i], s[1], s[2], s[3], s[0]});
+    }
+  }
+  return out;
+}
+
+GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
+                                  const std::vector<Op>& ops) {
+  GemmCoverage out;
+  for (const comm::GemmShape& s : GemmShapesOf(ops)) {
+    ++out.shapes;
+    if (CalibratedGemmEfficiency(gpu, cal, double(s.batch), double(s.m), double(s.n),
+                                 double(s.k))) {
+      ++out.calibrated;
     }
   }
   return out;

@@ -66,8 +66,13 @@ std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCal
 double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward,
                      const GemmCalibration* cal = nullptr);
 
-// The distinct matrix-product shapes (batch, m, n, k) `ops` run forward and backward (dgrad
-// (m, k, n), wgrad (k, n, m)), and how many of them `cal` covers.
+// The distinct matrix-product shapes `ops` run, in first-use order: each GEMM or batched GEMM
+// forward (m, n, k) as "<op>", its dgrad (m, k, n) as "<op>.dgrad" and its wgrad (k, n, m) as
+// "<op>.wgrad", a shape met again kept once. These are the shapes a calibration is looked up
+// with, so `trainsim calibrate` measures exactly these.
+std::vector<comm::GemmShape> GemmShapesOf(const std::vector<Op>& ops);
+
+// How many of GemmShapesOf(ops) `cal` covers.
 struct GemmCoverage {
   int shapes = 0;
   int calibrated = 0;

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <utility>
 
 #include "comm/flow_network.h"
 #include "comm/topology.h"
+#include "parallelism/compute.h"
 #include "scenarios/run_config.h"
 #include "scenarios/step_config.h"
 #include "sim/engine.h"
@@ -333,6 +335,57 @@ Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& r,
     return Status::InvalidArgument("--tokens must be a finite positive number");
   }
   return p;
+}
+
+Result<std::vector<std::string>> CalibrateRunnerArgs(const ResolvedScenario& r,
+                                                     const CalibrateRequest& request,
+                                                     const std::string& output) {
+  Result<step::StepConfig> cfg = MakeStepConfig(r);
+  if (!cfg.ok()) return cfg.status();
+  const parallelism::ParallelConfig& c = cfg->parallel;
+  const std::vector<comm::GemmShape> shapes = parallelism::GemmShapesOf(
+      parallelism::LayerOps(cfg->model, {c.tp, c.sequence_parallel}, c.micro_batch));
+  const pb::Model& m = r.scenario.model();
+  std::string dtypes;
+  switch (m.precision()) {
+    case pb::BF16:
+      dtypes = "bf16";
+      break;
+    case pb::FP16:
+      dtypes = "fp16";
+      break;
+    case pb::FP8:
+      dtypes = "fp8,bf16";
+      break;
+    default:
+      return Status::InvalidArgument("model.precision " + pb::Precision_Name(m.precision()) +
+                                     ": calibration measures bf16, fp16 and fp8 matrix products");
+  }
+  std::string gemm;
+  for (const comm::GemmShape& s : shapes) {
+    if (!gemm.empty()) gemm += ",";
+    gemm += s.name;
+    gemm.append("=").append(std::to_string(s.m)).append("x").append(std::to_string(s.n));
+    gemm.append("x").append(std::to_string(s.k));
+    if (s.batch != 1) gemm.append("x").append(std::to_string(s.batch));
+  }
+  std::vector<std::string> args = {"--gemm",       gemm,         "--dtypes", dtypes,
+                                   "--expect-gpu", r.gpu.name(), "-o",       output};
+  if (request.quick) {
+    for (const char* a : {"-b", "8", "-e", "1G", "-f", "8", "--repeats", "3", "--warmup", "2"}) {
+      args.push_back(a);
+    }
+  }
+  if (!request.nranks.empty()) {
+    args.push_back("--nranks");
+    args.push_back(request.nranks);
+  }
+  return args;
+}
+
+std::string DefaultCalibrationPath(const std::string& scenario_path) {
+  std::string stem = std::filesystem::path(scenario_path).stem().string();
+  return (stem.empty() ? std::string("scenario") : stem) + ".calibration.json";
 }
 
 }  // namespace trainsim::scenarios

@@ -119,6 +119,22 @@ Result<std::vector<int>> ParseGpuGroup(std::string_view text, int num_gpus);
 Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& resolved,
                                              const std::vector<int>& gpus, double tokens);
 
+// `trainsim calibrate`: the arguments (argv[1..]) of the runner trainsim-nccl-calibrate for a
+// scenario. --gemm lists the matrix products one layer runs on one TP rank, exactly the shapes
+// the step simulation looks a calibration up with (parallelism::GemmShapesOf: none for fused
+// flash attention); --dtypes follows the precision (BF16 → bf16; FP16 → fp16; FP8 → fp8 and
+// bf16, since FP8 recipes keep attention and some layers in BF16; TF32 is an error);
+// --expect-gpu the scenario's GPU; -o `output`.
+struct CalibrateRequest {
+  std::string nranks;  // the runner's --nranks (group sizes); empty = all visible GPUs
+  bool quick = false;  // 8 B .. 1 GiB by 8×, 3 repeats: the short run of scripts/gpu-check.sh
+};
+Result<std::vector<std::string>> CalibrateRunnerArgs(const ResolvedScenario& resolved,
+                                                     const CalibrateRequest& request,
+                                                     const std::string& output);
+// The default calibration file for a scenario path: "dir/gpt.textproto" → "gpt.calibration.json".
+std::string DefaultCalibrationPath(const std::string& scenario_path);
+
 }  // namespace trainsim::scenarios
 
 #endif  // TRAINSIM_SCENARIOS_SESSION_H_

@@ -60,10 +60,7 @@ Result<double> CalibratedTpTimer::Seconds(comm::Op op, double bytes) {
   const auto key = std::make_pair(int(op), uint64_t(bytes));
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  comm::CollectiveSpec spec;
-  spec.op = op;
-  spec.gpus = group_;
-  spec.bytes = uint64_t(bytes);
+  const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group_, uint64_t(bytes)};
   Result<comm::CollectiveTiming> est = comm::EstimateCollectiveCalibrated(*topo_, spec, cal_);
   if (!est.ok()) return est.status();
   const double s = est->time.seconds();

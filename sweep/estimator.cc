@@ -63,10 +63,7 @@ Result<double> EstimatorCache::CollectiveSeconds(const comm::Topology& topo, com
     auto it = collectives_.find(key);
     if (it != collectives_.end()) return it->second;
   }
-  comm::CollectiveSpec spec;
-  spec.op = op;
-  spec.gpus = gpus;
-  spec.bytes = uint64_t(bytes);
+  const comm::CollectiveSpec spec{op, comm::Algo::kAuto, gpus, uint64_t(bytes)};
   Result<comm::CollectiveEstimate> est = comm::EstimateCollective(topo, spec);
   if (!est.ok()) return est.status();
   const double s = est->time.seconds();

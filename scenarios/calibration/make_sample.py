@@ -25,8 +25,9 @@ Matrix products -- H100 SXM dense peaks 989 TFLOP/s BF16 and 1979 FP8 (datasheet
 large GEMMs is assumed to reach 75% (BF16) and 65% (FP8) of peak (clock and power limits keep
 H100 below its dense peak); smaller shapes lose to wave quantisation (128x256 output tiles on 132
 SMs) and to the K-loop prologue/epilogue (factor k/(k+128)).
-Shapes: one GPT-3 175B layer (h 12288, 96 heads, ffn 49152, seq 2048, micro-batch 1) under TP 8,
-as comm::TransformerLayerGemms lists them.
+Shapes: one GPT-3 175B layer (h 12288, 96 heads, ffn 49152, seq 2048, micro-batch 1) under TP 8
+with unfused attention, the shapes `trainsim calibrate --dry-run` lists for the demo with
+model.flash_attention=false (the roles carry an older naming; lookups go by shape alone).
 
 Usage: python3 scenarios/calibration/make_sample.py > scenarios/calibration/dgx_h100_sample.json
 """
