@@ -1,30 +1,9 @@
-// checkpoint::FailureModel — the stochastic failure model of a run: a per-node-day rate split by
-// root cause, each cause with whether it needs its node replaced and how long repair takes, and
-// a FailureProcess that draws the failure history of one trial.
-//
-// Defaults come from Llama 3's 54-day pre-training run on 16,384 H100s (2,048 nodes of 8): 419
-// unexpected interruptions ("The Llama 3 Herd of Models", 2024, Table 5, copied in
-// ../shared/validation/llama3_interruptions_54d.csv — the counts, not the printed percentages),
-// i.e. 419 / (54 × 2,048) = 3.79e-3 failures per node-day. Meta's research clusters report
-// 5–6.5e-3 per node-day (Kokolis et al., 2024); set node_day_rate to use those.
-//
-// Mapping to recovery (stated here, used by default): causes in the GPU, network and host
-// categories take their node out of the job until it is repaired (needs_replacement = true,
-// repair 4 h); software causes (bugs, NCCL watchdog timeouts, dependencies) restart in place
-// (needs_replacement = false, repair 0). The 4 h is an assumption, not a measurement (the same
-// as scenario.proto's recovery.repair_time default): a reboot-diagnose-swap cycle; no single
-// published figure exists. It only matters once spares run out; set it for your site.
-//
-// Processes. EXPONENTIAL: every node fails as a Poisson process of rate λ; the superposition over
-// N nodes is Poisson with rate N·λ, so the process draws the next cluster-wide failure time and
-// then the node uniformly — O(1) per failure, whatever N is. WEIBULL: every node is a renewal
-// process whose inter-failure times are Weibull(shape k, scale λ⁻¹/Γ(1+1/k)) (so the mean rate is
-// still λ); the next failure is the minimum over a heap of per-node next-failure times, and a
-// node's clock restarts at each of its failures (a replaced node is new; a software restart is
-// treated the same, an approximation). All nodes start at age 0 (a freshly started cluster), so
-// with k < 1 the first days see more failures than the long-run rate (infant mortality).
-// Default shape 0.75: Schroeder & Gibson (DSN'06) fit Weibull shapes of 0.7–0.8 to HPC node
-// inter-failure times.
+// checkpoint/failure_model.h — the stochastic failure model of a run: a per-node-day rate split
+// by root cause (each cause with whether it needs its node replaced and how long repair takes),
+// and a FailureProcess that draws one trial's failure history, exponential or Weibull per node.
+// Defaults: Llama 3's 54-day run, 419 interruptions on 2,048 nodes = 3.79e-3 per node-day
+// (docs/evidence/llama3_interruptions_54d.csv); docs/run-simulation.md gives the sources and
+// the processes' derivation.
 //
 // Invariants: arrivals come in non-decreasing time order; the cause and node of each arrival are
 // drawn from the process's own Rng only, so two runs given the same stream see the same history

@@ -1,25 +1,13 @@
-// Calibration: measured collective times and matrix-product throughput that replace datasheet
-// numbers in the simulator.
-//
-// A calibration file is JSON written by the NCCL/cuBLAS runner (comm/nccl/, `trainsim calibrate`)
-// or by hand (scenarios/calibration/ holds a labelled sample). It records the GPU it was measured
-// on, the NCCL and CUDA versions, and two tables:
-//   collectives: {op, algo, nranks, nodes (default 1), size_bytes, time_s, busbw_GBps}; time_s
-//                is the median of the repeats; nodes is how many machines the group spanned
-//                (8 ranks on one NVSwitch node and 8 ranks on 8 nodes are different curves);
-//                size_bytes follows nccl-tests' "size" column (all_reduce and broadcast: the
-//                buffer; reduce_scatter: the input per rank; all_gather: the output per rank;
-//                send_recv: the bytes each rank sends), busbw as nccl-tests defines it.
-//   gemm:        {dtype, m, n, k, batch (default 1), tflops}: C[m×n] = A[m×k]·B[k×n], `batch`
-//                independent products (attention), 2·m·n·k·batch FLOPs.
-// docs/calibration.md describes the format and how the runner measures.
+// comm/calibration.h — measured collective times and matrix-product throughput that replace
+// datasheet numbers in the simulator: a JSON file written by the NCCL/cuBLAS runner (comm/nccl/,
+// `trainsim calibrate`) or by hand, with the GPU, NCCL and CUDA versions, a collectives table
+// and a GEMM table (docs/calibration.md describes the format and the lookups).
 //
 // Promises: LoadCalibration never crashes and never accepts a file it cannot fully use: syntax
 // errors name path:line:column, schema errors name the field path ("collectives[3].time_s") and
 // what is valid; unknown fields, duplicate rows, non-positive sizes and negative or non-finite
-// times are rejected. Lookups are pure and deterministic.
-// Invariants of a loaded Calibration: every row is valid; within one (op, algo, nranks) curve the
-// sizes are distinct; rows keep their file order (the tie-break of the nearest-GEMM rule).
+// times are rejected. Lookups are pure and deterministic. Within one (op, algo, nranks) curve
+// the sizes are distinct; rows keep their file order (the nearest-GEMM rule's tie-break).
 #ifndef TRAINSIM_COMM_CALIBRATION_H_
 #define TRAINSIM_COMM_CALIBRATION_H_
 

@@ -24,13 +24,11 @@ namespace run = trainsim::run;
 
 std::string Num(int64_t v) { return std::to_string(v); }
 
-std::string Fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
+std::string Gb(double bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
   return buf;
 }
-
-std::string Gb(double bytes) { return Fmt("%.1f GB", bytes / 1e9); }
 
 auto Tuple(const Candidate& c) {
   const par::ParallelConfig& p = c.parallel;

@@ -1,5 +1,5 @@
 // Runs the built `trainsim run` on the bundled demo scenario and checks the run report that
-// follows the step report (issue 5, items 6 and 8): every `run.*` JSON name, the accounting
+// follows the step report: every `run.*` JSON name, the accounting
 // identity, Monte Carlo determinism under a seed, bad input (exit 2 with one message, nothing on
 // stdout), the interval scan against Young's and Daly's closed forms, and the run trace.
 #include <gtest/gtest.h>
