@@ -12,6 +12,7 @@ PACKAGES=(
   libbenchmark-dev               # bench/
   openmpi-bin libopenmpi-dev     # distributed sweeps (optional at run time)
   clang libclang-rt-14-dev       # make fuzz: libFuzzer with ASan/UBSan
+  python3                        # scripts/function_lengths.py (the SourceSizeLimits test)
 )
 
 missing=()

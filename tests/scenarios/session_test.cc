@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "parallelism/compute.h"
 #include "scenarios/step_config.h"
 
 namespace trainsim::scenarios {
@@ -59,6 +62,107 @@ TEST(SessionTest, GpuGroupForms) {
   EXPECT_FALSE(ParseGpuGroup("17", 16).ok());
   EXPECT_FALSE(ParseGpuGroup("0,16", 16).ok());
   EXPECT_FALSE(ParseGpuGroup("x", 16).ok());
+}
+
+// `trainsim calibrate`: the runner's arguments (no GPU needed).
+
+std::string After(const std::vector<std::string>& args, const std::string& flag) {
+  auto it = std::find(args.begin(), args.end(), flag);
+  return it == args.end() || it + 1 == args.end() ? "" : *(it + 1);
+}
+
+TEST(CalibrateCommandTest, DemoLayerShapesUnderTp8) {
+  auto args = CalibrateRunnerArgs(Demo(), CalibrateRequest{}, "out.json");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  // GPT-3 175B, TP 8, micro-batch 1, seq 2048 (T = 2048 tokens): qkv is T × 3·12288/8 × 12288,
+  // its dgrad T × 12288 × 4608 and its wgrad 12288 × 4608 × T. The demo runs fused flash
+  // attention, so no attention product goes through cuBLAS and none is measured.
+  const std::string gemm = After(*args, "--gemm");
+  EXPECT_EQ(gemm.rfind("qkv=2048x4608x12288,qkv.dgrad=2048x12288x4608,qkv.wgrad=12288x4608x2048,"
+                       "attn_out=2048x12288x1536,",
+                       0),
+            0u)
+      << gemm;
+  EXPECT_EQ(gemm.find("attn_scores"), std::string::npos) << gemm;
+  // fc2's forward (T × 12288 × 6144) is fc1's dgrad, and its dgrad fc1's forward: kept once.
+  EXPECT_EQ(gemm.find("mlp_down="), std::string::npos) << gemm;
+  EXPECT_NE(gemm.find("mlp_down.wgrad=6144x12288x2048"), std::string::npos) << gemm;
+  EXPECT_EQ(After(*args, "--dtypes"), "bf16");
+  EXPECT_EQ(After(*args, "--expect-gpu"), "H100-SXM-80GB");
+  EXPECT_EQ(After(*args, "-o"), "out.json");
+  EXPECT_EQ(After(*args, "-f"), "");  // the full nccl-tests ladder unless --quick
+}
+
+TEST(CalibrateCommandTest, UnfusedAttentionMeasuresTheBatchedProducts) {
+  // Without flash attention the scores (s × s × d) and context (s × d × s) products run batched
+  // over 96/8 = 12 heads per GPU, head size d = 128. The context product has the shape of the
+  // scores' dgrad, so it is listed once, under the first name.
+  auto args = CalibrateRunnerArgs(Demo({"model.flash_attention=false"}), {}, "o.json");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  const std::string gemm = After(*args, "--gemm");
+  EXPECT_NE(gemm.find("attn_scores=2048x2048x128x12"), std::string::npos) << gemm;
+  EXPECT_NE(gemm.find("attn_scores.dgrad=2048x128x2048x12"), std::string::npos) << gemm;
+  EXPECT_EQ(gemm.find("attn_context="), std::string::npos) << gemm;
+}
+
+// What calibrate measures is what the step simulation looks up: on every bundled scenario the
+// runner's --gemm list has exactly the shapes the step counts in its calibration coverage.
+TEST(CalibrateCommandTest, MeasuresExactlyTheShapesTheStepLooksUp) {
+  int scenarios = 0;
+  for (const char* dir : {"scenarios/examples", "scenarios/validation"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string path = entry.path().string();
+      if (entry.path().extension() != ".textproto") continue;
+      auto s = LoadScenario(path, {});
+      ASSERT_TRUE(s.ok()) << path << ": " << s.status().message();
+      auto r = Resolve(*s);
+      ASSERT_TRUE(r.ok()) << path << ": " << r.status().message();
+      auto cfg = MakeStepConfig(*r);
+      ASSERT_TRUE(cfg.ok()) << path << ": " << cfg.status().message();
+      const auto& c = cfg->parallel;
+      const auto ops =
+          parallelism::LayerOps(cfg->model, {c.tp, c.sequence_parallel}, c.micro_batch);
+      auto args = CalibrateRunnerArgs(*r, {}, "o.json");
+      ASSERT_TRUE(args.ok()) << path << ": " << args.status().message();
+      const std::string gemm = After(*args, "--gemm");
+      const size_t listed = size_t(std::count(gemm.begin(), gemm.end(), ',')) + 1;
+      EXPECT_EQ(listed, size_t(parallelism::CountCalibratedGemms(cfg->gpu, nullptr, ops).shapes))
+          << path;
+      for (const comm::GemmShape& g : parallelism::GemmShapesOf(ops)) {
+        std::string want = g.name + "=" + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+                           std::to_string(g.k);
+        if (g.batch != 1) want += "x" + std::to_string(g.batch);
+        EXPECT_NE(gemm.find(want), std::string::npos) << path << ": " << want;
+      }
+      ++scenarios;
+    }
+  }
+  EXPECT_GE(scenarios, 10);
+}
+
+TEST(CalibrateCommandTest, PrecisionChoosesTheGemmTypes) {
+  auto fp8 = CalibrateRunnerArgs(Demo({"model.precision=FP8"}), CalibrateRequest{}, "o.json");
+  ASSERT_TRUE(fp8.ok()) << fp8.status().message();
+  EXPECT_EQ(After(*fp8, "--dtypes"), "fp8,bf16");
+  auto tf32 = CalibrateRunnerArgs(Demo({"model.precision=TF32"}), CalibrateRequest{}, "o.json");
+  ASSERT_FALSE(tf32.ok());
+  EXPECT_NE(tf32.status().message().find("TF32"), std::string::npos);
+}
+
+TEST(CalibrateCommandTest, QuickAndNranksAreForwarded) {
+  CalibrateRequest o;
+  o.quick = true;
+  o.nranks = "2,4,8";
+  auto args = CalibrateRunnerArgs(Demo(), o, "o.json");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_EQ(After(*args, "-f"), "8");
+  EXPECT_EQ(After(*args, "-e"), "1G");
+  EXPECT_EQ(After(*args, "--nranks"), "2,4,8");
+}
+
+TEST(CalibrateCommandTest, DefaultOutputIsNamedAfterTheScenario) {
+  EXPECT_EQ(DefaultCalibrationPath("scenarios/examples/demo.textproto"), "demo.calibration.json");
+  EXPECT_EQ(DefaultCalibrationPath("gpt.json"), "gpt.calibration.json");
 }
 
 }  // namespace
