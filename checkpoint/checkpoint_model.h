@@ -11,7 +11,7 @@
 //
 // Promises: every time is a whole number of nanoseconds, rounded up (a write never takes less
 // than its bandwidth allows); the functions are pure. Young and Daly follow
-// ../shared/validation/README.md exactly.
+// docs/evidence/references.md ("Formulas used by the validation sources") exactly.
 #ifndef TRAINSIM_CHECKPOINT_CHECKPOINT_MODEL_H_
 #define TRAINSIM_CHECKPOINT_CHECKPOINT_MODEL_H_
 

@@ -9,7 +9,7 @@ namespace trainsim::checkpoint {
 
 std::vector<FailureCause> DefaultFailureCauses() {
   // "The Llama 3 Herd of Models" (2024), Table 5: root causes of the 419 unexpected
-  // interruptions of the 54-day run (../shared/validation/llama3_interruptions_54d.csv).
+  // interruptions of the 54-day run (docs/evidence/llama3_interruptions_54d.csv).
   struct Row {
     const char* name;
     const char* category;

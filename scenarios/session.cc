@@ -28,6 +28,23 @@ Result<std::optional<comm::Calibration>> LoadScenarioCalibration(const ResolvedS
   return std::optional<comm::Calibration>(std::move(*c));
 }
 
+namespace {
+
+// The scenario's calibration (or `flag_path`'s) on a step config, so that every command prices a
+// step the same way: run, whatif, and the sweep's estimates and confirmations.
+Status AttachCalibration(const ResolvedScenario& resolved, const std::string& flag_path,
+                         step::StepConfig* config) {
+  Result<std::optional<comm::Calibration>> calibration =
+      LoadScenarioCalibration(resolved, flag_path);
+  if (!calibration.ok()) return calibration.status();
+  if (calibration->has_value()) {
+    config->calibration = std::make_shared<const comm::Calibration>(std::move(**calibration));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
                                          const StepRequest& request) {
   Result<step::StepConfig> config = MakeStepConfig(resolved);
@@ -36,12 +53,7 @@ Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
   out.config = std::move(config.value());
   out.config.allow_oom = request.allow_oom;
   out.config.report_gpu = request.report_gpu;
-  Result<std::optional<comm::Calibration>> calibration =
-      LoadScenarioCalibration(resolved, request.calibration_path);
-  if (!calibration.ok()) return calibration.status();
-  if (calibration->has_value()) {
-    out.config.calibration = std::make_shared<const comm::Calibration>(std::move(**calibration));
-  }
+  TRAINSIM_RETURN_IF_ERROR(AttachCalibration(resolved, request.calibration_path, &out.config));
   step::SimulateOptions options;
   options.record_trace = request.record_trace;
   Result<step::StepResult> result = step::SimulateStep(out.config, {}, options);
@@ -168,6 +180,7 @@ Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
   if (!config.ok()) return config.status();
   Result<step::StepConfig> step = MakeStepConfig(resolved);
   if (!step.ok()) return step.status();
+  TRAINSIM_RETURN_IF_ERROR(AttachCalibration(resolved, "", &step.value()));
   run::StepTimeCache cache(MakeStepTimeFn(step.value()));
   Result<run::WhatIfReport> w = run::SimulateWhatIf(config.value(), added, cache, trial);
   if (!w.ok()) return w.status();
@@ -314,6 +327,7 @@ Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& r,
   sweep::SweepProblem p;
   Result<step::StepConfig> step = MakeStepConfig(r);
   if (!step.ok()) return step.status();
+  TRAINSIM_RETURN_IF_ERROR(AttachCalibration(r, "", &step.value()));
   Result<run::RunConfig> run = MakeRunConfig(r);
   if (!run.ok()) return run.status();
   p.base = *step;

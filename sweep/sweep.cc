@@ -508,10 +508,16 @@ Evaluation ConfirmLayout(const SweepProblem& problem, const Evaluation& in) {
   }
   Result<GoodputEstimate> g =
       ExpectedGoodput(problem.run, problem.parameters, in.layout.gpus, cfg.topology.gpus_per_node);
+  if (!g.ok()) {  // EvaluateLayout computed it already; kept as a guard
+    e.rejected = true;
+    e.fits = false;
+    e.reason = "expected goodput: " + g.status().message();
+    return e;
+  }
   e.step_time_s = r->time_s;
   e.mfu = r->mfu;
   e.confirmed = true;
-  if (g.ok()) Finalise(problem, *g, &e);
+  Finalise(problem, *g, &e);
   return e;
 }
 

@@ -7,7 +7,7 @@ derivation can be checked by hand. Replace it with a file written by `trainsim c
 scripts/gpu-check.sh) on real GPUs before trusting any result that depends on it.
 
 Collectives -- NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc v2.30, summarised in
-shared/REFERENCES.md): time = lat + S / algbw, minimised over the protocols LL, LL128 and Simple
+docs/evidence/references.md, "NCCL's cost model"): time = lat + S / algbw, minimised over the protocols LL, LL128 and Simple
 as NCCL does when it picks one per call.
   * per-channel NVLink bandwidth on H100: 20.6 GB/s; 16 channels assumed -> busBw 329.6 GB/s;
     LL <= 0.5 busBw, LL128 <= 0.92 busBw, Simple = busBw (Tree all-reduce also <= 0.92 busBw).

@@ -29,7 +29,7 @@ TEST(CatalogueTest, EveryEntryCitesASource) {
   for (const auto& n : BuiltinCatalogue().node()) EXPECT_FALSE(n.source().empty()) << n.name();
 }
 
-// Datasheet figures as collected in shared/validation/README.md ("Hardware facts").
+// Datasheet figures as collected in docs/evidence/references.md ("Hardware facts").
 TEST(CatalogueTest, GpuNumbersMatchTheDatasheets) {
   const pb::GpuSpec* a100 = FindGpu("A100-SXM-80GB");
   EXPECT_DOUBLE_EQ(a100->bf16_tflops(), 312);

@@ -64,6 +64,37 @@ TEST(SessionTest, GpuGroupForms) {
   EXPECT_FALSE(ParseGpuGroup("x", 16).ok());
 }
 
+// A calibration in the scenario prices the step the same way in every command: the sweep's
+// problem carries it, and the what-if's baseline trains exactly as long as `run` (before, both
+// ignored cluster.calibration and priced the step from the model alone). The demo trains for
+// 21 days of wall time, so the steps that fit in them measure the step time.
+TEST(SessionTest, SweepAndWhatIfUseTheScenarioCalibration) {
+  const ResolvedScenario r = Demo({"cluster.calibration=../calibration/dgx_h100_sample.json"});
+  auto problem = MakeSweepProblem(r, {}, 3e11);
+  ASSERT_TRUE(problem.ok()) << problem.status().message();
+  ASSERT_NE(problem->base.calibration, nullptr);
+  EXPECT_TRUE(problem->base.calibration->is_sample());
+
+  auto step = SimulateScenarioStep(r, StepRequest{});
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  ASSERT_TRUE(step->result.calibration.used);
+  RunRequest quiet;
+  quiet.progress = false;
+  auto run = SimulateScenarioRun(r, step->config, quiet);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  run::ScheduledFault gpu;
+  gpu.id = 3;
+  gpu.at = sim::Time::Hours(1);
+  auto whatif = SimulateScenarioWhatIf(r, {gpu}, 0, 0);
+  ASSERT_TRUE(whatif.ok()) << whatif.status().message();
+  EXPECT_EQ(whatif->report.steps, run->run.total_steps);
+
+  // And the calibration changes the step, so the check above can tell them apart.
+  auto plain = SimulateScenarioStep(Demo(), StepRequest{});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NE(plain->result.time_s, step->result.time_s);
+}
+
 // `trainsim calibrate`: the runner's arguments (no GPU needed).
 
 std::string After(const std::vector<std::string>& args, const std::string& flag) {
