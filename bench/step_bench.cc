@@ -21,7 +21,7 @@ StepConfig Gpt3On1024A100() {
   c.parallel.dp = 8;
   c.parallel.micro_batch = 1;
   c.parallel.global_batch = 1536;
-  c.parallel.schedule = Schedule::k1F1B;
+  c.parallel.schedule = PipelineSchedule::k1F1B;
   c.parallel.recompute = Recompute::kFull;
   c.gpu = GpuSpec{};  // A100-SXM4-80GB
   c.topology.nodes = 128;

@@ -5,8 +5,8 @@
 
 namespace trainsim::comm {
 
-Schedule BuildBroadcastSchedule(const Topology& topology, const std::vector<int>& gpus,
-                                uint64_t bytes) {
+TransferSchedule BuildBroadcastSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                        uint64_t bytes) {
   const int root = gpus.front();
   const auto segments = SplitByNode(topology, gpus);
   const int channels = ChannelCount(topology, segments);
@@ -14,7 +14,7 @@ Schedule BuildBroadcastSchedule(const Topology& topology, const std::vector<int>
   const uint64_t per_channel = CeilDiv(bytes, static_cast<uint64_t>(channels));
   const int64_t chunks = PipelineChunks(per_channel, 512 * 1024, 512 * 1024, 1, channels * (n - 1));
   const uint64_t chunk = CeilDiv(per_channel, static_cast<uint64_t>(chunks));
-  Schedule s;
+  TransferSchedule s;
   s.family = LatencyFamily::kRing;
   // Each channel's chain of hops from the root, for the chain latency.
   auto chains = std::make_shared<std::vector<std::vector<Hop>>>();

@@ -21,8 +21,8 @@
 namespace trainsim::comm {
 
 // REQUIRES: gpus distinct, size >= 2, root = gpus[0]; bytes > 0.
-Schedule BuildBroadcastSchedule(const Topology& topology, const std::vector<int>& gpus,
-                                uint64_t bytes);
+TransferSchedule BuildBroadcastSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                        uint64_t bytes);
 
 }  // namespace trainsim::comm
 

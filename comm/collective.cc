@@ -48,8 +48,8 @@ std::string Names(const T (&values)[N], NameFn name) {
   return out;
 }
 
-Result<Schedule> BuildSchedule(const Topology& topology, Op op, Algo algo,
-                               const std::vector<int>& gpus, uint64_t bytes) {
+Result<TransferSchedule> BuildSchedule(const Topology& topology, Op op, Algo algo,
+                                       const std::vector<int>& gpus, uint64_t bytes) {
   switch (algo) {
     case Algo::kRing:
       if (op == Op::kBroadcast) return BuildBroadcastSchedule(topology, gpus, bytes);
@@ -71,7 +71,7 @@ struct Choice {
   Algo algo = Algo::kRing;
   Protocol protocol = Protocol::kSimple;
   double time_s = std::numeric_limits<double>::infinity();
-  Schedule schedule;
+  TransferSchedule schedule;
 };
 
 // Prices every candidate (algorithm, protocol) and keeps the fastest; the first wins ties.
@@ -87,7 +87,8 @@ Result<Choice> Choose(const Topology& topology, const CollectiveSpec& spec) {
   Status last_error = Status::Ok();
   bool found = false;
   for (Algo algo : candidates) {
-    Result<Schedule> schedule = BuildSchedule(topology, spec.op, algo, spec.gpus, spec.bytes);
+    Result<TransferSchedule> schedule =
+        BuildSchedule(topology, spec.op, algo, spec.gpus, spec.bytes);
     if (!schedule.ok()) {
       last_error = schedule.status();
       continue;

@@ -28,11 +28,11 @@ std::function<double(const ProtocolCosts&)> OneHopLatency(
 
 }  // namespace
 
-Schedule BuildAllToAllSchedule(const Topology& topology, const std::vector<int>& gpus,
-                               uint64_t bytes) {
+TransferSchedule BuildAllToAllSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                       uint64_t bytes) {
   const uint64_t n = gpus.size();
   const uint64_t per_peer = CeilDiv(bytes, n);
-  Schedule s;
+  TransferSchedule s;
   s.family = LatencyFamily::kRing;
   s.transfers.reserve(static_cast<size_t>(n * (n - 1)));
   for (int src : gpus) {
@@ -49,9 +49,9 @@ Schedule BuildAllToAllSchedule(const Topology& topology, const std::vector<int>&
   return s;
 }
 
-Schedule BuildSendRecvSchedule(const Topology& topology, const std::vector<int>& gpus,
-                               uint64_t bytes) {
-  Schedule s;
+TransferSchedule BuildSendRecvSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                       uint64_t bytes) {
+  TransferSchedule s;
   s.family = LatencyFamily::kRing;
   PipelinedTransfer t;
   t.src_gpu = gpus[0];

@@ -18,11 +18,11 @@
 namespace trainsim::comm {
 
 // REQUIRES: gpus distinct, size >= 2; bytes > 0.
-Schedule BuildAllToAllSchedule(const Topology& topology, const std::vector<int>& gpus,
-                               uint64_t bytes);
+TransferSchedule BuildAllToAllSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                       uint64_t bytes);
 // REQUIRES: gpus = {src, dst}, distinct; bytes > 0.
-Schedule BuildSendRecvSchedule(const Topology& topology, const std::vector<int>& gpus,
-                               uint64_t bytes);
+TransferSchedule BuildSendRecvSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                       uint64_t bytes);
 
 }  // namespace trainsim::comm
 

@@ -6,8 +6,8 @@
 
 namespace trainsim::comm {
 
-Result<Schedule> BuildHierarchicalSchedule(const Topology& topology, const std::vector<int>& gpus,
-                                           uint64_t bytes) {
+Result<TransferSchedule> BuildHierarchicalSchedule(const Topology& topology,
+                                                   const std::vector<int>& gpus, uint64_t bytes) {
   const auto segments = SplitByNode(topology, gpus);
   const int64_t m = static_cast<int64_t>(segments.front().size());
   for (const auto& seg : segments) {
@@ -25,7 +25,7 @@ Result<Schedule> BuildHierarchicalSchedule(const Topology& topology, const std::
   const uint64_t intra_chunk = CeilDiv(bytes, static_cast<uint64_t>(m));
   const uint64_t inter_chunk = CeilDiv(intra_chunk, static_cast<uint64_t>(nodes));
 
-  Schedule s;
+  TransferSchedule s;
   s.family = LatencyFamily::kRing;
   s.launches = 3;
   auto add = [&](int src, int dst, uint64_t payload, int64_t first, int64_t count) {

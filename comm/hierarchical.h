@@ -23,8 +23,8 @@
 namespace trainsim::comm {
 
 // Fails (InvalidArgument) when nodes hold different numbers of the group's GPUs.
-Result<Schedule> BuildHierarchicalSchedule(const Topology& topology, const std::vector<int>& gpus,
-                                           uint64_t bytes);
+Result<TransferSchedule> BuildHierarchicalSchedule(const Topology& topology,
+                                                   const std::vector<int>& gpus, uint64_t bytes);
 
 }  // namespace trainsim::comm
 

@@ -23,14 +23,14 @@
 
 namespace trainsim::comm {
 
-Schedule BuildRingSchedule(const Topology& topology, Op op, const std::vector<int>& gpus,
-                           uint64_t bytes) {
+TransferSchedule BuildRingSchedule(const Topology& topology, Op op, const std::vector<int>& gpus,
+                                   uint64_t bytes) {
   const auto segments = SplitByNode(topology, gpus);
   const int channels = ChannelCount(topology, segments);
   const int64_t n = static_cast<int64_t>(gpus.size());
   const int64_t steps = op == Op::kAllReduce ? 2 * (n - 1) : n - 1;
   const uint64_t chunk = CeilDiv(bytes, static_cast<uint64_t>(n) * static_cast<uint64_t>(channels));
-  Schedule s;
+  TransferSchedule s;
   s.family = LatencyFamily::kRing;
   s.transfers.reserve(static_cast<size_t>(n * channels));
   // Hops of each channel's ring, for the chain latency: K consecutive hops of the ring.

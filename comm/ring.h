@@ -23,8 +23,8 @@
 namespace trainsim::comm {
 
 // REQUIRES: op is all-reduce, reduce-scatter or all-gather; gpus distinct, size >= 2; bytes > 0.
-Schedule BuildRingSchedule(const Topology& topology, Op op, const std::vector<int>& gpus,
-                           uint64_t bytes);
+TransferSchedule BuildRingSchedule(const Topology& topology, Op op, const std::vector<int>& gpus,
+                                   uint64_t bytes);
 
 }  // namespace trainsim::comm
 

@@ -1,6 +1,6 @@
-// How a Schedule is priced and run (its contract is in schedule.h).
+// How a TransferSchedule is priced and run (its contract is in schedule.h).
 //
-// Every algorithm in comm/ describes itself as a Schedule:
+// Every algorithm in comm/ describes itself as a TransferSchedule:
 //   - launches × NCCL's base latency (kernel launch and set-up), paid first;
 //   - a run of synchronous stages ("waves") of data movement. A PipelinedTransfer moves
 //     `payload_bytes` from one GPU to another in each of `num_waves` consecutive waves starting
@@ -52,7 +52,7 @@ namespace trainsim::comm {
 namespace {
 
 // Wave boundaries where the active set changes.
-std::vector<int64_t> Boundaries(const Schedule& s) {
+std::vector<int64_t> Boundaries(const TransferSchedule& s) {
   std::vector<int64_t> b;
   b.reserve(s.transfers.size() * 3 + 1);
   b.push_back(0);
@@ -104,13 +104,13 @@ double MaxCyclicWindowSum(const std::vector<double>& values, int64_t k) {
 
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
-int64_t Schedule::total_waves() const {
+int64_t TransferSchedule::total_waves() const {
   int64_t w = 0;
   for (const auto& t : transfers) w = std::max(w, t.first_wave + t.num_waves);
   return w;
 }
 
-uint64_t Schedule::total_flows() const {
+uint64_t TransferSchedule::total_flows() const {
   uint64_t n = 0;
   for (const auto& t : transfers) n += static_cast<uint64_t>(t.num_waves);
   return n;
@@ -182,7 +182,7 @@ int64_t PipelineChunks(uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t mi
   return std::min(chunks, max_chunks);
 }
 
-std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& schedule,
+std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSchedule& schedule,
                                      const std::vector<Protocol>& protocols,
                                      const std::vector<double>* capacity_Bps) {
   const size_t np = protocols.size();
@@ -253,7 +253,7 @@ namespace {
 // The expansion's state; owns itself and is deleted after on_done.
 class ScheduleRun {
  public:
-  ScheduleRun(FlowNetwork* network, const Schedule& schedule, Protocol protocol,
+  ScheduleRun(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
               std::function<void()> on_done)
       : network_(network),
         transfers_(schedule.transfers),
@@ -341,7 +341,7 @@ class ScheduleRun {
 
 }  // namespace
 
-void RunSchedule(FlowNetwork* network, const Schedule& schedule, Protocol protocol,
+void RunSchedule(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
                  std::function<void()> on_done) {
   auto* run = new ScheduleRun(network, schedule, protocol, std::move(on_done));
   const double base_s = schedule.launches * NcclCosts(schedule.family, protocol).base_s;

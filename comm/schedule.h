@@ -1,8 +1,8 @@
-// comm::Schedule — a collective as stages ("waves") of transfers, shared by its two views.
+// comm::TransferSchedule — a collective as stages ("waves") of transfers, shared by its two views.
 //
-// Every algorithm in comm/ describes itself as a Schedule: `launches` × NCCL's base latency,
-// then synchronous waves of PipelinedTransfers (all transfers of a wave start together and the
-// wave ends when the last has drained), then the latency of the critical chain of hops, paid
+// Every algorithm in comm/ describes itself as a TransferSchedule: `launches` × NCCL's base
+// latency, then synchronous waves of PipelinedTransfers (all transfers of a wave start together and
+// the wave ends when the last has drained), then the latency of the critical chain of hops, paid
 // once. EvaluateSchedule prices it in closed form without events (one evaluation prices every
 // protocol); RunSchedule expands it into flows on a FlowNetwork. The two agree on an idle
 // network; why, and how they differ under changing contention: schedule.cc, docs/collectives.md.
@@ -40,7 +40,7 @@ Hop MakeHop(const Topology& topology, int src_gpu, int dst_gpu);
 // max(NCCL's hop latency for the protocol and class, the physical path latency).
 double HopLatency(const ProtocolCosts& costs, const Hop& hop);
 
-struct Schedule {
+struct TransferSchedule {
   LatencyFamily family = LatencyFamily::kRing;
   int launches = 1;  // collective launches (base latencies) — hierarchical runs three
   std::vector<PipelinedTransfer> transfers;
@@ -54,13 +54,13 @@ struct Schedule {
 // With `capacity_Bps` (one entry per LinkId, e.g. FlowNetwork::LinkCapacities()) links have
 // those capacities instead of the topology's; a wave crossing a link of capacity 0 never ends
 // (+infinity).
-std::vector<double> EvaluateSchedule(const Topology& topology, const Schedule& schedule,
+std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSchedule& schedule,
                                      const std::vector<Protocol>& protocols,
                                      const std::vector<double>* capacity_Bps = nullptr);
 
 // Runs the schedule with `protocol` on the network from now; on_done after the last wave has
 // drained and the chain latency has passed.
-void RunSchedule(FlowNetwork* network, const Schedule& schedule, Protocol protocol,
+void RunSchedule(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
                  std::function<void()> on_done);
 
 // Helpers the algorithms share.

@@ -145,7 +145,8 @@ double TreeChainLatency(const std::vector<TreeHops>& trees, const ProtocolCosts&
 
 }  // namespace
 
-Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpus, uint64_t bytes) {
+TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                   uint64_t bytes) {
   const auto segments = SplitByNode(topology, gpus);
   const int channels = ChannelCount(topology, segments);
   const int nodes = static_cast<int>(segments.size());
@@ -164,7 +165,7 @@ Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpu
       PipelineChunks(per_tree, 512 * 1024, 128 * 1024, 8 * std::max(depth_hops, 1), transfers);
   const uint64_t chunk = CeilDiv(per_tree, static_cast<uint64_t>(chunks));
 
-  Schedule s;
+  TransferSchedule s;
   s.family = LatencyFamily::kTree;
   s.transfers.reserve(static_cast<size_t>(transfers));
   auto add = [&](int src, int dst, int64_t first_wave) {

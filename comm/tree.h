@@ -26,7 +26,8 @@ namespace trainsim::comm {
 std::vector<int> DoubleBinaryTreeParents(int n, int which);
 
 // REQUIRES: gpus distinct, size >= 2; bytes > 0.
-Schedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpus, uint64_t bytes);
+TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<int>& gpus,
+                                   uint64_t bytes);
 
 }  // namespace trainsim::comm
 

@@ -59,7 +59,7 @@ double MatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double batch, d
 }
 }  // namespace
 
-double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward,
+double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op, bool forward,
                      const GemmCalibration* cal) {
   const int kernels = forward ? op.fwd_kernels : op.bwd_kernels;
   const double launch = kernels * p.kernel_overhead_s;
@@ -84,10 +84,10 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, b
   return launch;
 }
 
-std::vector<comm::GemmShape> GemmShapesOf(const std::vector<Op>& ops) {
+std::vector<comm::GemmShape> GemmShapesOf(const std::vector<KernelOp>& ops) {
   std::set<std::array<int64_t, 4>> seen;
   std::vector<comm::GemmShape> out;
-  for (const Op& op : ops) {
+  for (const KernelOp& op : ops) {
     if (op.kind != OpKind::kGemm && op.kind != OpKind::kBatchedGemm) continue;
     const std::array<std::array<int64_t, 4>, 3> shapes = {
         {{op.batch, op.m, op.n, op.k}, {op.batch, op.m, op.k, op.n}, {op.batch, op.k, op.n, op.m}}};
@@ -102,7 +102,7 @@ std::vector<comm::GemmShape> GemmShapesOf(const std::vector<Op>& ops) {
 }
 
 GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
-                                  const std::vector<Op>& ops) {
+                                  const std::vector<KernelOp>& ops) {
   GemmCoverage out;
   for (const comm::GemmShape& s : GemmShapesOf(ops)) {
     ++out.shapes;

@@ -63,14 +63,14 @@ std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCal
                                                double batch, double m, double n, double k);
 
 // Seconds one kernel of `op` takes, forward or backward; GEMMs use `cal` where it covers them.
-double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const Op& op, bool forward,
+double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op, bool forward,
                      const GemmCalibration* cal = nullptr);
 
 // The distinct matrix-product shapes `ops` run, in first-use order: each GEMM or batched GEMM
 // forward (m, n, k) as "<op>", its dgrad (m, k, n) as "<op>.dgrad" and its wgrad (k, n, m) as
 // "<op>.wgrad", a shape met again kept once. These are the shapes a calibration is looked up
 // with, so `trainsim calibrate` measures exactly these.
-std::vector<comm::GemmShape> GemmShapesOf(const std::vector<Op>& ops);
+std::vector<comm::GemmShape> GemmShapesOf(const std::vector<KernelOp>& ops);
 
 // How many of GemmShapesOf(ops) `cal` covers.
 struct GemmCoverage {
@@ -78,7 +78,7 @@ struct GemmCoverage {
   int calibrated = 0;
 };
 GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
-                                  const std::vector<Op>& ops);
+                                  const std::vector<KernelOp>& ops);
 
 // Optimizer step for `params` parameters, memory-bound (fused multi-tensor kernels), as
 // Megatron-LM's mixed-precision optimizer runs it: the gradient norm for clipping (reads the

@@ -4,22 +4,23 @@
 
 namespace trainsim::parallelism {
 
-std::string ScheduleName(Schedule s) {
+std::string ScheduleName(PipelineSchedule s) {
   switch (s) {
-    case Schedule::kGpipe:
+    case PipelineSchedule::kGpipe:
       return "gpipe";
-    case Schedule::k1F1B:
+    case PipelineSchedule::k1F1B:
       return "1f1b";
-    case Schedule::kInterleaved1F1B:
+    case PipelineSchedule::kInterleaved1F1B:
       return "interleaved";
   }
   return "1f1b";
 }
 
-Result<Schedule> ParseSchedule(const std::string& name) {
-  if (name == "gpipe") return Schedule::kGpipe;
-  if (name == "1f1b") return Schedule::k1F1B;
-  if (name == "interleaved" || name == "interleaved_1f1b") return Schedule::kInterleaved1F1B;
+Result<PipelineSchedule> ParseSchedule(const std::string& name) {
+  if (name == "gpipe") return PipelineSchedule::kGpipe;
+  if (name == "1f1b") return PipelineSchedule::k1F1B;
+  if (name == "interleaved" || name == "interleaved_1f1b")
+    return PipelineSchedule::kInterleaved1F1B;
   return Status::InvalidArgument("unknown pipeline schedule '" + name +
                                  "' (expected gpipe, 1f1b or interleaved)");
 }
@@ -108,7 +109,7 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
                                    " to divide the sequence length " + num(model.seq_len));
   }
   if (c.virtual_stages < 1) return Status::InvalidArgument("virtual_stages must be >= 1");
-  if (c.virtual_stages > 1 && c.schedule != Schedule::kInterleaved1F1B) {
+  if (c.virtual_stages > 1 && c.schedule != PipelineSchedule::kInterleaved1F1B) {
     return Status::InvalidArgument("virtual_stages > 1 needs the interleaved schedule");
   }
   if (c.virtual_stages > 1 && c.pp < 2) {
@@ -137,7 +138,8 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
         "global batch " + num(c.global_batch) + " gives " + num(c.num_micro_batches()) +
         " micro-batches per pipeline; at most " + num(kMaxMicroBatches) + " are supported");
   }
-  if (c.schedule == Schedule::kInterleaved1F1B && c.pp > 1 && c.num_micro_batches() % c.pp != 0) {
+  if (c.schedule == PipelineSchedule::kInterleaved1F1B && c.pp > 1 &&
+      c.num_micro_batches() % c.pp != 0) {
     return Status::InvalidArgument("the interleaved schedule needs the number of micro-batches (" +
                                    num(c.num_micro_batches()) + ") to be a multiple of pp (" +
                                    num(c.pp) + "), as Megatron-LM requires");

@@ -24,9 +24,9 @@
 
 namespace trainsim::parallelism {
 
-enum class Schedule { kGpipe, k1F1B, kInterleaved1F1B };
-std::string ScheduleName(Schedule s);
-Result<Schedule> ParseSchedule(const std::string& name);  // "gpipe", "1f1b", "interleaved"
+enum class PipelineSchedule { kGpipe, k1F1B, kInterleaved1F1B };
+std::string ScheduleName(PipelineSchedule s);
+Result<PipelineSchedule> ParseSchedule(const std::string& name);  // "gpipe", "1f1b", "interleaved"
 
 struct ParallelConfig {
   int tp = 1;
@@ -34,7 +34,7 @@ struct ParallelConfig {
   int dp = 1;
   int micro_batch = 1;
   int64_t global_batch = 1;  // sequences per iteration, all replicas together
-  Schedule schedule = Schedule::k1F1B;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
   int virtual_stages = 1;  // model chunks per pipeline rank; > 1 means interleaved 1F1B
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;

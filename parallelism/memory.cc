@@ -53,7 +53,7 @@ namespace {
 
 std::vector<MemoryBreakdown> PerStage(const ModelSpec& m, const ParallelConfig& c,
                                       const MemoryParams& p) {
-  const int v = c.schedule == Schedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
   const int64_t mbs = c.num_micro_batches();
   const auto orders = BuildSchedule(c.schedule, c.pp, v, mbs);
   const double layers_per_chunk = double(m.num_layers) / (double(c.pp) * v);
@@ -71,7 +71,7 @@ std::vector<MemoryBreakdown> PerStage(const ModelSpec& m, const ParallelConfig& 
     if (stage == c.pp - 1) {
       // fp32 softmax of the vocab-parallel logits, kept for the loss backward; the last stage
       // holds it for each micro-batch whose last chunk is in flight (1 under 1F1B).
-      const int last_in_flight = c.schedule == Schedule::kGpipe ? int(mbs) : 1;
+      const int last_in_flight = c.schedule == PipelineSchedule::kGpipe ? int(mbs) : 1;
       act += last_in_flight * 4.0 * double(c.micro_batch) * m.seq_len * m.vocab / c.tp;
     }
     b.activations = act;

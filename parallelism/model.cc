@@ -7,9 +7,9 @@ namespace {
 
 // A dense product C[m×n] = A[m×k]·B[k×n] (times `batch`). Forward: 2mnk FLOPs, reads A and B,
 // writes C. Backward: dgrad and wgrad, each 2mnk FLOPs and the same three matrices' traffic.
-Op Gemm(std::string name, OpKind kind, int64_t batch, int64_t m, int64_t n, int64_t k,
-        int elem_bytes) {
-  Op op;
+KernelOp Gemm(std::string name, OpKind kind, int64_t batch, int64_t m, int64_t n, int64_t k,
+              int elem_bytes) {
+  KernelOp op;
   op.name = std::move(name);
   op.kind = kind;
   op.batch = batch;
@@ -30,9 +30,9 @@ Op Gemm(std::string name, OpKind kind, int64_t batch, int64_t m, int64_t n, int6
 
 // An element-wise kernel over `elements`, moving the given bytes per element forward and
 // backward and doing `flops_per_elem` arithmetic (counted only as "other" FLOPs).
-Op Elementwise(std::string name, double elements, double fwd_bytes_per_elem,
-               double bwd_bytes_per_elem, double flops_per_elem, int bwd_kernels = 1) {
-  Op op;
+KernelOp Elementwise(std::string name, double elements, double fwd_bytes_per_elem,
+                     double bwd_bytes_per_elem, double flops_per_elem, int bwd_kernels = 1) {
+  KernelOp op;
   op.name = std::move(name);
   op.kind = OpKind::kMemoryBound;
   op.fwd_bytes = elements * fwd_bytes_per_elem;
@@ -66,7 +66,7 @@ Status ValidateModel(const ModelSpec& m) {
   return Status::Ok();
 }
 
-std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
+std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
   const int t = split.tp;
   const int e = m.bytes_per_element;
   const int64_t b = micro_batch, s = m.seq_len, h = m.hidden, a = m.heads, f = m.ffn();
@@ -76,7 +76,7 @@ std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch)
   const double hidden_elems = double(tokens) * h / (split.sequence_parallel ? t : 1);
   const double score_elems = double(b) * (a / t) * s * s;
   const double dropout_mask = m.dropout ? 1.0 : 0.0;  // one byte per element of mask
-  std::vector<Op> ops;
+  std::vector<KernelOp> ops;
 
   // Layer norm: forward reads x and writes y; backward reads x and dy, writes dx (the statistics
   // and the gamma/beta gradients are small), as two kernels.
@@ -86,7 +86,7 @@ std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch)
     // One fused kernel: QK^T and AV on chip; HBM traffic is Q, K, V in and O out forward, and
     // Q, K, V, O, dO in and dQ, dK, dV out backward (Dao et al. 2022). Backward recomputes the
     // scores on chip (one more s×s product), counted as hardware, not model, FLOPs.
-    Op fa;
+    KernelOp fa;
     fa.name = "flash_attention";
     fa.kind = OpKind::kFlashAttention;
     fa.batch = b * (a / t);
@@ -103,19 +103,19 @@ std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch)
     fa.bwd_kernels = 2;
     ops.push_back(fa);
   } else {
-    Op scores = Gemm("attn_scores", OpKind::kBatchedGemm, b * (a / t), s, s, h / a, e);
+    KernelOp scores = Gemm("attn_scores", OpKind::kBatchedGemm, b * (a / t), s, s, h / a, e);
     scores.selective_recompute = true;
     ops.push_back(scores);
     // Megatron's fused scale-mask-softmax: reads and writes the scores once each way.
-    Op softmax = Elementwise("softmax", score_elems, 2.0 * e, 3.0 * e, 5);
+    KernelOp softmax = Elementwise("softmax", score_elems, 2.0 * e, 3.0 * e, 5);
     softmax.selective_recompute = true;
     ops.push_back(softmax);
     if (m.dropout) {
-      Op drop = Elementwise("attn_dropout", score_elems, 2.0 * e + 1, 2.0 * e + 1, 2);
+      KernelOp drop = Elementwise("attn_dropout", score_elems, 2.0 * e + 1, 2.0 * e + 1, 2);
       drop.selective_recompute = true;
       ops.push_back(drop);
     }
-    Op context = Gemm("attn_context", OpKind::kBatchedGemm, b * (a / t), s, h / a, s, e);
+    KernelOp context = Gemm("attn_context", OpKind::kBatchedGemm, b * (a / t), s, h / a, s, e);
     context.selective_recompute = true;
     ops.push_back(context);
   }
@@ -138,11 +138,11 @@ std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch)
   return ops;
 }
 
-std::vector<Op> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
+std::vector<KernelOp> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
   const int e = m.bytes_per_element;
   const double elems = double(micro_batch) * m.seq_len * m.hidden;
   const double hidden_elems = elems / (split.sequence_parallel ? split.tp : 1);
-  std::vector<Op> ops;
+  std::vector<KernelOp> ops;
   // Vocab-parallel lookup: gathers rows and writes b·s·h (masked rows are zeros); backward
   // scatters-adds the gradient into the embedding table.
   ops.push_back(Elementwise("embedding_lookup", elems, 2.0 * e, 3.0 * e, 0));
@@ -151,12 +151,12 @@ std::vector<Op> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_ba
   return ops;
 }
 
-std::vector<Op> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
+std::vector<KernelOp> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
   const int t = split.tp;
   const int e = m.bytes_per_element;
   const int64_t tokens = int64_t(micro_batch) * m.seq_len;
   const double hidden_elems = double(tokens) * m.hidden / (split.sequence_parallel ? t : 1);
-  std::vector<Op> ops;
+  std::vector<KernelOp> ops;
   ops.push_back(Elementwise("final_layernorm", hidden_elems, 2.0 * e, 3.0 * e, 8, 2));
   // Vocab-parallel output layer (the tied embedding matrix, split by rows across TP).
   ops.push_back(Gemm("logits", OpKind::kGemm, 1, tokens, m.vocab / t, m.hidden, e));
@@ -254,9 +254,9 @@ int64_t ParameterCount(const ModelSpec& m) {
 }
 
 namespace {
-double SumMatmul(const std::vector<Op>& ops, bool fwd, bool bwd, bool selective_only) {
+double SumMatmul(const std::vector<KernelOp>& ops, bool fwd, bool bwd, bool selective_only) {
   double total = 0;
-  for (const Op& op : ops) {
+  for (const KernelOp& op : ops) {
     if (selective_only && !op.selective_recompute) continue;
     if (fwd) total += op.fwd_matmul_flops;
     if (bwd) total += op.bwd_matmul_flops;
@@ -275,12 +275,12 @@ double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch) {
 
 double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r) {
   const TensorSplit one{1, false};
-  const std::vector<Op> layer = LayerOps(m, one, 1);
+  const std::vector<KernelOp> layer = LayerOps(m, one, 1);
   double extra = 0;
   if (r == Recompute::kFull) extra = SumMatmul(layer, true, false, false);
   if (r == Recompute::kSelective) extra = SumMatmul(layer, true, false, true);
   double flash_extra = 0;  // flash attention's on-chip recompute of the scores in backward
-  for (const Op& op : layer) {
+  for (const KernelOp& op : layer) {
     if (op.kind == OpKind::kFlashAttention) flash_extra += op.bwd_other_flops;
   }
   return ModelFlopsPerIteration(m, global_batch) +

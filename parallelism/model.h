@@ -48,7 +48,7 @@ enum class OpKind {
 };
 
 // One kernel (or fused kernel) of one micro-batch on one GPU.
-struct Op {
+struct KernelOp {
   std::string name;
   OpKind kind = OpKind::kMemoryBound;
   // Matrix-product shape (kGemm, kBatchedGemm, kFlashAttention): C[m×n] = A[m×k]·B[k×n], `batch`
@@ -70,11 +70,11 @@ struct TensorSplit {
 
 // The operations of one transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU of a TP group. REQUIRES: ValidateModel ok, heads and ffn divisible by tp.
-std::vector<Op> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch);
+std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch);
 // Word + position embedding lookup and embedding dropout (first pipeline stage).
-std::vector<Op> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch);
+std::vector<KernelOp> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch);
 // Final layer norm, logits (vocab-parallel) and cross-entropy (last pipeline stage).
-std::vector<Op> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch);
+std::vector<KernelOp> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch);
 
 // A tensor-parallel collective inside a layer (over the TP group), per micro-batch. Bytes are the
 // nccl-tests "size" of the call: the full b·s·h tensor for all-reduce, all-gather (output) and

@@ -43,14 +43,14 @@ std::vector<Task> Interleaved(int p, int v, int rank, int64_t m) {
 
 }  // namespace
 
-std::vector<std::vector<Task>> BuildSchedule(Schedule schedule, int pp, int virtual_stages,
+std::vector<std::vector<Task>> BuildSchedule(PipelineSchedule schedule, int pp, int virtual_stages,
                                              int64_t micro_batches) {
   std::vector<std::vector<Task>> out(pp);
   for (int r = 0; r < pp; ++r) {
-    if (schedule == Schedule::kGpipe) {
+    if (schedule == PipelineSchedule::kGpipe) {
       for (int64_t i = 0; i < micro_batches; ++i) out[r].push_back({true, int(i), 0});
       for (int64_t i = 0; i < micro_batches; ++i) out[r].push_back({false, int(i), 0});
-    } else if (schedule == Schedule::kInterleaved1F1B && virtual_stages > 1) {
+    } else if (schedule == PipelineSchedule::kInterleaved1F1B && virtual_stages > 1) {
       out[r] = Interleaved(pp, virtual_stages, r, micro_batches);
     } else {
       out[r] = OneF1B(pp, r, micro_batches);

@@ -32,7 +32,7 @@ struct Task {
 
 // The task order of each pipeline rank (index = pp rank). REQUIRES: pp ≥ 1, virtual_stages ≥ 1,
 // micro_batches ≥ 1, and for interleaving micro_batches a multiple of pp.
-std::vector<std::vector<Task>> BuildSchedule(Schedule schedule, int pp, int virtual_stages,
+std::vector<std::vector<Task>> BuildSchedule(PipelineSchedule schedule, int pp, int virtual_stages,
                                              int64_t micro_batches);
 
 // The largest number of chunk forwards whose backward has not yet run, over the order: the

@@ -114,10 +114,10 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.global_batch = p.global_batch();
   c.parallel.virtual_stages = r.virtual_stages;
   if (p.schedule() == pb::Parallelism::GPIPE) {
-    c.parallel.schedule = par::Schedule::kGpipe;
+    c.parallel.schedule = par::PipelineSchedule::kGpipe;
   } else {
-    c.parallel.schedule =
-        r.virtual_stages > 1 ? par::Schedule::kInterleaved1F1B : par::Schedule::k1F1B;
+    c.parallel.schedule = r.virtual_stages > 1 ? par::PipelineSchedule::kInterleaved1F1B
+                                               : par::PipelineSchedule::k1F1B;
   }
   switch (p.recompute()) {
     case pb::Parallelism::SELECTIVE:

@@ -35,10 +35,10 @@ Result<double> SumTp(TpCollectiveTimer* timer, const std::vector<TpCollective>& 
   return total;
 }
 
-double SumOps(const StepConfig& cfg, const GemmCalibration& cal, const std::vector<Op>& ops,
+double SumOps(const StepConfig& cfg, const GemmCalibration& cal, const std::vector<KernelOp>& ops,
               bool forward, bool selective_only = false) {
   double total = 0;
-  for (const Op& op : ops) {
+  for (const KernelOp& op : ops) {
     if (selective_only && !op.selective_recompute) continue;
     total += OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
   }
@@ -82,7 +82,7 @@ GemmCalibration GemmCalibrationOf(const StepConfig& cfg) {
 }
 
 int ChunksPerRank(const ParallelConfig& c) {
-  return c.schedule == Schedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  return c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
 }
 
 int NicShare(const ParallelConfig& c, const comm::TopologySpec& topology) {
@@ -98,7 +98,7 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& cfg, const GemmCalib
   const int vstages = c.pp * ChunksPerRank(c);
   const double layers = double(m.num_layers) / vstages;
 
-  const std::vector<Op> layer = LayerOps(m, split, c.micro_batch);
+  const std::vector<KernelOp> layer = LayerOps(m, split, c.micro_batch);
   const auto layer_tp = LayerTpCollectives(m, split, c.micro_batch);
   const double l_fwd = SumOps(cfg, gemm, layer, true), l_bwd = SumOps(cfg, gemm, layer, false);
   double l_recompute = 0;

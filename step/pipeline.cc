@@ -18,7 +18,7 @@ Pipeline::Pipeline(StepState* state, std::vector<ChunkCost> costs, GradientSync*
   if (st_->trace.enabled()) {
     const StepConfig& cfg = st_->cfg;
     const parallelism::GemmCalibration cal = GemmCalibrationOf(cfg);
-    for (const parallelism::Op& op :
+    for (const parallelism::KernelOp& op :
          LayerOps(cfg.model, {st_->c.tp, st_->c.sequence_parallel}, st_->c.micro_batch)) {
       layer_ops_.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
                             OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal),

@@ -20,7 +20,7 @@ class Replay {
       : c_(c),
         passes_(passes),
         send_s_(send_s),
-        v_(c.schedule == parallelism::Schedule::kInterleaved1F1B ? c.virtual_stages : 1),
+        v_(c.schedule == parallelism::PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1),
         m_(c.num_micro_batches()),
         orders_(parallelism::BuildSchedule(c.schedule, c.pp, v_, m_)),
         ranks_(size_t(c.pp)) {

@@ -364,14 +364,14 @@ std::vector<Candidate> EnumerateLayouts(const SweepProblem& problem) {
         const int dp = n / tp / pp;
         for (int mb : problem.micro_batches) {
           struct Sched {
-            par::Schedule s;
+            par::PipelineSchedule s;
             int v;
           };
-          std::vector<Sched> scheds = {{par::Schedule::k1F1B, 1}};
-          if (pp > 1 && problem.gpipe) scheds.push_back({par::Schedule::kGpipe, 1});
+          std::vector<Sched> scheds = {{par::PipelineSchedule::k1F1B, 1}};
+          if (pp > 1 && problem.gpipe) scheds.push_back({par::PipelineSchedule::kGpipe, 1});
           if (pp > 1 && problem.interleaving) {
             for (int v : Divisors(layers / pp)) {
-              if (v > 1) scheds.push_back({par::Schedule::kInterleaved1F1B, v});
+              if (v > 1) scheds.push_back({par::PipelineSchedule::kInterleaved1F1B, v});
             }
           }
           for (const Sched& sc : scheds) {

@@ -36,7 +36,7 @@ LayerTimes Predict(bool sp, Recompute recompute) {
   const ComputeParams p;
   const TensorSplit split{8, sp};
   double fwd = 0, bwd = 0, recompute_s = 0;
-  for (const Op& op : LayerOps(m, split, 4)) {
+  for (const KernelOp& op : LayerOps(m, split, 4)) {
     fwd += OpTimeSeconds(gpu, p, op, true);
     bwd += OpTimeSeconds(gpu, p, op, false);
     if (recompute == Recompute::kFull ||

@@ -59,14 +59,15 @@ TEST(LayoutTest, ExplainsLayoutsThatCannotRun) {
   ParallelConfig inter = c;
   inter.pp = 1;
   inter.dp = 4;
-  inter.schedule = Schedule::kInterleaved1F1B;
+  inter.schedule = PipelineSchedule::kInterleaved1F1B;
   inter.virtual_stages = 2;
   EXPECT_FALSE(ValidateLayout(Small(), inter, 32, 8).ok());  // nothing to interleave
 }
 
 TEST(ScheduleTest, EveryRankRunsEachForwardAndBackwardOnceInOrder) {
-  for (Schedule s : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved1F1B}) {
-    const int p = 4, v = s == Schedule::kInterleaved1F1B ? 2 : 1;
+  for (PipelineSchedule s :
+       {PipelineSchedule::kGpipe, PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B}) {
+    const int p = 4, v = s == PipelineSchedule::kInterleaved1F1B ? 2 : 1;
     const int64_t m = 8;
     const auto orders = BuildSchedule(s, p, v, m);
     ASSERT_EQ(orders.size(), 4u);
@@ -90,12 +91,12 @@ TEST(ScheduleTest, EveryRankRunsEachForwardAndBackwardOnceInOrder) {
 TEST(ScheduleTest, InFlightMicroBatchesMatchTheSchedules) {
   const int p = 4;
   const int64_t m = 8;
-  auto one_f1b = BuildSchedule(Schedule::k1F1B, p, 1, m);
+  auto one_f1b = BuildSchedule(PipelineSchedule::k1F1B, p, 1, m);
   for (int r = 0; r < p; ++r) EXPECT_EQ(PeakChunksInFlight(one_f1b[r]), p - r);
-  auto gpipe = BuildSchedule(Schedule::kGpipe, p, 1, m);
+  auto gpipe = BuildSchedule(PipelineSchedule::kGpipe, p, 1, m);
   EXPECT_EQ(PeakChunksInFlight(gpipe[0]), m);
   const int v = 3;
-  auto inter = BuildSchedule(Schedule::kInterleaved1F1B, p, v, m);
+  auto inter = BuildSchedule(PipelineSchedule::kInterleaved1F1B, p, v, m);
   EXPECT_EQ(PeakChunksInFlight(inter[0]), (v + 1) * p - 1);
   // 1F1B: rank 0 starts with p − 1 warm-up forwards, then alternates.
   EXPECT_TRUE(one_f1b[0][3].forward);

@@ -78,7 +78,7 @@ TEST(MemoryTest, FirstStageHoldsAllLayersUnder1F1BAndMoreWhenInterleaved) {
   c.global_batch = 16;
   for (int v : {1, 2, 3}) {
     c.virtual_stages = v;
-    c.schedule = v > 1 ? Schedule::kInterleaved1F1B : Schedule::k1F1B;
+    c.schedule = v > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::k1F1B;
     const auto order = BuildSchedule(c.schedule, c.pp, v, c.num_micro_batches());
     const double layers_per_chunk = L / (p * v);
     const double act = PeakChunksInFlight(order[0]) * layers_per_chunk *

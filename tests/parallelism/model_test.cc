@@ -50,9 +50,9 @@ TEST(ModelTest, IterationFlopsEqualNarayananFormula) {
   }
 }
 
-double Sum(const std::vector<Op>& ops, double Op::*field) {
+double Sum(const std::vector<KernelOp>& ops, double KernelOp::*field) {
   double total = 0;
-  for (const Op& op : ops) total += op.*field;
+  for (const KernelOp& op : ops) total += op.*field;
   return total;
 }
 
@@ -61,15 +61,17 @@ TEST(ModelTest, TensorParallelSplitsMatrixFlopsEvenly) {
   for (int t : {1, 2, 4, 8}) {
     const auto one = LayerOps(m, {1, false}, 2);
     const auto split = LayerOps(m, {t, false}, 2);
-    EXPECT_NEAR(Sum(split, &Op::fwd_matmul_flops) * t, Sum(one, &Op::fwd_matmul_flops), 1.0);
-    EXPECT_NEAR(Sum(split, &Op::bwd_matmul_flops) * t, Sum(one, &Op::bwd_matmul_flops), 1.0);
+    EXPECT_NEAR(Sum(split, &KernelOp::fwd_matmul_flops) * t, Sum(one, &KernelOp::fwd_matmul_flops),
+                1.0);
+    EXPECT_NEAR(Sum(split, &KernelOp::bwd_matmul_flops) * t, Sum(one, &KernelOp::bwd_matmul_flops),
+                1.0);
   }
 }
 
 TEST(ModelTest, SequenceParallelSplitsLayerNormTraffic) {
   const ModelSpec m = Gpt(kMegatronRows[2]);
   auto ln_bytes = [&](bool sp) {
-    for (const Op& op : LayerOps(m, {8, sp}, 1)) {
+    for (const KernelOp& op : LayerOps(m, {8, sp}, 1)) {
       if (op.name == "layernorm_1") return op.fwd_bytes;
     }
     return 0.0;
@@ -109,7 +111,7 @@ TEST(ModelTest, GroupedQueryAttentionAndSwigluCountTheirMatrices) {
             h * (h + 2 * kvw) + (h + 2 * kvw) + h * h + h + 3 * h * f + 2 * f + h + 4 * h);
   // The GEMMs alone (2·params FLOPs per token forward) dominate: ~69B parameters.
   EXPECT_NEAR(ParameterCount(m) / 1e9, 69.0, 0.5);
-  for (const Op& op : LayerOps(m, {8, false}, 1)) {
+  for (const KernelOp& op : LayerOps(m, {8, false}, 1)) {
     if (op.name == "qkv") {
       EXPECT_EQ(op.n, (h + 2 * kvw) / 8);
     }

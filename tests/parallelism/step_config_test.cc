@@ -50,7 +50,7 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   EXPECT_EQ(c->parallel.tp, 4);
   EXPECT_EQ(c->parallel.pp, 2);
   EXPECT_EQ(c->parallel.dp, 4);
-  EXPECT_EQ(c->parallel.schedule, parallelism::Schedule::kInterleaved1F1B);
+  EXPECT_EQ(c->parallel.schedule, parallelism::PipelineSchedule::kInterleaved1F1B);
   EXPECT_EQ(c->parallel.virtual_stages, 2);
   EXPECT_EQ(c->parallel.recompute, parallelism::Recompute::kSelective);
   EXPECT_TRUE(c->parallel.sequence_parallel);

@@ -73,7 +73,7 @@ TEST(CalibrationStepTest, LayerGemmsTakeTheSampleRatesIncludingTransposedWgrads)
   const GemmCalibration g{cal.get(), "bf16"};
   const double peak_tflops = c.gpu.peak_flops / 1e12;
   int matched = 0;
-  for (const Op& op : LayerOps(c.model, {8, true}, 1)) {
+  for (const KernelOp& op : LayerOps(c.model, {8, true}, 1)) {
     for (const Expected& e : kRows) {
       if (op.name != e.op) continue;
       ++matched;
@@ -110,7 +110,7 @@ TEST(CalibrationStepTest, ComputeTimeChangesByTheFlopsOverTheMeasuredMinusModell
   // product is FLOPs · (1/measured − 1/(peak · modelled efficiency)).
   const double peak = base.gpu.peak_flops;
   double delta_per_layer = 0;
-  for (const Op& op : LayerOps(base.model, {8, true}, 1)) {
+  for (const KernelOp& op : LayerOps(base.model, {8, true}, 1)) {
     for (const Expected& e : kRows) {
       if (op.name != e.op) continue;
       const double m = double(op.m), n = double(op.n), k = double(op.k);

@@ -59,12 +59,12 @@ TEST(StepSimulationTest, SingleGpuStepIsForwardBackwardAndOptimizer) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   const TensorSplit one{1, false};
   double expected = 0;
-  for (const Op& op : LayerOps(c.model, one, 1)) {
+  for (const KernelOp& op : LayerOps(c.model, one, 1)) {
     expected += c.model.num_layers * (OpTimeSeconds(c.gpu, c.compute, op, true) +
                                       OpTimeSeconds(c.gpu, c.compute, op, false));
   }
   for (const auto& ops : {EmbeddingOps(c.model, one, 1), HeadOps(c.model, one, 1)}) {
-    for (const Op& op : ops) {
+    for (const KernelOp& op : ops) {
       expected +=
           OpTimeSeconds(c.gpu, c.compute, op, true) + OpTimeSeconds(c.gpu, c.compute, op, false);
     }
@@ -106,11 +106,11 @@ TEST(StepSimulationTest, OneF1BBubbleMatchesClosedForm) {
   c.parallel.overlap_p2p = true;
   Result<StepResult> r_overlap = SimulateStep(c);
   ASSERT_TRUE(r_overlap.ok());
-  c.parallel.schedule = Schedule::kGpipe;
+  c.parallel.schedule = PipelineSchedule::kGpipe;
   Result<StepResult> g = SimulateStep(c);
   ASSERT_TRUE(g.ok());
   EXPECT_NEAR(g->time_s, r->time_s, 0.03 * r->time_s);
-  c.parallel.schedule = Schedule::kInterleaved1F1B;
+  c.parallel.schedule = PipelineSchedule::kInterleaved1F1B;
   c.parallel.virtual_stages = 2;
   Result<StepResult> in = SimulateStep(c);
   ASSERT_TRUE(in.ok()) << in.status().message();
@@ -377,7 +377,8 @@ TEST(StepSimulationPropertyTest, EveryLayoutCompletesOrIsExplainedAndAddsUp) {
   int simulated = 0;
   for (int tp : {1, 2, 4}) {
     for (int pp : {1, 2, 4}) {
-      for (Schedule sched : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved1F1B}) {
+      for (PipelineSchedule sched : {PipelineSchedule::kGpipe, PipelineSchedule::k1F1B,
+                                     PipelineSchedule::kInterleaved1F1B}) {
         for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
           for (int zero : {0, 1}) {
             for (bool overlap : {false, true}) {
@@ -385,7 +386,7 @@ TEST(StepSimulationPropertyTest, EveryLayoutCompletesOrIsExplainedAndAddsUp) {
               StepConfig c = Small(2, tp, pp, dp, int64_t(dp) * 2 * 4);
               c.parallel.micro_batch = 2;
               c.parallel.schedule = sched;
-              c.parallel.virtual_stages = sched == Schedule::kInterleaved1F1B ? 2 : 1;
+              c.parallel.virtual_stages = sched == PipelineSchedule::kInterleaved1F1B ? 2 : 1;
               c.parallel.recompute = rc;
               c.parallel.sequence_parallel = tp > 1 && rc == Recompute::kSelective;
               c.parallel.zero_stage = zero;

@@ -42,7 +42,7 @@ struct Case {
   int layers, hidden, heads, nodes;
   int64_t batch;
   int tp, pp, dp, mb;
-  par::Schedule schedule;
+  par::PipelineSchedule schedule;
   int v;
   par::Recompute recompute;
   bool sp;
@@ -50,9 +50,9 @@ struct Case {
   bool overlap = true;
 };
 
-constexpr auto k1F1B = par::Schedule::k1F1B;
-constexpr auto kGpipe = par::Schedule::kGpipe;
-constexpr auto kInter = par::Schedule::kInterleaved1F1B;
+constexpr auto k1F1B = par::PipelineSchedule::k1F1B;
+constexpr auto kGpipe = par::PipelineSchedule::kGpipe;
+constexpr auto kInter = par::PipelineSchedule::kInterleaved1F1B;
 constexpr auto kNone = par::Recompute::kNone;
 constexpr auto kSel = par::Recompute::kSelective;
 constexpr auto kFull = par::Recompute::kFull;
@@ -185,10 +185,10 @@ std::vector<RandomCase> RandomLayouts(int count) {
     p.dp = nodes * 8 / (p.tp * p.pp);
     p.micro_batch = 1 << pick(3);
     const int sched = pick(3);
-    p.schedule = sched == 0   ? par::Schedule::kGpipe
-                 : sched == 1 ? par::Schedule::k1F1B
-                              : par::Schedule::kInterleaved1F1B;
-    p.virtual_stages = p.schedule == par::Schedule::kInterleaved1F1B ? 2 << pick(2) : 1;
+    p.schedule = sched == 0   ? par::PipelineSchedule::kGpipe
+                 : sched == 1 ? par::PipelineSchedule::k1F1B
+                              : par::PipelineSchedule::kInterleaved1F1B;
+    p.virtual_stages = p.schedule == par::PipelineSchedule::kInterleaved1F1B ? 2 << pick(2) : 1;
     const int64_t micro_batches = int64_t(p.pp) * (1 << pick(5));  // m = k·pp, k = 1..16
     p.global_batch = micro_batches * p.micro_batch * p.dp;
     p.sequence_parallel = p.tp > 1 && pick(2) == 1;
@@ -252,7 +252,7 @@ TEST(EstimatorTest, PipelineBubbleFollowsTheClosedForm) {
   c.parallel.micro_batch = 1;
   c.allow_oom = true;
   Result<StepEstimate> one = EstimateStep(c, &cache);
-  c.parallel.schedule = par::Schedule::kInterleaved1F1B;
+  c.parallel.schedule = par::PipelineSchedule::kInterleaved1F1B;
   c.parallel.virtual_stages = 2;
   Result<StepEstimate> two = EstimateStep(c, &cache);
   ASSERT_TRUE(one.ok() && two.ok());

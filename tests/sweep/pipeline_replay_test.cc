@@ -15,7 +15,7 @@ parallelism::ParallelConfig Interleaved(int pp, int v, int64_t m, bool overlap_p
   c.dp = 1;
   c.micro_batch = 1;
   c.global_batch = m;
-  c.schedule = parallelism::Schedule::kInterleaved1F1B;
+  c.schedule = parallelism::PipelineSchedule::kInterleaved1F1B;
   c.virtual_stages = v;
   c.overlap_p2p = overlap_p2p;
   return c;

@@ -70,7 +70,8 @@ Result<Row> SweepRow(const std::string& file) {
     for (int v : vs) {
       step::StepConfig c = *step;
       c.parallel.micro_batch = mb;
-      c.parallel.schedule = v > 1 ? par::Schedule::kInterleaved1F1B : par::Schedule::k1F1B;
+      c.parallel.schedule =
+          v > 1 ? par::PipelineSchedule::kInterleaved1F1B : par::PipelineSchedule::k1F1B;
       c.parallel.virtual_stages = v;
       Result<step::StepResult> sim = step::SimulateStep(c);
       if (!sim.ok()) continue;  // does not divide the batch, needs m % pp == 0, or does not fit
