@@ -51,11 +51,6 @@ Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::Colle
 }
 
 void GradientSync::BeforePass(int ei, std::function<void()> then) {
-  const parallelism::ParallelConfig& c = st_->c;
-  if (c.zero_stage < 3 || c.dp == 1) {
-    then();
-    return;
-  }
   // ZeRO-3 gathers this chunk's weights before each pass (no prefetch modelled).
   Executor& e = st_->exec(ei);
   const double now = st_->now();

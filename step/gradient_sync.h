@@ -29,8 +29,9 @@ class GradientSync {
   int buckets_per_chunk(int stage) const { return channels_[size_t(stage)].plan.per_chunk; }
   // Replica `replica` of `stage` has produced its next gradient bucket.
   void BucketReady(int stage, int replica);
-  // ZeRO-3 (DP > 1): gathers executor ei's chunk weights, then runs `then`. Otherwise runs
-  // `then` at once.
+  // ZeRO-3 with DP > 1: every pass first gathers its chunk's weights (BeforePass).
+  bool GathersBeforePass() const { return st_->c.zero_stage >= 3 && st_->c.dp > 1; }
+  // Gathers executor ei's chunk weights, then runs `then`. REQUIRES: GathersBeforePass().
   void BeforePass(int ei, std::function<void()> then);
   // Executor ei ran its last task.
   void ComputeDone(int ei);

@@ -77,7 +77,11 @@ void Pipeline::TryStart(int ei) {
   }
   e.busy = true;
   e.computing = true;
-  sync_->BeforePass(ei, [this, ei] { RunTask(ei); });
+  if (sync_->GathersBeforePass()) {
+    sync_->BeforePass(ei, [this, ei] { RunTask(ei); });
+  } else {
+    RunTask(ei);
+  }
 }
 
 void Pipeline::RunTask(int ei) {

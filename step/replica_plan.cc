@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <set>
+
+#include "step/step_state.h"
 
 namespace trainsim::step {
 namespace {
@@ -78,12 +79,6 @@ std::map<comm::LinkId, double> FoldLinkDegradations(const comm::Topology& topo,
   return factor;
 }
 
-std::string Number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 }  // namespace
 
 double ReplicaPlan::max_slowdown() const {
@@ -118,7 +113,7 @@ Result<ReplicaPlan> PlanReplicas(const comm::Topology& topo, const Layout& layou
     }
     if (!(factor >= 1.0) || !(factor <= 1e6)) {
       return Status::InvalidArgument("GPU slowdown factor must be between 1 and 1e6 (got " +
-                                     Number(factor) + ")");
+                                     FormatNumber("%g", factor) + ")");
     }
     plan.slowdown[gpu] = std::max(plan.slowdown[gpu], factor);
   }

@@ -5,7 +5,6 @@
 #include "step/step_simulation.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 
 #include "step/gradient_sync.h"
@@ -19,12 +18,6 @@ namespace {
 
 using namespace parallelism;  // NOLINT: the closed-form models this simulation runs
 
-std::string Sci(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
 // The step's compute alone, at the slowest GPU's speed, must fit sim::Time comfortably.
 Status CheckStepLength(const ParallelConfig& c, const std::vector<ChunkCost>& costs,
                        double max_slowdown) {
@@ -34,7 +27,7 @@ Status CheckStepLength(const ParallelConfig& c, const std::vector<ChunkCost>& co
   }
   total *= double(c.num_micro_batches()) * max_slowdown;
   if (!(total < 1e9)) {
-    return Status::OutOfRange("one step would take about " + Sci(total) +
+    return Status::OutOfRange("one step would take about " + FormatNumber("%.3g", total) +
                               " s of simulated time, beyond what trainsim simulates; check the "
                               "model size, batch and slowdowns");
   }

@@ -49,10 +49,14 @@ StepBreakdown StepState::Breakdown(int replica, int stage) const {
   return b;
 }
 
+std::string FormatNumber(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 Status StepState::TooLong(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", s);
-  return Status::OutOfRange(std::string("one pipeline task would take ") + buf +
+  return Status::OutOfRange("one pipeline task would take " + FormatNumber("%.3g", s) +
                             " s of simulated time; check the model size and slowdowns");
 }
 

@@ -22,6 +22,9 @@
 
 namespace trainsim::step {
 
+// One printf conversion of `v` ("%.3g", "%g"), for the step simulation's messages.
+std::string FormatNumber(const char* format, double v);
+
 // Records trace slices when enabled; a slice of zero length is dropped.
 class TraceRecorder {
  public:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "parallelism/compute.h"
@@ -24,7 +25,6 @@ class CachedTpTimer final : public step::TpCollectiveTimer {
   Result<double> Seconds(comm::Op op, double bytes) override {
     return cache_->CollectiveSeconds(*topo_, op, group_, bytes);
   }
-  const std::vector<int>& group() const { return group_; }
 
  private:
   EstimatorCache* cache_;
@@ -111,9 +111,10 @@ Status EstimatePasses(Estimate& e) {
   // TP collectives as the step simulation times them: the calibration's measured curve where it
   // covers them, else comm's closed form (memoised across layouts by the cache).
   CachedTpTimer cached(e.cache, &e.topo, e.layout.TpGroup(0));
-  step::CalibratedTpTimer calibrated(&e.topo, e.layout.TpGroup(0), cfg.calibration.get());
+  std::optional<step::CalibratedTpTimer> calibrated;
+  if (cfg.calibration) calibrated.emplace(&e.topo, e.layout.TpGroup(0), cfg.calibration.get());
   step::TpCollectiveTimer* tp =
-      cfg.calibration ? static_cast<step::TpCollectiveTimer*>(&calibrated) : &cached;
+      calibrated ? static_cast<step::TpCollectiveTimer*>(&*calibrated) : &cached;
   Result<std::vector<step::ChunkCost>> costs =
       step::ChunkCosts(cfg, step::GemmCalibrationOf(cfg), tp);
   if (!costs.ok()) return costs.status();
