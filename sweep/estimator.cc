@@ -153,6 +153,21 @@ Status EstimatePipeline(Estimate& e) {
     if (!t.ok()) return t.status();
     e.p2p_s = *t;
   }
+  // Blocking sends under interleaving: the rendezvous waits have no closed form, so the
+  // schedule is replayed task by task on the idle network (sweep/pipeline_replay.h).
+  e.replay = !e.c.overlap_p2p && e.v > 1 && p > 1;
+  if (e.replay) {
+    std::vector<ReplayPass> rp(static_cast<size_t>(vstages));
+    for (int j = 0; j < vstages; ++j) {
+      const step::ChunkCost& k = e.costs[size_t(j)];
+      rp[size_t(j)] = {e.zero3_gather[size_t(j % p)], k.fwd_compute_s + k.fwd_tp_s,
+                       k.bwd_compute_s + k.bwd_tp_s};
+    }
+    e.replayed = ReplayPipeline(e.c, rp, e.p2p_s);
+    e.compute_done = e.replayed.compute_done_s;
+    e.pipeline_s = *std::max_element(e.compute_done.begin(), e.compute_done.end());
+    return Status::Ok();
+  }
   // Work of one micro-batch on each rank (all its chunks), the busiest rank, and one chunk pass.
   std::vector<double> rank_work(size_t(p), 0.0);
   double sum_pass = 0;
@@ -181,20 +196,6 @@ Status EstimatePipeline(Estimate& e) {
   for (int s = 1; s < p; ++s) {
     e.compute_done[size_t(s)] =
         e.compute_done[size_t(s - 1)] - (e.passes[size_t(s - 1)].bwd_s + e.p2p_s);
-  }
-  // Blocking sends under interleaving: the rendezvous waits have no closed form, so the
-  // schedule is replayed task by task on the idle network (sweep/pipeline_replay.h).
-  e.replay = !e.c.overlap_p2p && e.v > 1 && p > 1;
-  if (e.replay) {
-    std::vector<ReplayPass> rp(static_cast<size_t>(vstages));
-    for (int j = 0; j < vstages; ++j) {
-      const step::ChunkCost& k = e.costs[size_t(j)];
-      rp[size_t(j)] = {e.zero3_gather[size_t(j % p)], k.fwd_compute_s + k.fwd_tp_s,
-                       k.bwd_compute_s + k.bwd_tp_s};
-    }
-    e.replayed = ReplayPipeline(e.c, rp, e.p2p_s);
-    e.compute_done = e.replayed.compute_done_s;
-    e.pipeline_s = *std::max_element(e.compute_done.begin(), e.compute_done.end());
   }
   return Status::Ok();
 }

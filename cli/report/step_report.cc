@@ -192,10 +192,4 @@ nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
   return j;
 }
 
-std::string FormatStepJson(const scenarios::ResolvedScenario& resolved,
-                           const step::StepConfig& config, const step::StepResult& r,
-                           const std::optional<step::StepResult>& faulted) {
-  return StepJsonDocument(resolved, config, r, faulted).dump(2) + "\n";
-}
-
 }  // namespace trainsim::cli::report

@@ -22,9 +22,6 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
 nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
                                 const step::StepConfig& config, const step::StepResult& result,
                                 const std::optional<step::StepResult>& faulted);
-std::string FormatStepJson(const scenarios::ResolvedScenario& resolved,
-                           const step::StepConfig& config, const step::StepResult& result,
-                           const std::optional<step::StepResult>& faulted);
 
 }  // namespace trainsim::cli::report
 
