@@ -1,12 +1,15 @@
 // parallelism/layout.h — the parallel layout: TP×PP×DP and where every rank runs.
 //
 // What it is: the parallel configuration of one training job (degrees, micro-batching,
-// schedule, recomputation, ZeRO stage, DP bucketing) and the map rank ↔ (tp, pp, dp) ↔ GPU id
-// ↔ node. The order is Megatron-LM's default: TP innermost, then DP, then PP
-//   rank = tp + TP·(dp + DP·pp),
+// schedule, recomputation, ZeRO stage, DP bucketing, overlaps) and the map rank ↔ (tp, cp, dp,
+// pp) ↔ GPU id ↔ node. The order is Megatron-Core's default "tp-cp-ep-dp-pp": TP innermost,
+// then CP, then DP, then PP
+//   rank = tp + TP·(cp + CP·(dp + DP·pp)),
 // so a TP group sits on consecutive GPUs (inside one NVSwitch node when TP ≤ GPUs per node), a
-// DP group strides by TP, and pipeline stages are the outermost blocks. GPU id = rank (GPUs are
-// numbered node-major: gpu = node·gpus_per_node + local index).
+// CP group strides by TP, a DP group by TP·CP, and pipeline stages are the outermost blocks.
+// Expert layers fold the same tp·cp·dp ranks of a stage into etp × ep × expert-DP, ETP
+// innermost, then EP (Megatron-Core's expert grid "tp-ep-dp-pp" with the expert TP size): the
+// EP group strides by ETP. GPU id = rank (GPUs are numbered node-major).
 //
 // What it promises: ValidateLayout explains every layout that cannot run (degrees that do not
 // multiply to the GPU count, layers or heads not divisible, batch not divisible into
@@ -15,6 +18,7 @@
 #ifndef TRAINSIM_PARALLELISM_LAYOUT_H_
 #define TRAINSIM_PARALLELISM_LAYOUT_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +36,24 @@ struct ParallelConfig {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  int cp = 1;  // context parallelism (Megatron-Core --context-parallel-size)
+  CpComm cp_comm = CpComm::kP2P;
+  int ep = 1;   // expert parallelism (MoE layers; ep · etp divides tp · cp · dp)
+  int etp = 1;  // expert tensor parallelism (Megatron-Core --expert-tensor-parallel-size)
+  // Uneven pipelines (Megatron's --decoder-first/last-pipeline-num-layers): layers on the first
+  // and last stage; -1 = even split. 0 puts the embedding (or the output layer) on a stage of
+  // its own. The other stages share the remaining layers evenly.
+  int first_stage_layers = -1;
+  int last_stage_layers = -1;
+  // ZeRO-3 / FSDP hybrid sharding: parameters, gradients and optimizer state sharded over
+  // groups of `shard_group` DP ranks and replicated across groups (0 = shard over all of DP).
+  int shard_group = 0;
+  // Transformer Engine's userbuffers (--tp-comm-overlap): TP all-gathers/reduce-scatters run in
+  // chunks under the GEMMs that consume/produce them.
+  bool tp_comm_overlap = false;
+  // Distributed optimizer's parameter all-gather overlapped with the next step's forward
+  // (--overlap-param-gather).
+  bool overlap_param_gather = false;
   int micro_batch = 1;
   int64_t global_batch = 1;  // sequences per iteration, all replicas together
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
@@ -56,13 +78,16 @@ struct ParallelConfig {
   // on NVL72-less clusters where a TP 16 all-reduce runs over NICs. Off: tp ≤ GPUs per node.
   bool tp_across_nodes = false;
 
-  int num_gpus() const { return tp * pp * dp; }
+  int num_gpus() const { return tp * cp * pp * dp; }
+  // Expert data parallelism: replicas of each expert shard in a stage, tp·cp·dp / (etp·ep).
+  int expert_dp() const { return tp * cp * dp / std::max(1, etp * ep); }
+  TensorSplit split() const { return {tp, sequence_parallel, cp, cp_comm, ep, etp}; }
   // Micro-batches per iteration per pipeline (m).
   int64_t num_micro_batches() const { return global_batch / (int64_t(micro_batch) * dp); }
 };
 
 struct RankCoord {
-  int tp = 0, pp = 0, dp = 0;
+  int tp = 0, pp = 0, dp = 0, cp = 0;
   bool operator==(const RankCoord&) const = default;
 };
 
@@ -73,13 +98,23 @@ class Layout {
 
   const ParallelConfig& config() const { return config_; }
   int num_gpus() const { return config_.num_gpus(); }
-  int GpuOf(RankCoord c) const { return c.tp + config_.tp * (c.dp + config_.dp * c.pp); }
+  int GpuOf(RankCoord c) const {
+    return c.tp + config_.tp * (c.cp + config_.cp * (c.dp + config_.dp * c.pp));
+  }
   RankCoord CoordOf(int gpu) const;
   int NodeOf(int gpu) const { return gpu / gpus_per_node_; }
   // GPU ids of the groups containing `gpu`, ordered by the varying coordinate.
   std::vector<int> TpGroup(int gpu) const;
   std::vector<int> DpGroup(int gpu) const;
   std::vector<int> PpGroup(int gpu) const;
+  std::vector<int> CpGroup(int gpu) const;
+  // Gradient reduction group of the dense parameters: DP × CP (Megatron's data-parallel group
+  // with context parallelism).
+  std::vector<int> DpCpGroup(int gpu) const;
+  // Expert groups of an MoE layer: the EP group (token all-to-all) and the expert-DP group
+  // (expert gradient reduction).
+  std::vector<int> EpGroup(int gpu) const;
+  std::vector<int> ExpertDpGroup(int gpu) const;
   // "GPU 37 = tp 5, pp 0, dp 4, node 4 (local 5)"
   std::string Describe(int gpu) const;
 
@@ -87,6 +122,14 @@ class Layout {
   ParallelConfig config_;
   int gpus_per_node_;
 };
+
+// The transformer layers of each virtual stage, index chunk·pp + pp rank (model order).
+struct ChunkLayers {
+  int first_layer = 0;
+  int layers = 0;
+};
+// REQUIRES: ValidateLayout ok.
+std::vector<ChunkLayers> ChunkLayerRanges(const ModelSpec& m, const ParallelConfig& c);
 
 // Checks that the layout can run this model on `num_gpus` GPUs (`gpus_per_node` per node).
 Status ValidateLayout(const ModelSpec& model, const ParallelConfig& config, int num_gpus,

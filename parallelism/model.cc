@@ -66,7 +66,8 @@ Status ValidateModel(const ModelSpec& m) {
   return Status::Ok();
 }
 
-std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
+std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
+                               bool /*moe_layer*/) {
   const int t = split.tp;
   const int e = m.bytes_per_element;
   const int64_t b = micro_batch, s = m.seq_len, h = m.hidden, a = m.heads, f = m.ffn();
@@ -168,8 +169,8 @@ std::vector<KernelOp> HeadOps(const ModelSpec& m, TensorSplit split, int micro_b
   return ops;
 }
 
-std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split,
-                                             int micro_batch) {
+std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
+                                             bool /*moe_layer*/) {
   std::vector<TpCollective> out;
   if (split.tp <= 1) return out;
   const double bytes = double(micro_batch) * m.seq_len * m.hidden * m.bytes_per_element;
@@ -231,7 +232,7 @@ std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit spli
   return out;
 }
 
-int64_t LayerParameterCount(const ModelSpec& m) {
+int64_t LayerParameterCount(const ModelSpec& m, bool /*moe_layer*/) {
   const int64_t h = m.hidden, f = m.ffn(), kvw = m.kv_width();
   const int64_t attn = h * (h + 2 * kvw) + (h + 2 * kvw) + h * h + h;
   const int64_t mlp = m.swiglu ? 3 * h * f + 2 * f + h : 2 * h * f + f + h;
@@ -253,6 +254,12 @@ int64_t ParameterCount(const ModelSpec& m) {
          (int64_t(m.vocab) + m.seq_len) * int64_t(m.hidden);
 }
 
+int64_t ActiveParameterCount(const ModelSpec& m) { return ParameterCount(m); }
+
+ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, bool /*moe_layer*/) {
+  return {double(LayerParametersPerTpRank(m, split.tp)), 0.0};
+}
+
 namespace {
 double SumMatmul(const std::vector<KernelOp>& ops, bool fwd, bool bwd, bool selective_only) {
   double total = 0;
@@ -271,6 +278,10 @@ double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch) {
   const double layer = SumMatmul(LayerOps(m, one, 1), true, true, false);
   const double head = SumMatmul(HeadOps(m, one, 1), true, true, false);
   return double(global_batch) * (m.num_layers * layer + head);
+}
+
+double MegatronModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch) {
+  return ModelFlopsPerIteration(m, global_batch);
 }
 
 double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r) {

@@ -18,6 +18,40 @@
 
 namespace trainsim::parallelism {
 
+// Mixture of experts (Megatron-Core's --num-experts, --moe-router-topk, --moe-ffn-hidden-size,
+// --moe-shared-expert-intermediate-size, --moe-layer-freq as "first k dense").
+struct MoeSpec {
+  int experts = 0;            // routed experts per MoE layer; 0: a dense model
+  int top_k = 0;              // experts each token is routed to
+  int expert_ffn_hidden = 0;  // FFN width of one routed expert; 0: ModelSpec::ffn()
+  int shared_experts = 0;     // always-active experts per MoE layer (DeepSeek, Qwen2-MoE)
+  // Total FFN width of the shared experts; 0: shared_experts · expert FFN width.
+  int shared_expert_ffn_hidden = 0;
+  int first_dense_layers = 0;  // leading layers with a dense MLP (DeepSeek-V3: 3)
+  double capacity_factor = 0;  // 0: dropless; else tokens per expert capped at cf · mean
+  // max/mean tokens per expert of a micro-batch: the busiest expert sets the grouped GEMM's
+  // pace. 1 = perfectly balanced (Megatron-Bridge's benchmarks force-balance the router).
+  double load_imbalance = 1;
+  bool enabled() const { return experts > 0; }
+  int expert_ffn(int dense_ffn) const {
+    return expert_ffn_hidden > 0 ? expert_ffn_hidden : dense_ffn;
+  }
+  int64_t shared_ffn(int dense_ffn) const {
+    return shared_expert_ffn_hidden > 0 ? shared_expert_ffn_hidden
+                                        : int64_t(shared_experts) * expert_ffn(dense_ffn);
+  }
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): low-rank Q and KV projections.
+struct MlaSpec {
+  int q_lora_rank = 0;  // 0: Q projected directly from the hidden state
+  int kv_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+  bool enabled() const { return kv_lora_rank > 0; }
+};
+
 struct ModelSpec {
   int num_layers = 0;
   int hidden = 0;
@@ -30,11 +64,23 @@ struct ModelSpec {
   bool flash_attention = false;  // fused attention kernel (no s×s matrix in HBM)
   bool dropout = true;           // GPT-3/Megatron-style dropout after attention and MLP
   int bytes_per_element = 2;     // bf16/fp16 activations and weights
+  int head_dim = 0;              // per-head width (Megatron's kv_channels); 0: hidden / heads
+  bool tied_embeddings = true;   // output layer shares the word embedding (GPT); Llama: false
+  bool learned_position_embedding = true;  // GPT's absolute positions; false for RoPE
+  bool linear_bias = true;                 // biases on the linear layers (GPT); Llama: false
+  bool rmsnorm = false;  // RMSNorm (scale only) instead of LayerNorm (scale and bias)
+  MoeSpec moe;
+  MlaSpec mla;
   // Resolved FFN width.
   int ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   int kv() const { return kv_heads > 0 ? kv_heads : heads; }
-  // Width of K (and of V): hidden / heads · kv_heads.
-  int64_t kv_width() const { return int64_t(hidden) / heads * kv(); }
+  int64_t head_width() const { return head_dim > 0 ? head_dim : int64_t(hidden) / heads; }
+  // Width of Q (heads · head dim; the hidden size unless head_dim says otherwise).
+  int64_t q_width() const { return head_width() * heads; }
+  // Width of K (and of V): head dim · kv_heads.
+  int64_t kv_width() const { return head_width() * kv(); }
+  // Whether transformer layer `layer` (0-based) has a routed-expert MLP.
+  bool IsMoeLayer(int layer) const { return moe.enabled() && layer >= moe.first_dense_layers; }
 };
 
 // Checks the shape itself (positive sizes, heads divide hidden).
@@ -62,35 +108,56 @@ struct KernelOp {
   bool selective_recompute = false;
 };
 
+// How context parallelism exchanges K and V (Megatron-Core's --cp-comm-type).
+enum class CpComm { kP2P, kAllGather, kAllToAll };
+
 // How one layer is split across GPUs.
 struct TensorSplit {
   int tp = 1;
   bool sequence_parallel = false;
+  int cp = 1;  // context parallelism: each rank holds seq_len / cp tokens (causally balanced)
+  CpComm cp_comm = CpComm::kP2P;
+  int ep = 1;   // expert parallelism: experts / ep experts per rank
+  int etp = 1;  // tensor parallelism inside an expert
 };
 
 // The operations of one transformer layer for one micro-batch of `micro_batch` sequences on
-// one GPU of a TP group. REQUIRES: ValidateModel ok, heads and ffn divisible by tp.
-std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch);
-// Word + position embedding lookup and embedding dropout (first pipeline stage).
+// one GPU: tensor-parallel over split.tp, the sequence split over split.cp (causally balanced:
+// each CP rank computes 1/cp of the attention), and, when `moe_layer`, the router, token
+// permutation and the grouped GEMMs of the experts this GPU holds (experts / ep, FFN split over
+// etp) at the pace of the busiest expert (MoeSpec::load_imbalance), plus the shared experts.
+// REQUIRES: ValidateModel ok, the split divides the model (ValidateLayout).
+std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
+                               bool moe_layer = false);
+// Word (+ position) embedding lookup and embedding dropout (first pipeline stage).
 std::vector<KernelOp> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch);
-// Final layer norm, logits (vocab-parallel) and cross-entropy (last pipeline stage).
+// Final norm, logits (vocab-parallel) and cross-entropy (last pipeline stage).
 std::vector<KernelOp> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch);
 
-// A tensor-parallel collective inside a layer (over the TP group), per micro-batch. Bytes are the
-// nccl-tests "size" of the call: the full b·s·h tensor for all-reduce, all-gather (output) and
-// reduce-scatter (input). Without SP: an all-reduce after attention and after the MLP forward,
-// and one before each backward (Megatron's f/g operators). With SP each all-reduce becomes an
-// all-gather and a reduce-scatter (Korthikanti §4.2.2), and backward all-gathers the two
-// layer-norm outputs once more for the weight gradients. Skipped when tp == 1.
-enum class TpCollectiveKind { kAllReduce, kReduceScatter, kAllGather };
+// A collective inside a layer, per micro-batch, over one of the layer's groups. Bytes are the
+// nccl-tests "size" of the call: the full tensor for all-reduce, all-gather (output) and
+// reduce-scatter (input); for all-to-all the bytes each rank sends and receives in total; for
+// a send/recv one transfer (`count` of them in sequence, e.g. the CP ring's steps).
+// TP, without SP: an all-reduce after attention and after the MLP forward, and one before each
+// backward (Megatron's f/g operators). With SP each all-reduce becomes an all-gather and a
+// reduce-scatter (Korthikanti §4.2.2), and backward all-gathers the two layer-norm outputs once
+// more for the weight gradients. CP: the K/V exchange (ring P2P, all-gather or Ulysses
+// all-to-all, CpComm). EP: the token dispatch and combine all-to-alls forward and backward.
+enum class TpCollectiveKind { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kSendRecv };
+enum class CommGroup { kTp, kCp, kEp, kEtp };
 struct TpCollective {
   std::string name;
   TpCollectiveKind kind = TpCollectiveKind::kAllReduce;
   double bytes = 0;
   bool forward = true;  // forward collectives are re-run by full recomputation
+  CommGroup group = CommGroup::kTp;
+  int count = 1;  // transfers in sequence (CP ring steps); time = count · one transfer
+  // Name of the op of the same layer this transfer runs under (the CP ring's K/V steps run
+  // beside the attention blocks): only what exceeds that op's time is exposed. Empty: exposed.
+  std::string overlaps_op{};
 };
-std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split,
-                                             int micro_batch);
+std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
+                                             bool moe_layer = false);
 // The embedding's all-reduce (vocab-parallel lookup) and the logits' cross-entropy reductions.
 std::vector<TpCollective> EmbeddingTpCollectives(const ModelSpec& m, TensorSplit split,
                                                  int micro_batch);
@@ -98,13 +165,25 @@ std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit spli
 
 // Parameters, the one count the program uses (`trainsim check` prints it through
 // scenarios::ParameterCount): 12·l·h² + 13·l·h + (V + s)·h for the GPT shape (Narayanan et al.);
-// for GQA, SwiGLU or a non-4h FFN the actual matrices (Q, K, V and output with biases; SwiGLU
-// h→2f with biases and f→h).
+// otherwise the actual matrices: Q, K, V and output (or MLA's low-rank projections), biases
+// when linear_bias, the MLP (GELU or SwiGLU; routed and shared experts and the router in MoE
+// layers), norms (2 per layer, scale only for RMSNorm), word embedding, learned positions, and
+// an untied output layer.
 int64_t ParameterCount(const ModelSpec& m);
-// Parameters of one transformer layer (all TP ranks together).
-int64_t LayerParameterCount(const ModelSpec& m);
-// Parameters of one layer held by one TP rank (split matrices and biases /tp; layer norms and
-// the row-parallel biases replicated, as in Megatron).
+// Parameters one token passes through: the routed experts count top_k times, not `experts`.
+int64_t ActiveParameterCount(const ModelSpec& m);
+// Parameters of transformer layer `layer` (all GPUs together).
+int64_t LayerParameterCount(const ModelSpec& m, bool moe_layer = false);
+// Parameters of one layer held by one GPU: dense (attention, norms, shared experts, router;
+// replicated over DP × CP and split over TP) and expert (routed experts: experts / ep of them,
+// split over etp; replicated over expert-DP). Layer norms and row-parallel biases replicated.
+struct ParamSplit {
+  double dense = 0;
+  double expert = 0;
+  double total() const { return dense + expert; }
+};
+ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, bool moe_layer = false);
+// Dense case of the above (kept for callers without MoE): parameters on one TP rank.
 int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);
 
 // FLOPs of one iteration of `global_batch` sequences, all GPUs together.
@@ -113,6 +192,11 @@ int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);
 //  every layer, the 96 formula; selective: the attention core); HFU counts this.
 enum class Recompute { kNone, kSelective, kFull };
 double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch);
+// Model FLOPs per iteration as Megatron-Core counts them (megatron/training/training.py,
+// num_floating_point_operations): 3 × 2 × the GEMM sizes, causal attention counted half,
+// MoE layers by top_k routed + shared experts, MLA by its projections, logits included. The
+// "model TFLOP/s" of Megatron-Bridge and NeMo's published tables use this count.
+double MegatronModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch);
 double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r);
 
 std::string RecomputeName(Recompute r);

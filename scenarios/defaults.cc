@@ -17,7 +17,11 @@ constexpr double kStorageReadPerNodeGBps = 7000.0 / 2048.0;
 constexpr int kDefaultSeqLen = 2048;                 // GPT-3 / Megatron-LM
 constexpr int kDefaultVocab = 51200;                 // GPT-2 BPE padded (Megatron-LM)
 constexpr int64_t kDefaultBucketBytes = 25LL << 20;  // PyTorch DDP bucket_cap_mb = 25
-constexpr double kDefaultBytesPerParam = 14;         // bf16 weights + fp32 master + 2 fp32 moments
+// Busiest expert over the mean, per micro-batch: Switch Transformer (Fedus et al., JMLR 2022,
+// §2.2 and Table 1) trains at capacity factor 1.25 with under 1% of tokens dropped, i.e. the
+// busiest expert of a batch rarely exceeds 1.25× the mean under an auxiliary balancing loss.
+constexpr double kDefaultMoeLoadImbalance = 1.25;
+constexpr double kDefaultBytesPerParam = 14;  // bf16 weights + fp32 master + 2 fp32 moments
 // Llama 3 (Table 5): 419 unexpected interruptions in 54 days on 16,384 GPUs = 2,048 nodes.
 constexpr double kLlama3NodeDayRate = 419.0 / (54.0 * 2048.0);
 constexpr double kDefaultWeibullShape = 0.75;  // Schroeder & Gibson, DSN'06: 0.7-0.8
@@ -28,6 +32,50 @@ void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count
   c->set_kind(kind);
   c->set_fraction(count / 419.0);
   c->set_needs_replacement(replace);
+}
+
+void FillModelDefaults(pb::Model* m) {
+  if (m->has_heads() && !m->has_kv_heads()) m->set_kv_heads(m->heads());
+  if (m->has_hidden() && !m->has_ffn_hidden() && m->hidden() > 0 &&
+      m->hidden() <= std::numeric_limits<int32_t>::max() / 4) {
+    m->set_ffn_hidden(4 * m->hidden());
+  }
+  if (!m->has_seq_len()) m->set_seq_len(kDefaultSeqLen);
+  if (!m->has_vocab()) m->set_vocab(kDefaultVocab);
+  if (!m->has_precision()) m->set_precision(pb::BF16);
+  if (!m->has_swiglu()) m->set_swiglu(false);
+  if (!m->has_flash_attention()) m->set_flash_attention(true);
+  if (!m->has_head_dim() && m->has_hidden() && m->has_heads() && m->heads() > 0 &&
+      m->hidden() % m->heads() == 0) {
+    m->set_head_dim(m->hidden() / m->heads());
+  }
+  if (!m->has_tied_embeddings()) m->set_tied_embeddings(true);
+  if (!m->has_position_embedding()) m->set_position_embedding(pb::Model::LEARNED);
+  if (!m->has_linear_bias()) m->set_linear_bias(true);
+  if (!m->has_normalization()) m->set_normalization(pb::Model::LAYERNORM);
+  if (!m->has_dropout()) m->set_dropout(true);
+  if (m->has_moe()) {
+    pb::Moe* moe = m->mutable_moe();
+    if (!moe->has_expert_ffn_hidden() && m->has_ffn_hidden()) {
+      moe->set_expert_ffn_hidden(m->ffn_hidden());
+    }
+    if (!moe->has_shared_experts()) moe->set_shared_experts(0);
+    if (!moe->has_shared_expert_ffn_hidden() && moe->has_expert_ffn_hidden() &&
+        int64_t(moe->shared_experts()) * moe->expert_ffn_hidden() <=
+            std::numeric_limits<int32_t>::max()) {
+      moe->set_shared_expert_ffn_hidden(moe->shared_experts() * moe->expert_ffn_hidden());
+    }
+    if (!moe->has_first_dense_layers()) moe->set_first_dense_layers(0);
+    if (!moe->has_capacity_factor()) moe->set_capacity_factor(0);
+    if (!moe->has_load_imbalance()) moe->set_load_imbalance(kDefaultMoeLoadImbalance);
+  }
+  if (m->has_mla()) {
+    pb::Mla* mla = m->mutable_mla();
+    if (!mla->has_q_lora_rank()) mla->set_q_lora_rank(0);
+    if (!mla->has_qk_rope_head_dim()) mla->set_qk_rope_head_dim(0);
+    if (!mla->has_qk_nope_head_dim()) mla->set_qk_nope_head_dim(m->head_dim());
+    if (!mla->has_v_head_dim()) mla->set_v_head_dim(m->head_dim());
+  }
 }
 }  // namespace
 
@@ -88,26 +136,22 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
     }
   }
 
-  // ---- model ----
-  pb::Model* m = s->mutable_model();
-  if (m->has_heads() && !m->has_kv_heads()) m->set_kv_heads(m->heads());
-  if (m->has_hidden() && !m->has_ffn_hidden() && m->hidden() > 0 &&
-      m->hidden() <= std::numeric_limits<int32_t>::max() / 4) {
-    m->set_ffn_hidden(4 * m->hidden());
-  }
-  if (!m->has_seq_len()) m->set_seq_len(kDefaultSeqLen);
-  if (!m->has_vocab()) m->set_vocab(kDefaultVocab);
-  if (!m->has_precision()) m->set_precision(pb::BF16);
-  if (!m->has_swiglu()) m->set_swiglu(false);
-  if (!m->has_flash_attention()) m->set_flash_attention(true);
+  FillModelDefaults(s->mutable_model());
 
   // ---- parallelism ----
   pb::Parallelism* p = s->mutable_parallelism();
   if (!p->has_tp()) p->set_tp(1);
   if (!p->has_pp()) p->set_pp(1);
   if (!p->has_micro_batch()) p->set_micro_batch(1);
+  if (!p->has_cp()) p->set_cp(1);
+  if (!p->has_cp_comm()) p->set_cp_comm(pb::Parallelism::P2P);
+  if (!p->has_ep()) p->set_ep(1);
+  if (!p->has_etp()) p->set_etp(1);
+  if (!p->has_shard_group()) p->set_shard_group(0);
+  if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
+  if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
   int64_t gpus = static_cast<int64_t>(cl->nodes()) * cl->gpus_per_node();
-  int64_t tp_pp = static_cast<int64_t>(p->tp()) * p->pp();
+  int64_t tp_pp = static_cast<int64_t>(p->tp()) * p->pp() * p->cp();
   if (!p->has_dp() && tp_pp > 0 && gpus > 0 && gpus % tp_pp == 0) {
     p->set_dp(static_cast<int32_t>(gpus / tp_pp));
   }

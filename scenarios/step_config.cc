@@ -84,6 +84,31 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
   spec.swiglu = m.swiglu();
   spec.flash_attention = m.flash_attention();
   spec.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
+  spec.dropout = m.has_dropout() ? m.dropout() : true;
+  spec.head_dim = m.has_head_dim() ? m.head_dim() : 0;
+  spec.tied_embeddings = m.has_tied_embeddings() ? m.tied_embeddings() : true;
+  spec.learned_position_embedding = m.position_embedding() == pb::Model::LEARNED;
+  spec.linear_bias = m.has_linear_bias() ? m.linear_bias() : true;
+  spec.rmsnorm = m.normalization() == pb::Model::RMSNORM;
+  if (m.has_moe()) {
+    const pb::Moe& e = m.moe();
+    spec.moe.experts = e.experts();
+    spec.moe.top_k = e.top_k();
+    spec.moe.expert_ffn_hidden = e.expert_ffn_hidden();
+    spec.moe.shared_experts = e.shared_experts();
+    spec.moe.shared_expert_ffn_hidden = e.shared_expert_ffn_hidden();
+    spec.moe.first_dense_layers = e.first_dense_layers();
+    spec.moe.capacity_factor = e.capacity_factor();
+    spec.moe.load_imbalance = e.has_load_imbalance() ? e.load_imbalance() : 1.0;
+  }
+  if (m.has_mla()) {
+    const pb::Mla& a = m.mla();
+    spec.mla.q_lora_rank = a.q_lora_rank();
+    spec.mla.kv_lora_rank = a.kv_lora_rank();
+    spec.mla.qk_rope_head_dim = a.qk_rope_head_dim();
+    spec.mla.qk_nope_head_dim = a.qk_nope_head_dim();
+    spec.mla.v_head_dim = a.v_head_dim();
+  }
   return spec;
 }
 
@@ -99,7 +124,9 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   // bf16: Megatron-LM accumulates and all-reduces the gradients in fp32 ("bfloat16 requires
   // gradient accumulation and all-reduce to be done in fp32", arguments.py), so the gradient
   // buffer and the DP reduction are 4 bytes per parameter.
-  if (m.precision() == pb::BF16) c.memory.grad_bytes_per_param = 4;
+  // FP8 (Transformer Engine) keeps bf16/fp32 master weights and the same fp32 main gradients
+  // (only the GEMM inputs are cast to FP8), so its gradients are 4 bytes too.
+  if (m.precision() == pb::BF16 || m.precision() == pb::FP8) c.memory.grad_bytes_per_param = 4;
   // The calibration's GEMM input type for the precision (TF32 has none: nothing matches).
   c.gemm_dtype = m.precision() == pb::FP16   ? "fp16"
                  : m.precision() == pb::FP8  ? "fp8"
@@ -110,6 +137,17 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.tp = r.tp;
   c.parallel.pp = r.pp;
   c.parallel.dp = r.dp;
+  c.parallel.cp = p.cp();
+  c.parallel.cp_comm = p.cp_comm() == pb::Parallelism::ALL_GATHER ? par::CpComm::kAllGather
+                       : p.cp_comm() == pb::Parallelism::A2A      ? par::CpComm::kAllToAll
+                                                                  : par::CpComm::kP2P;
+  c.parallel.ep = p.ep();
+  c.parallel.etp = p.etp();
+  c.parallel.first_stage_layers = p.has_first_stage_layers() ? p.first_stage_layers() : -1;
+  c.parallel.last_stage_layers = p.has_last_stage_layers() ? p.last_stage_layers() : -1;
+  c.parallel.shard_group = p.shard_group();
+  c.parallel.tp_comm_overlap = p.tp_comm_overlap();
+  c.parallel.overlap_param_gather = p.overlap_param_gather();
   c.parallel.micro_batch = p.micro_batch();
   c.parallel.global_batch = p.global_batch();
   c.parallel.virtual_stages = r.virtual_stages;

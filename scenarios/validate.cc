@@ -174,10 +174,182 @@ Error ValidateModel(const pb::Scenario& s) {
   if (auto e = Range("model.ffn_hidden", m.ffn_hidden(), 1, 1 << 24, "ffn_hidden")) return e;
   if (auto e = Range("model.seq_len", m.seq_len(), 1, 1 << 24, "seq_len")) return e;
   if (auto e = Range("model.vocab", m.vocab(), 1, 1 << 30, "vocab")) return e;
+  if (auto e = Range("model.head_dim", m.head_dim(), 1, 1 << 16, "head_dim")) return e;
+  if (m.has_moe()) {
+    const pb::Moe& e = m.moe();
+    if (!e.has_experts() || !e.has_top_k()) {
+      return Err(e.has_experts() ? "model.moe.top_k" : "model.moe.experts",
+                 "is required in a moe block (e.g. Mixtral 8x7B: experts 8, top_k 2)");
+    }
+    if (auto r = Range("model.moe.experts", e.experts(), 1, 1 << 16, "experts")) return r;
+    if (e.top_k() > e.experts()) {
+      return Err("model.moe.top_k", "top_k " + Str(e.top_k()) + " exceeds the " + Str(e.experts()) +
+                                        " experts; use 1 to " + Str(e.experts()));
+    }
+    if (auto r = Range("model.moe.top_k", e.top_k(), 1, e.experts(), "top_k")) return r;
+    if (auto r = Range("model.moe.expert_ffn_hidden", e.expert_ffn_hidden(), 1, 1 << 24,
+                       "expert_ffn_hidden")) {
+      return r;
+    }
+    if (auto r =
+            Range("model.moe.shared_experts", e.shared_experts(), 0, 1 << 10, "shared_experts")) {
+      return r;
+    }
+    if (auto r = Range("model.moe.shared_expert_ffn_hidden", e.shared_expert_ffn_hidden(), 0,
+                       1 << 26, "shared_expert_ffn_hidden")) {
+      return r;
+    }
+    if (auto r = Range("model.moe.first_dense_layers", e.first_dense_layers(), 0, m.layers() - 1,
+                       "first_dense_layers (at least one layer must be MoE)")) {
+      return r;
+    }
+    if (auto r = Finite("model.moe.capacity_factor", e.capacity_factor(), 0, 1e6, false,
+                        "capacity_factor (0 = dropless)"))
+      return r;
+    const double max_imbalance = double(e.experts()) / e.top_k();
+    if (auto r = Finite("model.moe.load_imbalance", e.load_imbalance(), 1.0, max_imbalance, false,
+                        "load_imbalance (busiest expert / mean, at most experts / top_k)")) {
+      return r;
+    }
+  }
+  if (m.has_mla()) {
+    const pb::Mla& a = m.mla();
+    if (auto r = Range("model.mla.kv_lora_rank", a.kv_lora_rank(), 1, 1 << 16, "kv_lora_rank")) {
+      return r;
+    }
+    if (auto r = Range("model.mla.q_lora_rank", a.q_lora_rank(), 0, 1 << 16, "q_lora_rank")) {
+      return r;
+    }
+    if (auto r = Range("model.mla.qk_rope_head_dim", a.qk_rope_head_dim(), 0, 1 << 12,
+                       "qk_rope_head_dim")) {
+      return r;
+    }
+    if (auto r = Range("model.mla.qk_nope_head_dim", a.qk_nope_head_dim(), 1, 1 << 12,
+                       "qk_nope_head_dim")) {
+      return r;
+    }
+    if (auto r = Range("model.mla.v_head_dim", a.v_head_dim(), 1, 1 << 12, "v_head_dim")) return r;
+  }
   const pb::GpuSpec* gpu = FindGpu(s.cluster().gpu());
   if (PeakTflops(*gpu, m.precision()) <= 0) {
     return Err("model.precision", gpu->name() + " has no " + pb::Precision_Name(m.precision()) +
                                       " tensor cores; use BF16 or FP16");
+  }
+  return std::nullopt;
+}
+
+Error ValidateExpertAndContext(const pb::Scenario& s) {
+  const pb::Parallelism& p = s.parallelism();
+  const pb::Model& m = s.model();
+  const int64_t gpus = static_cast<int64_t>(s.cluster().nodes()) * s.cluster().gpus_per_node();
+  if (auto e = Range("parallelism.ep", p.ep(), 1, gpus, "ep")) return e;
+  if (auto e = Range("parallelism.etp", p.etp(), 1, gpus, "etp")) return e;
+  if (!m.has_moe() && (p.ep() > 1 || p.etp() > 1)) {
+    return Err(p.ep() > 1 ? "parallelism.ep" : "parallelism.etp",
+               "expert parallelism needs a mixture-of-experts model (set model.moe { experts, "
+               "top_k })");
+  }
+  if (m.has_moe()) {
+    const int64_t block = static_cast<int64_t>(p.tp()) * p.cp() * p.dp();
+    if (block % (static_cast<int64_t>(p.ep()) * p.etp()) != 0) {
+      return Err("parallelism.ep", "ep x etp = " + Str(p.ep()) + " x " + Str(p.etp()) +
+                                       " must divide tp x cp x dp = " + Str(block) +
+                                       " (Megatron-Core folds experts into the same ranks)");
+    }
+    if (m.moe().experts() % p.ep() != 0) {
+      return Err("parallelism.ep", "ep " + Str(p.ep()) + " must divide the " +
+                                       Str(m.moe().experts()) + " experts (one of " +
+                                       Divisors(m.moe().experts()) + ")");
+    }
+    if (m.moe().expert_ffn_hidden() % p.etp() != 0) {
+      return Err("parallelism.etp", "etp " + Str(p.etp()) +
+                                        " must divide model.moe.expert_ffn_hidden " +
+                                        Str(m.moe().expert_ffn_hidden()));
+    }
+  }
+  if (p.cp() > 1 && m.seq_len() % (2 * p.cp()) != 0) {
+    return Err("parallelism.cp", "seq_len " + Str(m.seq_len()) + " must split into 2 x cp = " +
+                                     Str(2 * p.cp()) + " equal chunks for causal load balancing");
+  }
+  if (p.cp() > 1 && p.cp_comm() == pb::Parallelism::A2A &&
+      (m.heads() % (static_cast<int64_t>(p.tp()) * p.cp()) != 0 || m.kv_heads() % p.cp() != 0)) {
+    return Err("parallelism.cp_comm", "A2A (Ulysses) needs tp x cp = " + Str(p.tp() * p.cp()) +
+                                          " to divide heads " + Str(m.heads()) +
+                                          " and cp to divide kv_heads " + Str(m.kv_heads()) +
+                                          "; use P2P or ALL_GATHER");
+  }
+  if (auto e = Range("parallelism.shard_group", p.shard_group(), 0, gpus, "shard_group")) return e;
+  if (p.shard_group() > 0 && p.dp() % p.shard_group() != 0) {
+    return Err("parallelism.shard_group", "shard_group " + Str(p.shard_group()) +
+                                              " must divide dp " + Str(p.dp()) + " (one of " +
+                                              Divisors(p.dp()) + "; 0 shards over all of DP)");
+  }
+  if (p.shard_group() > 0 && p.zero_stage() == 0) {
+    return Err("parallelism.shard_group", "needs zero_stage 1, 2 or 3 (zero_stage is 0)");
+  }
+  return std::nullopt;
+}
+
+Error ValidateStageLayers(const pb::Scenario& s) {
+  const pb::Parallelism& p = s.parallelism();
+  const pb::Model& m = s.model();
+  const int v = p.virtual_stages();
+  const bool uneven = p.has_first_stage_layers() || p.has_last_stage_layers();
+  if (!uneven) {
+    int64_t chunks = static_cast<int64_t>(p.pp()) * v;
+    if (m.layers() % chunks == 0) return std::nullopt;
+    std::string what =
+        v > 1 ? "pp x virtual_stages = " + Str(p.pp()) + " x " + Str(v) + " = " + Str(chunks)
+              : "pp " + Str(p.pp());
+    return Err(v > 1 ? "parallelism.virtual_stages" : "parallelism.pp",
+               "layers " + Str(m.layers()) + " is not divisible by " + what + " (divisors of " +
+                   Str(m.layers()) + ": " + Divisors(m.layers()) +
+                   "); or set parallelism.first_stage_layers / last_stage_layers for an uneven "
+                   "split");
+  }
+  if (p.pp() < 2) {
+    return Err(p.has_first_stage_layers() ? "parallelism.first_stage_layers"
+                                          : "parallelism.last_stage_layers",
+               "needs pp >= 2 (pp is " + Str(p.pp()) + ")");
+  }
+  int64_t rest = m.layers(), free_ranks = p.pp();
+  if (p.has_first_stage_layers()) {
+    if (auto e = Range("parallelism.first_stage_layers", p.first_stage_layers(), 0, m.layers(),
+                       "first_stage_layers")) {
+      return e;
+    }
+    rest -= p.first_stage_layers();
+    --free_ranks;
+  }
+  if (p.has_last_stage_layers()) {
+    if (auto e = Range("parallelism.last_stage_layers", p.last_stage_layers(), 0, m.layers(),
+                       "last_stage_layers")) {
+      return e;
+    }
+    rest -= p.last_stage_layers();
+    --free_ranks;
+  }
+  const std::string field = p.has_last_stage_layers() ? "parallelism.last_stage_layers"
+                                                      : "parallelism.first_stage_layers";
+  if (rest < 0 || (free_ranks > 0 && rest < free_ranks)) {
+    return Err(field, "first/last stage layers leave " + Str(rest) + " of the " + Str(m.layers()) +
+                          " layers for the other " + Str(free_ranks) +
+                          " stages; each stage needs at least one layer");
+  }
+  if (free_ranks == 0 && rest != 0) {
+    return Err(field, "with pp 2 the first and last stage layers must add up to the " +
+                          Str(m.layers()) + " layers");
+  }
+  if (free_ranks > 0 && rest % (free_ranks * v) != 0) {
+    return Err(field, "the " + Str(rest) + " layers left for the " + Str(free_ranks) +
+                          " middle stages do not divide evenly into " + Str(free_ranks) + " x " +
+                          Str(v) + " chunks");
+  }
+  for (int given : {p.first_stage_layers(), p.last_stage_layers()}) {
+    if (given > 0 && given % v != 0) {
+      return Err(field,
+                 "stage layers " + Str(given) + " must be a multiple of virtual_stages " + Str(v));
+    }
   }
   return std::nullopt;
 }
@@ -191,21 +363,27 @@ Error ValidateParallelism(const pb::Scenario& s) {
       Str(gpus) + " GPUs (" + Str(c.nodes()) + " nodes x " + Str(c.gpus_per_node()) + ")";
   if (auto e = Range("parallelism.tp", p.tp(), 1, gpus, "tp")) return e;
   if (auto e = Range("parallelism.pp", p.pp(), 1, gpus, "pp")) return e;
-  int64_t tp_pp = static_cast<int64_t>(p.tp()) * p.pp();
+  if (auto e = Range("parallelism.cp", p.cp(), 1, gpus, "cp")) return e;
+  const bool with_cp = p.cp() > 1;
+  const std::string tp_pp_text = with_cp ? "tp x cp x pp" : "tp x pp";
+  const std::string tp_pp_values =
+      Str(p.tp()) + " x " + (with_cp ? Str(p.cp()) + " x " : std::string()) + Str(p.pp());
+  int64_t tp_pp = static_cast<int64_t>(p.tp()) * p.pp() * p.cp();
   if (!p.has_dp()) {
-    return Err("parallelism", "tp " + Str(p.tp()) + " x pp " + Str(p.pp()) + " = " + Str(tp_pp) +
-                                  " does not divide the " + gpu_text + "; choose tp x pp from " +
-                                  Divisors(gpus));
+    return Err("parallelism", tp_pp_text + " = " + tp_pp_values + " = " + Str(tp_pp) +
+                                  " does not divide the " + gpu_text + "; choose " + tp_pp_text +
+                                  " from " + Divisors(gpus));
   }
   if (auto e = Range("parallelism.dp", p.dp(), 1, gpus, "dp")) return e;
   if (tp_pp * p.dp() != gpus) {
-    std::string hint = gpus % tp_pp == 0 ? "; with tp " + Str(p.tp()) + " and pp " + Str(p.pp()) +
+    std::string hint = gpus % tp_pp == 0 ? "; with " + tp_pp_text + " = " + tp_pp_values +
                                                ", dp would be " + Str(gpus / tp_pp)
                                          : "";
-    return Err("parallelism.dp", "tp x pp x dp = " + Str(p.tp()) + " x " + Str(p.pp()) + " x " +
-                                     Str(p.dp()) + " = " + Str(tp_pp * p.dp()) +
-                                     " must equal the " + gpu_text + hint);
+    return Err("parallelism.dp", tp_pp_text + " x dp = " + tp_pp_values + " x " + Str(p.dp()) +
+                                     " = " + Str(tp_pp * p.dp()) + " must equal the " + gpu_text +
+                                     hint);
   }
+  if (auto e = ValidateExpertAndContext(s)) return e;
   if (m.heads() % p.tp() != 0) {
     return Err("parallelism.tp", "heads " + Str(m.heads()) + " is not divisible by tp " +
                                      Str(p.tp()) + "; tp must divide heads (one of " +
@@ -230,16 +408,7 @@ Error ValidateParallelism(const pb::Scenario& s) {
     return Err("parallelism.virtual_stages", "virtual_stages " + Str(p.virtual_stages()) +
                                                  " needs pipeline parallelism (pp >= 2)");
   }
-  int64_t chunks = static_cast<int64_t>(p.pp()) * p.virtual_stages();
-  if (m.layers() % chunks != 0) {
-    std::string what = p.virtual_stages() > 1 ? "pp x virtual_stages = " + Str(p.pp()) + " x " +
-                                                    Str(p.virtual_stages()) + " = " + Str(chunks)
-                                              : "pp " + Str(p.pp());
-    return Err(p.virtual_stages() > 1 ? "parallelism.virtual_stages" : "parallelism.pp",
-               "layers " + Str(m.layers()) + " is not divisible by " + what +
-                   "; each pipeline chunk needs the same number of layers (divisors of " +
-                   Str(m.layers()) + ": " + Divisors(m.layers()) + ")");
-  }
+  if (auto e = ValidateStageLayers(s)) return e;
   if (auto e = Range("parallelism.micro_batch", p.micro_batch(), 1, 1 << 20, "micro_batch")) {
     return e;
   }

@@ -20,6 +20,10 @@ comm::Op ToCommOp(TpCollectiveKind k) {
       return comm::Op::kReduceScatter;
     case TpCollectiveKind::kAllGather:
       return comm::Op::kAllGather;
+    case TpCollectiveKind::kAllToAll:
+      return comm::Op::kAllToAll;
+    case TpCollectiveKind::kSendRecv:
+      return comm::Op::kSendRecv;
   }
   return comm::Op::kAllReduce;
 }
