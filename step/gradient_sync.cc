@@ -1,6 +1,7 @@
 #include "step/gradient_sync.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -11,7 +12,17 @@ GradientSync::GradientSync(StepState* state) : st_(state) {
   channels_.resize(size_t(pp));
   for (int s = 0; s < pp; ++s) {
     Channel& ch = channels_[size_t(s)];
-    ch.group = st_->layout->DpGroup(st_->layout->GpuOf({0, s, 0}));
+    const int gpu = st_->layout->GpuOf({0, s, 0});
+    const std::vector<int> dense = st_->layout->DpCpGroup(gpu);
+    const int shard = st_->c.shard_group > 0 ? st_->c.shard_group * st_->c.cp : 0;
+    if (shard > 0 && shard < int(dense.size())) {
+      ch.group.assign(dense.begin(), dense.begin() + shard);
+      for (size_t i = 0; i < dense.size(); i += size_t(shard)) ch.replica_group.push_back(dense[i]);
+    } else {
+      ch.group = dense;
+    }
+    ch.expert_group =
+        st_->layout->EpGroup(gpu).size() > 0 ? st_->layout->ExpertDpGroup(gpu) : std::vector<int>{};
     ch.plan = PlanGradientBuckets(st_->cfg, s, st_->nic_share);
     ch.produced.assign(st_->replicas.size(), 0);
   }
@@ -50,20 +61,37 @@ Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::Colle
   return it->second;
 }
 
-void GradientSync::BeforePass(int ei, std::function<void()> then) {
-  // ZeRO-3 gathers this chunk's weights before each pass (no prefetch modelled).
+void GradientSync::BeforePass(int ei, double pass_s, std::function<void(double)> then) {
+  // FSDP / ZeRO-3 (PyTorch FSDP's forward and backward prefetch, Megatron-FSDP): the chunk's
+  // layers are all-gathered one unit at a time, the next unit's gather issued while the current
+  // one computes. The pass waits for the first layer's gather (as flows); the rest, timed by
+  // comm's closed form on the network's current capacities, run under the pass and delay its
+  // end only by what exceeds it.
   Executor& e = st_->exec(ei);
   const double now = st_->now();
   const double bytes = Zero3PassGatherBytes(st_->cfg, e.stage, st_->nic_share);
-  comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, st_->layout->DpGroup(e.gpu),
-                            uint64_t(bytes)};
+  const std::vector<int> group = channels_[size_t(e.stage)].group;
+  const int layers =
+      std::max(1, int(std::lround(double(st_->cfg.model.num_layers) / (st_->c.pp * st_->v))));
+  comm::CollectiveSpec first{comm::Op::kAllGather, comm::Algo::kAuto, group,
+                             uint64_t(bytes / layers)};
+  comm::CollectiveSpec rest{comm::Op::kAllGather, comm::Algo::kAuto, group,
+                            uint64_t(bytes - bytes / layers)};
+  Result<comm::CollectiveEstimate> rest_t =
+      layers > 1 ? comm::EstimateCollectiveOnNetwork(st_->net, rest)
+                 : Result<comm::CollectiveEstimate>(comm::CollectiveEstimate{});
+  if (!rest_t.ok()) {
+    st_->error = rest_t.status();
+    return;
+  }
+  const double extra = std::max(0.0, rest_t->time.seconds() - pass_s);
   Result<comm::CollectiveEstimate> r =
-      StartCollective(spec, [this, ei, now, then = std::move(then)] {
+      StartCollective(first, [this, ei, now, extra, then = std::move(then)] {
         Executor& x = st_->exec(ei);
         const double t_now = st_->now();
-        x.b.exposed_dp_comm_s += t_now - now;
-        st_->trace.Slice(x.gpu, 1, "zero3 all_gather", "dp", now, t_now - now);
-        then();
+        x.b.exposed_dp_comm_s += t_now - now + extra;
+        st_->trace.Slice(x.gpu, 1, "fsdp all_gather", "dp", now, t_now - now);
+        then(extra);
       });
   if (!r.ok()) st_->error = r.status();
 }
@@ -71,7 +99,7 @@ void GradientSync::BeforePass(int ei, std::function<void()> then) {
 void GradientSync::ComputeDone(int ei) {
   Executor& e = st_->exec(ei);
   e.compute_done_s = st_->now();
-  if (st_->c.dp > 1 && !st_->c.overlap_dp) {
+  if (reduces() && !st_->c.overlap_dp) {
     for (int64_t i = 0; i < channels_[size_t(e.stage)].plan.count; ++i) {
       BucketReady(e.stage, e.replica);
     }
@@ -91,17 +119,41 @@ void GradientSync::Pump(int stage) {
   if (ch.running || ch.next >= size_t(ch.plan.count)) return;
   if (*std::min_element(ch.produced.begin(), ch.produced.end()) <= ch.next) return;
   ch.running = true;
-  const double start = st_->now();
-  comm::CollectiveSpec spec{ch.plan.op, comm::Algo::kAuto, ch.group, uint64_t(ch.plan.bytes)};
-  Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, start] {
-    Channel& x = channels_[size_t(stage)];
-    x.running = false;
-    x.next++;
-    x.done++;
-    st_->trace.Slice(x.group[0], 1, "dp grad reduce", "dp", start, st_->now() - start);
-    if (x.done == size_t(x.plan.count)) MaybeReduced(stage);
+  RunBucket(stage, 0, st_->now());
+}
+
+// Part 0: the dense gradients over DP × CP (or the shard group); part 1: with hybrid sharding,
+// the all-reduce of this rank's shard across the shard groups; part 2: the expert gradients
+// over expert-DP. Parts with nothing to move are skipped.
+void GradientSync::RunBucket(int stage, int part, double start) {
+  Channel& ch = channels_[size_t(stage)];
+  if (part > 2) {
+    ch.running = false;
+    ch.next++;
+    ch.done++;
+    st_->trace.Slice(ch.group[0], 1, "dp grad reduce", "dp", start, st_->now() - start);
+    if (ch.done == size_t(ch.plan.count)) MaybeReduced(stage);
     Pump(stage);
-  });
+    return;
+  }
+  comm::CollectiveSpec spec{ch.plan.op, comm::Algo::kAuto, {}, 0};
+  if (part == 0 && ch.group.size() > 1) {
+    spec.gpus = ch.group;
+    spec.bytes = uint64_t(ch.plan.bytes);
+  } else if (part == 1 && ch.replica_group.size() > 1) {
+    spec.op = comm::Op::kAllReduce;
+    spec.gpus = ch.replica_group;
+    spec.bytes = uint64_t(ch.plan.bytes / double(ch.group.size()));
+  } else if (part == 2 && ch.expert_group.size() > 1 && ch.plan.expert_bytes > 0) {
+    spec.gpus = ch.expert_group;
+    spec.bytes = uint64_t(ch.plan.expert_bytes);
+  }
+  if (spec.gpus.empty() || spec.bytes == 0) {
+    RunBucket(stage, part + 1, start);
+    return;
+  }
+  Result<comm::CollectiveEstimate> r =
+      StartCollective(spec, [this, stage, part, start] { RunBucket(stage, part + 1, start); });
   if (!r.ok()) st_->error = r.status();
 }
 
@@ -129,7 +181,7 @@ void GradientSync::MaybeReduced(int stage) {
 // exposed DP-side communication for those two stages.
 void GradientSync::ReduceTiedEmbedding() {
   const int pp = st_->c.pp;
-  if (pp == 1) {
+  if (pp == 1 || !st_->cfg.model.tied_embeddings) {
     Barrier();
     return;
   }
@@ -187,23 +239,53 @@ void GradientSync::OptimizerDone(int ei) {
   const double now = st_->now();
   e.opt_end_s = now;
   const parallelism::ParallelConfig& c = st_->c;
-  if (c.zero_stage == 0 || c.zero_stage == 3 || c.dp == 1) {
+  Channel& ch = channels_[size_t(e.stage)];
+  if (c.zero_stage == 0 || c.zero_stage == 3 || ch.plan.count == 0) {
     Finish(ei, now);
     return;
   }
-  Channel& ch = channels_[size_t(e.stage)];
   ch.optimizer_done++;
   if (ch.optimizer_done < int(st_->replicas.size())) return;
-  // ZeRO-1/2: all-gather the updated bf16 weights across DP (Megatron's distributed optimizer).
-  const double bytes = ZeroWeightGatherBytes(st_->cfg, e.stage, st_->nic_share);
-  comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, ch.group, uint64_t(bytes)};
-  const int stage = e.stage;
-  Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, now] {
-    const double t = st_->now();
+  GatherWeights(e.stage, now);
+}
+
+// ZeRO-1/2 (Megatron's distributed optimizer): all-gather the updated bf16 weights, dense over
+// DP × CP and experts over expert-DP. With overlap_param_gather the gathers run under the next
+// step's forward (Megatron dispatches them per bucket and each forward waits only for its own
+// bucket), so only what exceeds one micro-batch's forward of the stage is exposed.
+void GradientSync::GatherWeights(int stage, double now) {
+  Channel& ch = channels_[size_t(stage)];
+  const double dense =
+      ch.group.size() > 1 ? ZeroWeightGatherBytes(st_->cfg, stage, st_->nic_share) : 0.0;
+  const double expert = ch.expert_group.size() > 1
+                            ? ZeroExpertWeightGatherBytes(st_->cfg, stage, st_->nic_share)
+                            : 0.0;
+  auto finish_all = [this, stage, now](double t) {
     st_->trace.Slice(channels_[size_t(stage)].group[0], 1, "zero weight all_gather", "dp", now,
                      t - now);
-    for (size_t rr = 0; rr < st_->replicas.size(); ++rr) Finish(int(rr) * st_->c.pp + stage, t);
-  });
+    double end = t;
+    if (st_->c.overlap_param_gather) end = std::max(now, t - st_->forward_s[size_t(stage)]);
+    for (size_t rr = 0; rr < st_->replicas.size(); ++rr) {
+      Finish(int(rr) * st_->c.pp + stage, end);
+    }
+  };
+  auto run_expert = [this, stage, expert, finish_all] {
+    if (expert <= 0) {
+      finish_all(st_->now());
+      return;
+    }
+    comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto,
+                              channels_[size_t(stage)].expert_group, uint64_t(expert)};
+    Result<comm::CollectiveEstimate> r =
+        StartCollective(spec, [this, finish_all] { finish_all(st_->now()); });
+    if (!r.ok()) st_->error = r.status();
+  };
+  if (dense <= 0) {
+    run_expert();
+    return;
+  }
+  comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, ch.group, uint64_t(dense)};
+  Result<comm::CollectiveEstimate> r = StartCollective(spec, run_expert);
   if (!r.ok()) st_->error = r.status();
 }
 

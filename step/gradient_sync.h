@@ -27,12 +27,16 @@ class GradientSync {
   explicit GradientSync(StepState* state);
 
   int buckets_per_chunk(int stage) const { return channels_[size_t(stage)].plan.per_chunk; }
+  // Whether backward passes produce gradient buckets to reduce (some group has > 1 rank).
+  bool reduces() const { return channels_.front().plan.count > 0; }
   // Replica `replica` of `stage` has produced its next gradient bucket.
   void BucketReady(int stage, int replica);
-  // ZeRO-3 with DP > 1: every pass first gathers its chunk's weights (BeforePass).
-  bool GathersBeforePass() const { return st_->c.zero_stage >= 3 && st_->c.dp > 1; }
-  // Gathers executor ei's chunk weights, then runs `then`. REQUIRES: GathersBeforePass().
-  void BeforePass(int ei, std::function<void()> then);
+  // ZeRO-3 with DP × CP > 1: every pass first gathers its chunk's weights (BeforePass).
+  bool GathersBeforePass() const { return st_->c.zero_stage >= 3 && st_->c.dp * st_->c.cp > 1; }
+  // FSDP's per-layer all-gathers of executor ei's chunk for a pass of `pass_s` seconds: the
+  // first layer's gather is waited for, the others are prefetched under the pass; `then` gets
+  // the time by which the remaining gathers outlast the pass. REQUIRES: GathersBeforePass().
+  void BeforePass(int ei, double pass_s, std::function<void(double)> then);
   // Executor ei ran its last task.
   void ComputeDone(int ei);
 
@@ -41,7 +45,9 @@ class GradientSync {
 
  private:
   struct Channel {
-    std::vector<int> group;
+    std::vector<int> group;          // dense gradients: DP × CP (or the shard group)
+    std::vector<int> expert_group;   // expert gradients: expert-DP
+    std::vector<int> replica_group;  // hybrid sharding: the same shard in the other groups
     GradientBuckets plan;
     std::vector<size_t> produced;  // per simulated replica: buckets it has made ready
     size_t next = 0;
@@ -53,6 +59,9 @@ class GradientSync {
   Result<comm::CollectiveEstimate> StartCollective(const comm::CollectiveSpec& spec,
                                                    std::function<void()> on_done);
   void Pump(int stage);
+  // Runs the bucket's collectives (dense, replica all-reduce, expert) one after another.
+  void RunBucket(int stage, int part, double start);
+  void GatherWeights(int stage, double now);
   void MaybeReduced(int stage);
   void ReduceTiedEmbedding();
   void Barrier();

@@ -28,17 +28,6 @@ comm::Op ToCommOp(TpCollectiveKind k) {
   return comm::Op::kAllReduce;
 }
 
-Result<double> SumTp(TpCollectiveTimer* timer, const std::vector<TpCollective>& cs, bool forward) {
-  double total = 0;
-  for (const TpCollective& c : cs) {
-    if (c.forward != forward) continue;
-    Result<double> s = timer->Seconds(ToCommOp(c.kind), c.bytes);
-    if (!s.ok()) return s.status();
-    total += *s;
-  }
-  return total;
-}
-
 double SumOps(const StepConfig& cfg, const GemmCalibration& cal, const std::vector<KernelOp>& ops,
               bool forward, bool selective_only = false) {
   double total = 0;
@@ -94,51 +83,189 @@ int NicShare(const ParallelConfig& c, const comm::TopologySpec& topology) {
   return std::min(c.tp, share);
 }
 
-Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& cfg, const GemmCalibration& gemm,
-                                          TpCollectiveTimer* tp) {
+TpCollectiveTimer* GroupTimers::For(CommGroup g) const {
+  switch (g) {
+    case CommGroup::kTp:
+      return tp;
+    case CommGroup::kCp:
+      return cp;
+    case CommGroup::kEp:
+      return ep;
+    case CommGroup::kEtp:
+      return etp;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// One transformer layer's costs for one micro-batch (unslowed seconds).
+struct LayerCost {
+  double fwd = 0, bwd = 0, recompute = 0;  // compute
+  double tp_fwd = 0, tp_bwd = 0, cp_fwd = 0, cp_bwd = 0, ep_fwd = 0, ep_bwd = 0;
+};
+
+double OpSeconds(const StepConfig& cfg, const GemmCalibration& cal,
+                 const std::vector<KernelOp>& ops, const std::string& name, bool forward) {
+  for (const KernelOp& op : ops) {
+    if (op.name == name) return OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
+  }
+  return 0;
+}
+
+double GemmSeconds(const StepConfig& cfg, const GemmCalibration& cal,
+                   const std::vector<KernelOp>& ops, bool forward) {
+  double total = 0;
+  for (const KernelOp& op : ops) {
+    if (op.kind == OpKind::kGemm) total += OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
+  }
+  return total;
+}
+
+// Transformer Engine's userbuffers overlap (tp_comm_overlap, with sequence parallelism): each
+// all-gather is a ring exchange of tp chunks under the GEMM that consumes them, each
+// reduce-scatter is pipelined behind the GEMM that produces it. What stays exposed is the
+// communication beyond (tp−1)/tp of the GEMM time, and at least one chunk (the exchange's
+// fill or drain). The GEMMs lose the SMs the communication kernels occupy while they overlap.
+struct UbOverlap {
+  double exposed = 0;
+  double compute_penalty = 0;
+};
+UbOverlap OverlapTp(double ag_s, double rs_s, double gemm_s, int tp, double sms) {
+  UbOverlap o;
+  const double comm = ag_s + rs_s;
+  if (comm <= 0) return o;
+  const double hidden_under = gemm_s * (tp - 1) / tp;
+  o.exposed = std::max(comm / tp, comm - hidden_under);
+  const double overlapped = std::min(comm, hidden_under);
+  const double sm_share =
+      (ag_s * kUbAllGatherSms + rs_s * kUbReduceScatterSms) / comm / std::max(1.0, sms);
+  o.compute_penalty = overlapped * sm_share / (1 - sm_share);
+  return o;
+}
+
+Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm,
+                              const GroupTimers& timers, bool moe) {
   const ParallelConfig& c = cfg.parallel;
   const ModelSpec& m = cfg.model;
-  const TensorSplit split{c.tp, c.sequence_parallel};
-  const int vstages = c.pp * ChunksPerRank(c);
-  const double layers = double(m.num_layers) / vstages;
+  const std::vector<KernelOp> ops = LayerOps(m, c.split(), c.micro_batch, moe);
+  LayerCost lc;
+  lc.fwd = SumOps(cfg, gemm, ops, true);
+  lc.bwd = SumOps(cfg, gemm, ops, false);
+  if (c.recompute == Recompute::kFull) lc.recompute = lc.fwd;
+  if (c.recompute == Recompute::kSelective) lc.recompute = SumOps(cfg, gemm, ops, true, true);
+  double ag[2] = {0, 0}, rs[2] = {0, 0};  // TP all-gathers / reduce-scatters, [fwd, bwd]
+  for (const TpCollective& col : LayerTpCollectives(m, c.split(), c.micro_batch, moe)) {
+    TpCollectiveTimer* timer = timers.For(col.group);
+    if (timer == nullptr) continue;
+    Result<double> one = timer->Seconds(ToCommOp(col.kind), col.bytes);
+    if (!one.ok()) return one.status();
+    double t = *one * std::max(1, col.count);
+    if (!col.overlaps_op.empty()) {
+      t = std::max(0.0, t - OpSeconds(cfg, gemm, ops, col.overlaps_op, col.forward));
+    }
+    const int dir = col.forward ? 0 : 1;
+    switch (col.group) {
+      case CommGroup::kTp:
+      case CommGroup::kEtp:
+        if (c.tp_comm_overlap && col.group == CommGroup::kTp &&
+            col.kind == TpCollectiveKind::kAllGather) {
+          ag[dir] += t;
+        } else if (c.tp_comm_overlap && col.group == CommGroup::kTp &&
+                   col.kind == TpCollectiveKind::kReduceScatter) {
+          rs[dir] += t;
+        } else {
+          (col.forward ? lc.tp_fwd : lc.tp_bwd) += t;
+        }
+        break;
+      case CommGroup::kCp:
+        (col.forward ? lc.cp_fwd : lc.cp_bwd) += t;
+        break;
+      case CommGroup::kEp:
+        (col.forward ? lc.ep_fwd : lc.ep_bwd) += t;
+        break;
+    }
+  }
+  const double sms = cfg.gpu.num_sms;
+  const UbOverlap f = OverlapTp(ag[0], rs[0], GemmSeconds(cfg, gemm, ops, true), c.tp, sms);
+  const UbOverlap b = OverlapTp(ag[1], rs[1], GemmSeconds(cfg, gemm, ops, false), c.tp, sms);
+  lc.tp_fwd += f.exposed;
+  lc.fwd += f.compute_penalty;
+  lc.tp_bwd += b.exposed;
+  lc.bwd += b.compute_penalty;
+  if (c.recompute == Recompute::kFull) lc.recompute += f.compute_penalty;
+  return lc;
+}
 
-  const std::vector<KernelOp> layer = LayerOps(m, split, c.micro_batch);
-  const auto layer_tp = LayerTpCollectives(m, split, c.micro_batch);
-  const double l_fwd = SumOps(cfg, gemm, layer, true), l_bwd = SumOps(cfg, gemm, layer, false);
-  double l_recompute = 0;
-  if (c.recompute == Recompute::kFull) l_recompute = l_fwd;
-  if (c.recompute == Recompute::kSelective) l_recompute = SumOps(cfg, gemm, layer, true, true);
-  Result<double> l_tp_fwd = SumTp(tp, layer_tp, true);
-  if (!l_tp_fwd.ok()) return l_tp_fwd.status();
-  Result<double> l_tp_bwd = SumTp(tp, layer_tp, false);
-  if (!l_tp_bwd.ok()) return l_tp_bwd.status();
-  const double l_tp_recompute = c.recompute == Recompute::kFull ? *l_tp_fwd : 0.0;
+}  // namespace
 
+Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& cfg, const GemmCalibration& gemm,
+                                          const GroupTimers& timers) {
+  const ParallelConfig& c = cfg.parallel;
+  const ModelSpec& m = cfg.model;
+  const TensorSplit split = c.split();
+  TpCollectiveTimer* tp = timers.tp;
+  auto sum_tp = [&](const std::vector<TpCollective>& cs, bool forward) -> Result<double> {
+    double total = 0;
+    for (const TpCollective& col : cs) {
+      if (col.forward != forward || tp == nullptr) continue;
+      Result<double> t = tp->Seconds(ToCommOp(col.kind), col.bytes);
+      if (!t.ok()) return t.status();
+      total += *t;
+    }
+    return total;
+  };
+
+  Result<LayerCost> dense = CostOfLayer(cfg, gemm, timers, false);
+  if (!dense.ok()) return dense.status();
+  LayerCost moe;
+  if (m.moe.enabled()) {
+    Result<LayerCost> r = CostOfLayer(cfg, gemm, timers, true);
+    if (!r.ok()) return r.status();
+    moe = *r;
+  }
   const auto emb = EmbeddingOps(m, split, c.micro_batch);
   const auto head = HeadOps(m, split, c.micro_batch);
-  Result<double> emb_tp = SumTp(tp, EmbeddingTpCollectives(m, split, c.micro_batch), true);
+  Result<double> emb_tp = sum_tp(EmbeddingTpCollectives(m, split, c.micro_batch), true);
   if (!emb_tp.ok()) return emb_tp.status();
   const auto head_tp_list = HeadTpCollectives(m, split, c.micro_batch);
-  Result<double> head_tp_fwd = SumTp(tp, head_tp_list, true);
+  Result<double> head_tp_fwd = sum_tp(head_tp_list, true);
   if (!head_tp_fwd.ok()) return head_tp_fwd.status();
-  Result<double> head_tp_bwd = SumTp(tp, head_tp_list, false);
+  Result<double> head_tp_bwd = sum_tp(head_tp_list, false);
   if (!head_tp_bwd.ok()) return head_tp_bwd.status();
   // Narayanan §4.1 scatter/gather: the receiver all-gathers the 1/t slices over NVLink.
   double pp_gather = 0;
-  if (c.pp > 1 && c.pp_scatter_gather && c.tp > 1 && !c.sequence_parallel) {
-    Result<double> g = tp->Seconds(
-        comm::Op::kAllGather, double(c.micro_batch) * m.seq_len * m.hidden * m.bytes_per_element);
+  if (c.pp > 1 && c.pp_scatter_gather && c.tp > 1 && !c.sequence_parallel && tp != nullptr) {
+    Result<double> g = tp->Seconds(comm::Op::kAllGather, double(c.micro_batch) * m.seq_len / c.cp *
+                                                             m.hidden * m.bytes_per_element);
     if (!g.ok()) return g.status();
     pp_gather = *g;
   }
 
-  std::vector<ChunkCost> out(vstages);
+  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
+  const int vstages = int(ranges.size());
+  std::vector<ChunkCost> out(static_cast<size_t>(vstages));
   for (int j = 0; j < vstages; ++j) {
-    ChunkCost& k = out[j];
-    k.fwd_compute_s = layers * l_fwd;
-    k.fwd_tp_s = layers * *l_tp_fwd;
-    k.bwd_compute_s = layers * (l_bwd + l_recompute);
-    k.bwd_tp_s = layers * (*l_tp_bwd + l_tp_recompute);
+    ChunkCost& k = out[size_t(j)];
+    double n_moe = 0;
+    for (int l = ranges[size_t(j)].first_layer;
+         l < ranges[size_t(j)].first_layer + ranges[size_t(j)].layers; ++l) {
+      n_moe += m.IsMoeLayer(l) ? 1 : 0;
+    }
+    const double n_dense = ranges[size_t(j)].layers - n_moe;
+    const double tp_recompute = c.recompute == Recompute::kFull ? 1.0 : 0.0;
+    auto add = [&](const LayerCost& lc, double n) {
+      k.fwd_compute_s += n * lc.fwd;
+      k.bwd_compute_s += n * (lc.bwd + lc.recompute);
+      k.fwd_tp_s += n * lc.tp_fwd;
+      k.bwd_tp_s += n * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
+      k.fwd_cp_s += n * lc.cp_fwd;
+      k.bwd_cp_s += n * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
+      k.fwd_ep_s += n * lc.ep_fwd;
+      k.bwd_ep_s += n * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
+    };
+    add(*dense, n_dense);
+    if (n_moe > 0) add(moe, n_moe);
     if (j == 0) {
       k.fwd_compute_s += SumOps(cfg, gemm, emb, true);
       k.bwd_compute_s += SumOps(cfg, gemm, emb, false);
@@ -158,6 +285,41 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& cfg, const GemmCalib
   return out;
 }
 
+std::vector<int> ExpertTpGroup(const ParallelConfig& c) {
+  std::vector<int> g;
+  for (int i = 0; i < c.etp; ++i) g.push_back(i);
+  return g;
+}
+
+ParamSplit StageParams(const StepConfig& cfg, int stage) {
+  const ParallelConfig& c = cfg.parallel;
+  const ModelSpec& m = cfg.model;
+  const ParamSplit dense = LayerParametersPerGpu(m, c.split(), false);
+  ParamSplit moe;
+  if (m.moe.enabled()) moe = LayerParametersPerGpu(m, c.split(), true);
+  ParamSplit p;
+  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
+  for (size_t j = size_t(stage); j < ranges.size(); j += size_t(c.pp)) {
+    for (int l = ranges[j].first_layer; l < ranges[j].first_layer + ranges[j].layers; ++l) {
+      const ParamSplit& x = m.IsMoeLayer(l) ? moe : dense;
+      p.dense += x.dense;
+      p.expert += x.expert;
+    }
+  }
+  const double word = double(m.vocab) / c.tp * m.hidden;
+  if (stage == 0) {
+    p.dense += word;
+    if (m.learned_position_embedding) p.dense += double(m.seq_len) * m.hidden;
+  }
+  if (stage == c.pp - 1) {
+    p.dense += (m.rmsnorm ? 1.0 : 2.0) * m.hidden;  // final norm
+    // The output layer: its own matrix when untied; with tied embeddings and pp > 1 the last
+    // stage keeps a copy of the word embedding (Megatron).
+    if (!m.tied_embeddings || c.pp > 1) p.dense += word;
+  }
+  return p;
+}
+
 double PipelineSendBytes(const StepConfig& cfg, int nic_share) {
   const ParallelConfig& c = cfg.parallel;
   double bytes =
@@ -170,10 +332,13 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
   const ParallelConfig& c = cfg.parallel;
   const int v = ChunksPerRank(c);
   const double grad_bytes = cfg.memory.grad_bytes_per_param;
+  const ParamSplit params = StageParams(cfg, stage);
+  const int dense_ranks = c.dp * c.cp;
+  const int expert_ranks = params.expert > 0 ? c.expert_dp() : 1;
   const double bucket_params = c.dp_bucket_bytes > 0
                                    ? c.dp_bucket_bytes / grad_bytes
-                                   : std::max(40e6, 1e6 * c.dp);  // Megatron-LM default
-  const double chunk_params = ParametersPerGpu(cfg.model, c, stage) / v;
+                                   : std::max(40e6, 1e6 * dense_ranks);  // Megatron-LM default
+  const double chunk_params = params.total() / v;
   GradientBuckets b;
   // Without overlap the reduction runs after the last backward over the contiguous gradient
   // buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL pipelines
@@ -185,33 +350,41 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
       c.overlap_dp
           ? int(std::clamp(std::ceil(chunk_params / bucket_params), 1.0, kMaxBucketsPerChunk))
           : 1;
-  b.bytes = chunk_params * grad_bytes / b.per_chunk * nic_share;
+  b.bytes = dense_ranks > 1 ? params.dense / v * grad_bytes / b.per_chunk * nic_share : 0;
+  b.expert_bytes = expert_ranks > 1 ? params.expert / v * grad_bytes / b.per_chunk * nic_share : 0;
   b.op = c.zero_stage >= 1 ? comm::Op::kReduceScatter : comm::Op::kAllReduce;
   // ZeRO-2/3 reduce-scatter every micro-batch's gradients (they cannot be kept whole);
   // otherwise gradients accumulate locally and are reduced once.
   const int64_t rounds = c.zero_stage >= 2 ? c.num_micro_batches() : 1;
-  b.count = c.dp == 1 ? 0 : rounds * v * b.per_chunk;
+  b.count = (dense_ranks == 1 && expert_ranks == 1) ? 0 : rounds * v * b.per_chunk;
   return b;
 }
 
 double ZeroWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share) {
-  return 2.0 * ParametersPerGpu(cfg.model, cfg.parallel, stage) * nic_share;
+  return 2.0 * StageParams(cfg, stage).dense * nic_share;
+}
+
+double ZeroExpertWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share) {
+  return 2.0 * StageParams(cfg, stage).expert * nic_share;
 }
 
 double Zero3PassGatherBytes(const StepConfig& cfg, int stage, int nic_share) {
-  return 2.0 * ParametersPerGpu(cfg.model, cfg.parallel, stage) / ChunksPerRank(cfg.parallel) *
-         nic_share;
+  return 2.0 * StageParams(cfg, stage).total() / ChunksPerRank(cfg.parallel) * nic_share;
 }
 
 double TiedEmbeddingBytes(const StepConfig& cfg, int nic_share) {
+  if (!cfg.model.tied_embeddings) return 0;
   return double(cfg.model.vocab) / cfg.parallel.tp * cfg.model.hidden *
          cfg.memory.grad_bytes_per_param * nic_share;
 }
 
 double OptimizerSeconds(const StepConfig& cfg, int stage) {
   const ParallelConfig& c = cfg.parallel;
+  const ParamSplit p = StageParams(cfg, stage);
+  const bool sharded = c.zero_stage >= 1;
+  const double dense_shard = c.shard_group > 0 ? c.shard_group * c.cp : c.dp * c.cp;
   const double params =
-      ParametersPerGpu(cfg.model, c, stage) / (c.zero_stage >= 1 ? double(c.dp) : 1.0);
+      sharded ? p.dense / dense_shard + p.expert / std::max(1, c.expert_dp()) : p.total();
   return OptimizerTimeSeconds(cfg.gpu, cfg.compute, params,
                               cfg.memory.step_grad_bytes_per_param > 0);
 }

@@ -50,17 +50,48 @@ class CalibratedTpTimer final : public TpCollectiveTimer {
 };
 
 // One model chunk's passes for one micro-batch: unslowed compute (backward includes
-// recomputation) and the TP collectives, which run between the kernels and are never hidden.
+// recomputation) and the exposed part of the layer collectives, which run between the kernels:
+// TP (all of it, or what Transformer Engine's userbuffers leave exposed with tp_comm_overlap),
+// CP (the K/V exchange beyond the attention it runs under) and EP (the token all-to-alls).
 struct ChunkCost {
   double fwd_compute_s = 0, fwd_tp_s = 0;
   double bwd_compute_s = 0, bwd_tp_s = 0;
+  double fwd_cp_s = 0, bwd_cp_s = 0;
+  double fwd_ep_s = 0, bwd_ep_s = 0;
+  double fwd_comm_s() const { return fwd_tp_s + fwd_cp_s + fwd_ep_s; }
+  double bwd_comm_s() const { return bwd_tp_s + bwd_cp_s + bwd_ep_s; }
 };
 
-// The costs of every virtual stage, index chunk·pp + rank. Matrix products take the measured
-// rate where `gemm` covers their shape.
+// A timer per layer group (null: a group of one, whose collectives cost nothing).
+struct GroupTimers {
+  TpCollectiveTimer* tp = nullptr;
+  TpCollectiveTimer* cp = nullptr;
+  TpCollectiveTimer* ep = nullptr;
+  TpCollectiveTimer* etp = nullptr;
+  TpCollectiveTimer* For(parallelism::CommGroup g) const;
+};
+
+// The costs of every virtual stage, index chunk·pp + rank, each summing its own layers
+// (parallelism::ChunkLayerRanges: uneven first/last stages; dense and MoE layers). Matrix
+// products take the measured rate where `gemm` covers their shape.
 Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& cfg,
                                           const parallelism::GemmCalibration& gemm,
-                                          TpCollectiveTimer* tp);
+                                          const GroupTimers& timers);
+
+// Streaming multiprocessors Transformer Engine's userbuffers take from the GEMMs they overlap:
+// TE's default configuration (transformer_engine/pytorch/module/base.py, initialize_ub) runs
+// all-gathers as a copy-engine ring exchange with 1 SM and reduce-scatters with the "pipeline"
+// method on 16 SMs.
+inline constexpr double kUbAllGatherSms = 1;
+inline constexpr double kUbReduceScatterSms = 16;
+
+// GPU 0's expert tensor-parallel group: the first etp ranks (ETP is innermost in the expert
+// grid, parallelism/layout.h).
+std::vector<int> ExpertTpGroup(const parallelism::ParallelConfig& c);
+
+// The parameters one GPU of `stage` holds, split into dense (reduced over DP × CP) and expert
+// (reduced over expert-DP) parts.
+parallelism::ParamSplit StageParams(const StepConfig& cfg, int stage);
 
 // The GEMM calibration a config asks for (a null calibration without one).
 parallelism::GemmCalibration GemmCalibrationOf(const StepConfig& cfg);
@@ -74,16 +105,21 @@ double PipelineSendBytes(const StepConfig& cfg, int nic_share);
 
 // The data-parallel gradient reduction of one stage: `count` collectives of `bytes`, launched in
 // order, per_chunk of them as each chunk's backward produces its gradients.
+// Each bucket reduces its dense gradients over DP × CP and, in MoE models, its expert gradients
+// over the expert-DP group (expert_bytes; 0 for dense models or an expert-DP group of one).
 struct GradientBuckets {
   int per_chunk = 1;
-  int64_t count = 0;  // 0 when DP = 1
+  int64_t count = 0;  // 0 when neither group has more than one rank
   double bytes = 0;
+  double expert_bytes = 0;
   comm::Op op = comm::Op::kAllReduce;
 };
 GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_share);
 
-// ZeRO-1/2: the all-gather of a stage's updated 16-bit weights after the optimizer.
+// ZeRO-1/2: the all-gather of a stage's updated 16-bit weights after the optimizer (dense part
+// over DP × CP; the expert part over expert-DP: ZeroExpertWeightGatherBytes).
 double ZeroWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share);
+double ZeroExpertWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share);
 // ZeRO-3: the all-gather of one chunk's weights before each pass.
 double Zero3PassGatherBytes(const StepConfig& cfg, int stage, int nic_share);
 // PP > 1: the tied word embedding's gradient all-reduce between the first and last stage.

@@ -19,7 +19,7 @@ Pipeline::Pipeline(StepState* state, std::vector<ChunkCost> costs, GradientSync*
     const StepConfig& cfg = st_->cfg;
     const parallelism::GemmCalibration cal = GemmCalibrationOf(cfg);
     for (const parallelism::KernelOp& op :
-         LayerOps(cfg.model, {st_->c.tp, st_->c.sequence_parallel}, st_->c.micro_batch)) {
+         LayerOps(cfg.model, st_->c.split(), st_->c.micro_batch)) {
       layer_ops_.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
                             OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal),
                             op.selective_recompute});
@@ -78,22 +78,30 @@ void Pipeline::TryStart(int ei) {
   e.busy = true;
   e.computing = true;
   if (sync_->GathersBeforePass()) {
-    sync_->BeforePass(ei, [this, ei] { RunTask(ei); });
+    const ChunkCost& k = costs_[size_t(j)];
+    const double pass =
+        t.forward ? k.fwd_compute_s + k.fwd_comm_s() : k.bwd_compute_s + k.bwd_comm_s();
+    sync_->BeforePass(ei, pass * e.slow, [this, ei](double extra) { RunTask(ei, extra); });
   } else {
-    RunTask(ei);
+    RunTask(ei, 0);
   }
 }
 
-void Pipeline::RunTask(int ei) {
+// `gather_s`: FSDP gathers that outlast the pass (already counted as exposed DP comm).
+void Pipeline::RunTask(int ei, double gather_s) {
   Executor& e = st_->exec(ei);
   const Task t = orders_[size_t(e.stage)][e.next];
   const int j = t.chunk * st_->c.pp + e.stage;
   const ChunkCost& k = costs_[size_t(j)];
   const double compute = (t.forward ? k.fwd_compute_s : k.bwd_compute_s) * e.slow;
   const double tp = t.forward ? k.fwd_tp_s : k.bwd_tp_s;
+  const double cp = t.forward ? k.fwd_cp_s : k.bwd_cp_s;
+  const double ep = t.forward ? k.fwd_ep_s : k.bwd_ep_s;
   const double start = st_->now();
   e.b.compute_s += compute;
   e.b.exposed_tp_comm_s += tp;
+  e.b.exposed_cp_comm_s += cp;
+  e.b.exposed_ep_comm_s += ep;
   if (st_->trace.enabled()) {
     // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
     std::string name(t.forward ? "F" : "B");
@@ -101,13 +109,17 @@ void Pipeline::RunTask(int ei) {
     if (st_->v > 1) name.append(".").append(std::to_string(t.chunk));
     st_->trace.Slice(e.gpu, 0, name, t.forward ? "forward" : "backward", start, compute);
     st_->trace.Slice(e.gpu, 1, "tp collectives " + name, "tp", start + compute, tp);
+    if (cp > 0) st_->trace.Slice(e.gpu, 1, "cp exchange " + name, "cp", start + compute + tp, cp);
+    if (ep > 0) {
+      st_->trace.Slice(e.gpu, 1, "ep all_to_all " + name, "ep", start + compute + tp + cp, ep);
+    }
     if (t.micro_batch == 0) KernelSlices(e, t, start);
   }
-  const double dur = compute + tp;
+  const double dur = compute + tp + cp + ep + gather_s;
   // Gradient buckets of this chunk become final during its last backward (overlap) or in
   // every backward (ZeRO-2/3).
   const bool last_b = !t.forward && t.micro_batch == st_->m - 1;
-  if (!t.forward && st_->c.dp > 1 && st_->c.overlap_dp && (last_b || st_->c.zero_stage >= 2)) {
+  if (!t.forward && sync_->reduces() && st_->c.overlap_dp && (last_b || st_->c.zero_stage >= 2)) {
     const int n = sync_->buckets_per_chunk(e.stage);
     for (int i = 0; i < n; ++i) {
       const double at = dur * (i + 1) / n;

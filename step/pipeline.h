@@ -40,7 +40,7 @@ class Pipeline {
 
   size_t MsgIndex(bool forward, int chunk, int64_t mb) const;
   void TryStart(int ei);
-  void RunTask(int ei);
+  void RunTask(int ei, double gather_s);
   void KernelSlices(const Executor& e, const parallelism::Task& t, double start);
   void TaskDone(int ei, parallelism::Task t, int j);
   void StartSend(size_t s);

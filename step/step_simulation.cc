@@ -23,7 +23,7 @@ Status CheckStepLength(const ParallelConfig& c, const std::vector<ChunkCost>& co
                        double max_slowdown) {
   double total = 0;
   for (const ChunkCost& k : costs) {
-    total += k.fwd_compute_s + k.fwd_tp_s + k.bwd_compute_s + k.bwd_tp_s;
+    total += k.fwd_compute_s + k.fwd_comm_s() + k.bwd_compute_s + k.bwd_comm_s();
   }
   total *= double(c.num_micro_batches()) * max_slowdown;
   if (!(total < 1e9)) {
@@ -54,8 +54,8 @@ CalibrationUse DescribeCalibration(const StepConfig& cfg, const CalibratedTpTime
   u.gpu = cfg.calibration->gpu_name();
   u.sample = cfg.calibration->is_sample();
   const GemmCalibration cal = GemmCalibrationOf(cfg);
-  const GemmCoverage g = CountCalibratedGemms(
-      cfg.gpu, &cal, LayerOps(cfg.model, {c.tp, c.sequence_parallel}, c.micro_batch));
+  const GemmCoverage g =
+      CountCalibratedGemms(cfg.gpu, &cal, LayerOps(cfg.model, c.split(), c.micro_batch));
   u.gemm_shapes = g.shapes;
   u.gemm_shapes_calibrated = g.calibrated;
   for (const auto& [name, calibrated] : tp.use()) {
@@ -94,12 +94,21 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   }
 
   CalibratedTpTimer tp(&*topo, layout.TpGroup(0), cfg.calibration.get());
-  Result<std::vector<ChunkCost>> costs = ChunkCosts(cfg, GemmCalibrationOf(cfg), &tp);
+  CalibratedTpTimer cp(&*topo, layout.CpGroup(0), cfg.calibration.get());
+  CalibratedTpTimer ep(&*topo, layout.EpGroup(0), cfg.calibration.get());
+  CalibratedTpTimer etp(&*topo, ExpertTpGroup(c), cfg.calibration.get());
+  const GroupTimers timers{&tp, c.cp > 1 ? &cp : nullptr, c.ep > 1 ? &ep : nullptr,
+                           c.etp > 1 ? &etp : nullptr};
+  Result<std::vector<ChunkCost>> costs = ChunkCosts(cfg, GemmCalibrationOf(cfg), timers);
   if (!costs.ok()) return costs.status();
   TRAINSIM_RETURN_IF_ERROR(CheckStepLength(c, *costs, plan->max_slowdown()));
 
   StepState st(cfg, &*topo, &layout, plan->replicas, plan->slowdown, options.record_trace);
   for (const auto& [link, factor] : plan->link_factor) st.net.SetLinkBandwidthFactor(link, factor);
+  st.forward_s.assign(size_t(c.pp), 0.0);
+  for (size_t j = 0; j < costs->size(); ++j) {
+    st.forward_s[j % size_t(c.pp)] += (*costs)[j].fwd_compute_s + (*costs)[j].fwd_comm_s();
+  }
   GradientSync sync(&st);
   Pipeline pipeline(&st, std::move(*costs), &sync);
   TRAINSIM_RETURN_IF_ERROR(pipeline.Run());

@@ -88,14 +88,16 @@ struct ClusterState {
 struct StepBreakdown {
   double compute_s = 0;
   double exposed_tp_comm_s = 0;
+  double exposed_cp_comm_s = 0;  // context parallelism's K/V exchange beyond the attention
+  double exposed_ep_comm_s = 0;  // expert parallelism's token dispatch/combine all-to-alls
   double exposed_dp_comm_s = 0;
   double pp_wait_s = 0;
   double bubble_s = 0;
   double optimizer_s = 0;
   double other_s = 0;
   double total_s() const {
-    return compute_s + exposed_tp_comm_s + exposed_dp_comm_s + pp_wait_s + bubble_s + optimizer_s +
-           other_s;
+    return compute_s + exposed_tp_comm_s + exposed_cp_comm_s + exposed_ep_comm_s +
+           exposed_dp_comm_s + pp_wait_s + bubble_s + optimizer_s + other_s;
   }
 };
 

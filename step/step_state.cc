@@ -25,9 +25,12 @@ StepState::StepState(const StepConfig& config, const comm::Topology* topology,
       e.replica = int(r);
       e.stage = s;
       e.gpu = layout->GpuOf({0, s, replicas[r]});
-      for (int t = 0; t < c.tp; ++t) {
-        auto it = slowdown.find(layout->GpuOf({t, s, replicas[r]}));
-        if (it != slowdown.end()) e.slow = std::max(e.slow, it->second);
+      // The TP and CP peers of a stage work in lockstep: the slowest sets the pace.
+      for (int k = 0; k < c.cp; ++k) {
+        for (int t = 0; t < c.tp; ++t) {
+          auto it = slowdown.find(layout->GpuOf({t, s, replicas[r], k}));
+          if (it != slowdown.end()) e.slow = std::max(e.slow, it->second);
+        }
       }
       e.inbox.assign(size_t(2 * v * m), Executor::Msg{});
       execs.push_back(std::move(e));

@@ -76,6 +76,9 @@ struct StepState {
   int64_t m = 1;              // micro-batches
   int nic_share = 1;
   std::vector<Executor> execs;  // index replica · pp + stage
+  // Per stage: one micro-batch's forward over all its chunks (what the next step's forward
+  // offers to hide an overlapped parameter all-gather under).
+  std::vector<double> forward_s;
   TraceRecorder trace;
   Status error;
 

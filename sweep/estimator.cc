@@ -111,32 +111,48 @@ Status EstimatePasses(Estimate& e) {
   // TP collectives as the step simulation times them: the calibration's measured curve where it
   // covers them, else comm's closed form (memoised across layouts by the cache).
   CachedTpTimer cached(e.cache, &e.topo, e.layout.TpGroup(0));
+  CachedTpTimer cp(e.cache, &e.topo, e.layout.CpGroup(0));
+  CachedTpTimer ep(e.cache, &e.topo, e.layout.EpGroup(0));
+  CachedTpTimer etp(e.cache, &e.topo, step::ExpertTpGroup(e.c));
   std::optional<step::CalibratedTpTimer> calibrated;
   if (cfg.calibration) calibrated.emplace(&e.topo, e.layout.TpGroup(0), cfg.calibration.get());
   step::TpCollectiveTimer* tp =
       calibrated ? static_cast<step::TpCollectiveTimer*>(&*calibrated) : &cached;
+  const step::GroupTimers timers{tp, e.c.cp > 1 ? &cp : nullptr, e.c.ep > 1 ? &ep : nullptr,
+                                 e.c.etp > 1 ? &etp : nullptr};
   Result<std::vector<step::ChunkCost>> costs =
-      step::ChunkCosts(cfg, step::GemmCalibrationOf(cfg), tp);
+      step::ChunkCosts(cfg, step::GemmCalibrationOf(cfg), timers);
   if (!costs.ok()) return costs.status();
   e.costs = std::move(*costs);
-  // ZeRO-3 gathers each chunk's weights over DP before every pass (no prefetch, as simulated).
-  e.zero3_gather.assign(size_t(e.p), 0.0);
-  if (e.c.zero_stage >= 3 && e.c.dp > 1) {
+  // ZeRO-3 / FSDP: each pass waits for its chunk's first layer's gather over DP × CP; the other
+  // layers' gathers are prefetched under the pass (as simulated, step/gradient_sync.h).
+  std::vector<double> gather_first(size_t(e.p), 0.0), gather_rest(size_t(e.p), 0.0);
+  if (e.c.zero_stage >= 3 && e.c.dp * e.c.cp > 1) {
+    const int layers = std::max(1, int(std::lround(double(cfg.model.num_layers) / e.vstages)));
     for (int s = 0; s < e.p; ++s) {
-      Result<double> g = e.cache->CollectiveSeconds(
-          e.topo, comm::Op::kAllGather, e.layout.DpGroup(e.layout.GpuOf({0, s, 0})),
-          step::Zero3PassGatherBytes(cfg, s, e.nic_share));
-      if (!g.ok()) return g.status();
-      e.zero3_gather[size_t(s)] = *g;
+      const std::vector<int> group = e.layout.DpCpGroup(e.layout.GpuOf({0, s, 0}));
+      const double bytes = step::Zero3PassGatherBytes(cfg, s, e.nic_share);
+      Result<double> first =
+          e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather, group, bytes / layers);
+      if (!first.ok()) return first.status();
+      Result<double> rest =
+          e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather, group, bytes - bytes / layers);
+      if (!rest.ok()) return rest.status();
+      gather_first[size_t(s)] = *first;
+      gather_rest[size_t(s)] = layers > 1 ? *rest : 0.0;
     }
   }
+  e.zero3_gather = gather_first;
   e.passes.resize(size_t(e.vstages));
   for (int j = 0; j < e.vstages; ++j) {
     const step::ChunkCost& k = e.costs[size_t(j)];
-    const double z3 = e.zero3_gather[size_t(j % e.p)];
-    e.passes[size_t(j)].fwd_s = k.fwd_compute_s + k.fwd_tp_s + z3;
-    e.passes[size_t(j)].bwd_s = k.bwd_compute_s + k.bwd_tp_s + z3;
-    e.passes[size_t(j)].bwd_compute_s = k.bwd_compute_s + k.bwd_tp_s;
+    const size_t s = size_t(j % e.p);
+    const double fwd = k.fwd_compute_s + k.fwd_comm_s(), bwd = k.bwd_compute_s + k.bwd_comm_s();
+    const double fwd_all = fwd + std::max(0.0, gather_rest[s] - fwd);
+    const double bwd_all = bwd + std::max(0.0, gather_rest[s] - bwd);
+    e.passes[size_t(j)].fwd_s = fwd_all + gather_first[s];
+    e.passes[size_t(j)].bwd_s = bwd_all + gather_first[s];
+    e.passes[size_t(j)].bwd_compute_s = bwd_all;
   }
   return Status::Ok();
 }
@@ -159,9 +175,8 @@ Status EstimatePipeline(Estimate& e) {
   if (e.replay) {
     std::vector<ReplayPass> rp(static_cast<size_t>(vstages));
     for (int j = 0; j < vstages; ++j) {
-      const step::ChunkCost& k = e.costs[size_t(j)];
-      rp[size_t(j)] = {e.zero3_gather[size_t(j % p)], k.fwd_compute_s + k.fwd_tp_s,
-                       k.bwd_compute_s + k.bwd_tp_s};
+      const double z3 = e.zero3_gather[size_t(j % p)];
+      rp[size_t(j)] = {z3, e.passes[size_t(j)].fwd_s - z3, e.passes[size_t(j)].bwd_s - z3};
     }
     e.replayed = ReplayPipeline(e.c, rp, e.p2p_s);
     e.compute_done = e.replayed.compute_done_s;
@@ -213,8 +228,9 @@ std::vector<double> BucketReadyTimes(const Estimate& e, int s, const step::Gradi
       for (int i = 0; i < per_chunk; ++i) ready.push_back(start + dur * (i + 1) / per_chunk);
     }
   } else if (e.c.zero_stage >= 2) {
-    // pp = 1 (ZeRO-2/3 need it): forward, backward alternate; every backward's buckets.
-    const double f = e.passes[0].fwd_s, bwd = e.passes[0].bwd_s;
+    // ZeRO-2/3 reduce every backward's buckets; in the steady state forwards and backwards
+    // alternate (1F1B, or plain DP with pp = 1).
+    const double f = e.passes[size_t(s)].fwd_s, bwd = e.passes[size_t(s)].bwd_s;
     const int64_t mbs = e.mbs;
     for (int64_t k = 0; k < mbs; ++k) {
       const double b_start = done - double(mbs - k) * bwd - double(mbs - 1 - k) * f;
@@ -242,24 +258,51 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
   for (int s = 0; s < e.p; ++s) {
     const double done = e.compute_done[size_t(s)];
     double reduced = done;
-    const std::vector<int> dp_group = e.layout.DpGroup(e.layout.GpuOf({0, s, 0}));
-    if (c.dp > 1) {
-      const step::GradientBuckets buckets = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
+    const int gpu = e.layout.GpuOf({0, s, 0});
+    std::vector<int> dp_group = e.layout.DpCpGroup(gpu);
+    std::vector<int> replica_group;
+    const int shard = c.shard_group > 0 ? c.shard_group * c.cp : 0;
+    if (shard > 0 && shard < int(dp_group.size())) {
+      for (size_t i = 0; i < dp_group.size(); i += size_t(shard)) {
+        replica_group.push_back(dp_group[i]);
+      }
+      dp_group.resize(size_t(shard));
+    }
+    const std::vector<int> expert_group = e.layout.ExpertDpGroup(gpu);
+    const step::GradientBuckets buckets = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
+    if (buckets.count > 0) {
       Result<double> t = e.cache->CollectiveSeconds(e.topo, buckets.op, dp_group, buckets.bytes);
       if (!t.ok()) return t.status();
+      Result<double> t_rep = e.cache->CollectiveSeconds(e.topo, comm::Op::kAllReduce, replica_group,
+                                                        buckets.bytes / double(dp_group.size()));
+      if (!t_rep.ok()) return t_rep.status();
+      Result<double> t_exp =
+          e.cache->CollectiveSeconds(e.topo, buckets.op, expert_group, buckets.expert_bytes);
+      if (!t_exp.ok()) return t_exp.status();
+      const double per_bucket = *t + *t_rep + *t_exp;
       double t_free = 0;
-      for (double r : BucketReadyTimes(e, s, buckets)) t_free = std::max(t_free, r) + *t;
+      for (double r : BucketReadyTimes(e, s, buckets)) t_free = std::max(t_free, r) + per_bucket;
       reduced = std::max(done, t_free);
     }
     barrier = std::max(barrier, reduced);
     const double opt = step::OptimizerSeconds(e.cfg, s);
     double tail = opt;
-    if ((c.zero_stage == 1 || c.zero_stage == 2) && c.dp > 1) {
+    if ((c.zero_stage == 1 || c.zero_stage == 2) && buckets.count > 0) {
       Result<double> g =
           e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather, dp_group,
                                      step::ZeroWeightGatherBytes(e.cfg, s, e.nic_share));
       if (!g.ok()) return g.status();
-      tail += *g;
+      Result<double> ge =
+          e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather, expert_group,
+                                     step::ZeroExpertWeightGatherBytes(e.cfg, s, e.nic_share));
+      if (!ge.ok()) return ge.status();
+      double gather = *g + *ge;
+      if (c.overlap_param_gather) {
+        double fwd = 0;
+        for (int j = s; j < e.vstages; j += e.p) fwd += e.passes[size_t(j)].fwd_s;
+        gather = std::max(0.0, gather - fwd);
+      }
+      tail += gather;
     }
     if (tail > after_barrier) {
       after_barrier = tail;
@@ -269,7 +312,7 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
   // With PP > 1 the first and last stages all-reduce the tied embedding's gradient once every
   // stage is reduced, before the gradient-norm barrier releases the optimizers.
   double tied_embedding = 0;
-  if (e.p > 1) {
+  if (e.p > 1 && e.cfg.model.tied_embeddings) {
     Result<double> t = e.cache->CollectiveSeconds(
         e.topo, comm::Op::kAllReduce, {e.layout.GpuOf({0, 0, 0}), e.layout.GpuOf({0, e.p - 1, 0})},
         step::TiedEmbeddingBytes(e.cfg, e.nic_share));
