@@ -73,6 +73,11 @@ struct ParallelConfig {
   // waits on every batch_isend_irecv request and then calls torch.cuda.synchronize(), in 2021
   // (Narayanan et al.'s code) and in Megatron-core's default (batch_p2p_sync).
   bool overlap_p2p = false;
+  // Megatron-Core overlaps pipeline sends only in the interleaved schedule; plain 1F1B and GPipe
+  // always use its blocking batched send/recv, whatever the flag says.
+  bool p2p_overlapped() const {
+    return overlap_p2p && schedule == PipelineSchedule::kInterleaved1F1B;
+  }
   // Allow TP groups larger than a node (tp a multiple of the GPUs per node, each group whole
   // nodes): their collectives then cross the network (comm's closed form over the group), as
   // on NVL72-less clusters where a TP 16 all-reduce runs over NICs. Off: tp ≤ GPUs per node.

@@ -192,7 +192,7 @@ void Pipeline::TaskDone(int ei, Task t, int j) {
       free_sends_.pop_back();
       sends_[s] = {ei, dst_ei, idx, send_bytes_, now};
     }
-    if (st_->c.overlap_p2p) {
+    if (st_->c.p2p_overlapped()) {
       StartSend(s);
     } else {
       // Megatron's _communicate: the send is matched by the receiver's recv, posted when that
@@ -223,7 +223,7 @@ void Pipeline::StartSend(size_t s) {
                        const double t_now = st_->now();
                        st_->trace.Slice(src.gpu, 1, "pp send", "pp", start, t_now - start);
                        TryStart(y.dst);
-                       if (!st_->c.overlap_p2p) {
+                       if (!st_->c.p2p_overlapped()) {
                          src.busy = false;
                          src.b.pp_wait_s += t_now - y.produced_s;
                          st_->trace.Slice(src.gpu, 0, "blocked on pp send", "idle", y.produced_s,

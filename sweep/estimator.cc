@@ -171,7 +171,7 @@ Status EstimatePipeline(Estimate& e) {
   }
   // Blocking sends under interleaving: the rendezvous waits have no closed form, so the
   // schedule is replayed task by task on the idle network (sweep/pipeline_replay.h).
-  e.replay = !e.c.overlap_p2p && e.v > 1 && p > 1;
+  e.replay = !e.c.p2p_overlapped() && e.v > 1 && p > 1;
   if (e.replay) {
     std::vector<ReplayPass> rp(static_cast<size_t>(vstages));
     for (int j = 0; j < vstages; ++j) {
@@ -192,7 +192,7 @@ Status EstimatePipeline(Estimate& e) {
     // Blocking sends (ParallelConfig::overlap_p2p false): each of the chunk's sends — its
     // output forward unless it is the last virtual stage, its input gradient backward unless it
     // is the first — keeps the rank busy until it drains.
-    if (!e.c.overlap_p2p && p > 1) {
+    if (!e.c.p2p_overlapped() && p > 1) {
       rank_work[size_t(j % p)] += ((j < vstages - 1) + (j > 0)) * e.p2p_s;
     }
     sum_pass += w;

@@ -94,7 +94,7 @@ class Replay {
       const int dst = dst_j % c_.pp;
       sends_.push_back({r, dst, Index(t.forward, dst_j / c_.pp, t.micro_batch)});
       const size_t s = sends_.size() - 1;
-      if (c_.overlap_p2p) {
+      if (c_.p2p_overlapped()) {
         At(now_ + send_s_, kSendDone, int(s));
       } else {
         x.busy = true;  // blocked until the send drains
@@ -113,7 +113,7 @@ class Replay {
     const Send x = sends_[s];
     ranks_[size_t(x.dst)].arrived[x.idx] = true;
     TryStart(x.dst);
-    if (!c_.overlap_p2p) {
+    if (!c_.p2p_overlapped()) {
       ranks_[size_t(x.src)].busy = false;
       Advance(x.src);
     }

@@ -1,0 +1,158 @@
+// The step simulation on the layouts of today's stacks: uneven pipeline stages, context
+// parallelism, ZeRO-2 with pipelines, untied embeddings, Transformer Engine's TP overlap and
+// Megatron-Core's pipeline-send overlap. Expectations come from the schedule's structure and
+// closed forms, not from the program's output.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "step/step_simulation.h"
+
+namespace trainsim::step {
+using namespace parallelism;  // NOLINT: the models the step simulation runs
+namespace {
+
+// DGX H100 nodes: 8 GPUs, NVLink 4 (450 GB/s per direction), 8× NDR 400 Gb/s.
+comm::TopologySpec DgxH100(int nodes) {
+  comm::TopologySpec t;
+  t.nodes = nodes;
+  t.gpus_per_node = 8;
+  t.nvlink_GBps = 450;
+  t.nics_per_node = 8;
+  t.nic_Gbps = 400;
+  t.pcie_GBps = 64;
+  return t;
+}
+
+// A GPT with a tiny vocabulary, so that stages differ only by their layers.
+StepConfig Gpt(int nodes, int layers, int tp, int pp, int dp, int64_t global_batch) {
+  StepConfig c;
+  c.model.num_layers = layers;
+  c.model.hidden = 4096;
+  c.model.heads = 32;
+  c.model.seq_len = 2048;
+  c.model.vocab = 256;
+  c.model.flash_attention = true;
+  c.parallel.tp = tp;
+  c.parallel.pp = pp;
+  c.parallel.dp = dp;
+  c.parallel.global_batch = global_batch;
+  c.gpu.name = "H100-SXM-80GB";
+  c.gpu.peak_flops = 989e12;
+  c.gpu.hbm_bytes_per_s = 3.35e12;
+  c.gpu.num_sms = 132;
+  c.topology = DgxH100(nodes);
+  return c;
+}
+
+bool TraceHas(const StepResult& r, const std::string& name) {
+  return std::any_of(r.trace.begin(), r.trace.end(),
+                     [&](const TraceSlice& s) { return s.name == name; });
+}
+
+TEST(ModernLayoutsTest, OverlapP2pFlagDoesNotChangePlainOneFOneB) {
+  // Megatron-Core overlaps pipeline sends only in the interleaved schedule.
+  StepConfig c = Gpt(4, 16, 8, 4, 1, 16);
+  Result<StepResult> blocking = SimulateStep(c);
+  c.parallel.overlap_p2p = true;
+  Result<StepResult> flagged = SimulateStep(c);
+  ASSERT_TRUE(blocking.ok()) << blocking.status().message();
+  ASSERT_TRUE(flagged.ok()) << flagged.status().message();
+  EXPECT_EQ(blocking->time_s, flagged->time_s);
+}
+
+TEST(ModernLayoutsTest, OverlappedInterleavedPipelineWaitFallsAsChunksPerStageRise) {
+  // Narayanan §2.2.2: the bubble is (p − 1)/(v·m) of the ideal time; with overlapped sends no
+  // rendezvous wait grows back as v rises.
+  double previous = 1e30;
+  for (int v : {1, 2, 4}) {
+    StepConfig c = Gpt(4, 16, 8, 4, 1, 16);
+    c.parallel.overlap_p2p = true;
+    c.parallel.virtual_stages = v;
+    c.parallel.schedule = v > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::k1F1B;
+    Result<StepResult> r = SimulateStep(c);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const double wait = r->breakdown.bubble_s + r->breakdown.pp_wait_s;
+    EXPECT_LT(wait, previous) << "v = " << v;
+    previous = wait;
+  }
+}
+
+TEST(ModernLayoutsTest, TpCommOverlapHidesAllButAChunkOfTheTpCommunication) {
+  StepConfig c = Gpt(1, 4, 8, 1, 1, 1);
+  c.parallel.sequence_parallel = true;
+  Result<StepResult> exposed = SimulateStep(c);
+  c.parallel.tp_comm_overlap = true;
+  Result<StepResult> overlapped = SimulateStep(c);
+  ASSERT_TRUE(exposed.ok()) << exposed.status().message();
+  ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
+  // The layer's all-gathers and reduce-scatters run as tp chunks under their GEMMs: at least
+  // one chunk (1/tp) of each stays exposed, and the layer's GEMMs (far longer than its
+  // NVLink collectives at h = 4096, b·s = 2048) hide the rest. The embedding and head
+  // collectives (not overlapped) are negligible with a 256-entry vocabulary.
+  EXPECT_LT(overlapped->breakdown.exposed_tp_comm_s, 0.3 * exposed->breakdown.exposed_tp_comm_s);
+  EXPECT_GT(overlapped->breakdown.exposed_tp_comm_s,
+            0.9 / 8 * exposed->breakdown.exposed_tp_comm_s);
+  // The communication kernels take SMs from the GEMMs they overlap.
+  EXPECT_GT(overlapped->breakdown.compute_s, exposed->breakdown.compute_s);
+  EXPECT_LT(overlapped->time_s, exposed->time_s);
+}
+
+TEST(ModernLayoutsTest, UnevenStagesGiveEachStageItsOwnLayers) {
+  // 18 layers over 4 stages: 3 on the first, 3 on the last, 6 on each middle stage.
+  StepConfig c = Gpt(4, 18, 8, 4, 1, 8);
+  c.parallel.first_stage_layers = 3;
+  c.parallel.last_stage_layers = 3;
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->stage_breakdown.size(), 4u);
+  const double first = r->stage_breakdown[0].compute_s;
+  const double middle = r->stage_breakdown[1].compute_s;
+  EXPECT_NEAR(middle / first, 2.0, 0.05);
+  EXPECT_NEAR(r->stage_breakdown[2].compute_s, middle, 1e-9 * middle);
+  // 18 layers do not split evenly into 4 stages without the first/last counts.
+  c.parallel.first_stage_layers = -1;
+  c.parallel.last_stage_layers = -1;
+  EXPECT_FALSE(SimulateStep(c).ok());
+}
+
+TEST(ModernLayoutsTest, ZeroTwoRunsWithPipelineParallelism) {
+  StepConfig c = Gpt(2, 8, 8, 2, 1, 4);
+  c.parallel.dp = 1;
+  c.parallel.tp = 4;
+  c.parallel.dp = 2;
+  c.parallel.zero_stage = 2;
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->time_s, 0);
+}
+
+TEST(ModernLayoutsTest, UntiedEmbeddingsSkipTheFirstToLastStageAllReduce) {
+  StepConfig c = Gpt(2, 8, 8, 2, 1, 4);
+  SimulateOptions trace;
+  trace.record_trace = true;
+  Result<StepResult> tied = SimulateStep(c, {}, trace);
+  c.model.tied_embeddings = false;
+  Result<StepResult> untied = SimulateStep(c, {}, trace);
+  ASSERT_TRUE(tied.ok()) << tied.status().message();
+  ASSERT_TRUE(untied.ok()) << untied.status().message();
+  EXPECT_TRUE(TraceHas(*tied, "tied embedding all_reduce"));
+  EXPECT_FALSE(TraceHas(*untied, "tied embedding all_reduce"));
+}
+
+TEST(ModernLayoutsTest, ContextParallelRanksReduceGradientsTogetherWithoutDataParallelism) {
+  // cp 2, dp 1: the two CP ranks hold the same weights, so their gradients are reduced over the
+  // DP × CP group of 2 even though dp is 1 (Megatron's data-parallel group with CP).
+  StepConfig c = Gpt(2, 8, 8, 1, 1, 2);
+  c.parallel.cp = 2;
+  SimulateOptions trace;
+  trace.record_trace = true;
+  Result<StepResult> r = SimulateStep(c, {}, trace);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(TraceHas(*r, "dp grad reduce"));
+  EXPECT_GT(r->breakdown.exposed_cp_comm_s + r->breakdown.compute_s, 0);
+}
+
+}  // namespace
+}  // namespace trainsim::step
