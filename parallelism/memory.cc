@@ -135,7 +135,7 @@ std::vector<MemoryBreakdown> PerStage(const ModelSpec& m, const ParallelConfig& 
   std::vector<MemoryBreakdown> out;
   for (int stage = 0; stage < c.pp; ++stage) {
     MemoryBreakdown b = StageModelStateBytes(m, c, stage, p);
-    b.activations = StageActivationBytes(m, c, stage);
+    b.activations = StageActivationBytes(m, c, stage, p);
     b.overhead = p.framework_overhead_bytes;
     out.push_back(b);
   }

@@ -38,6 +38,12 @@ struct MemoryParams {
   // the Adam step (_copy_model_grads_to_main_grads): 4 bytes. 0 when the gradients already are
   // fp32 (.float() is a no-op) — Megatron's bf16 mode — or the optimizer steps fp16 in place.
   double step_grad_bytes_per_param = 0;
+  // Bytes per logit (this GPU's b·(s/cp)·V/t of them) at the peak of the loss backward.
+  // Megatron's vocab-parallel cross-entropy keeps the fp32 softmax (4), computes the gradient in
+  // place in it and casts it to bf16 for the output layer's backward (2): 6. PyTorch's eager
+  // cross_entropy holds the saved fp32 log-softmax, the gradient nll_loss's backward makes and
+  // the one log_softmax's backward makes at once: 12.
+  double loss_bytes_per_logit = 6;
   double gathered_bytes() const {
     return gathered_bytes_per_param > 0 ? gathered_bytes_per_param : weight_bytes_per_param;
   }
@@ -97,9 +103,11 @@ double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_paralle
                                Recompute recompute, int micro_batch);
 // Activation bytes of one GPU of pipeline rank `stage` at its peak: the largest sum, over the
 // schedule's task order, of the activations of the (micro-batch, chunk) forwards whose backward
-// has not run, plus the recomputed layer under full recompute and the fp32 logits on the last
-// stage.
-double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage);
+// has not run; on the last stage the fp32 softmax of the logits of each micro-batch in flight;
+// plus the larger of the two transients of a backward: the loss's (last stage) and the full
+// activations of the layer being recomputed (full recompute).
+double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                            const MemoryParams& p = {});
 
 struct MemoryReport {
   std::vector<MemoryBreakdown> per_stage;  // index = pp rank

@@ -128,7 +128,8 @@ double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_paralle
   return LayerActivationBytes(m, split, recompute, micro_batch, false);
 }
 
-double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage) {
+double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                            const MemoryParams& p) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
   const int64_t mbs = c.num_micro_batches();
   const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
@@ -152,21 +153,26 @@ double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int sta
     live += (t.forward ? 1.0 : -1.0) * chunk_bytes[size_t(t.chunk)];
     act = std::max(act, live);
   }
+  // Transients of a backward. Full recompute: the layer being recomputed holds its full
+  // activations during its backward.
+  double recomputed = 0;
   if (c.recompute == Recompute::kFull) {
-    // The layer being recomputed holds its full activations during its backward.
-    double full = 0;
-    if (has_dense) full = std::max(full, LayerBytes(m, c, Recompute::kNone, false));
-    if (has_moe) full = std::max(full, LayerBytes(m, c, Recompute::kNone, true));
-    act += full;
+    if (has_dense) recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, false));
+    if (has_moe) recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, true));
   }
-  if (stage == c.pp - 1) {
-    // fp32 softmax of the vocab-parallel logits of this rank's s/cp tokens, kept for the loss
-    // backward; the last stage holds it for each micro-batch whose last chunk is in flight
-    // (1 under 1F1B, all under GPipe).
-    const int64_t last_in_flight = c.schedule == PipelineSchedule::kGpipe ? mbs : 1;
-    act += double(last_in_flight) * 4.0 * double(c.micro_batch) * m.seq_len / std::max(1, c.cp) *
-           m.vocab / c.tp;
-  }
+  if (stage != c.pp - 1) return act + recomputed;
+  // Last stage: the fp32 softmax of the vocab-parallel logits of this rank's s/cp tokens is
+  // kept for the loss backward of each micro-batch whose last chunk is in flight (1 under
+  // 1F1B, all under GPipe). The loss backward of one micro-batch adds its transient
+  // (loss_bytes_per_logit beyond the kept 4); it ends before that micro-batch's first layer
+  // is recomputed, whose softmax is then freed.
+  const double logits =
+      double(c.micro_batch) * m.seq_len / std::max(1, c.cp) * double(m.vocab) / c.tp;
+  const int64_t last_in_flight = c.schedule == PipelineSchedule::kGpipe ? mbs : 1;
+  const double loss_phase =
+      double(last_in_flight) * 4.0 * logits + std::max(0.0, p.loss_bytes_per_logit - 4.0) * logits;
+  const double recompute_phase = double(last_in_flight - 1) * 4.0 * logits + recomputed;
+  act += std::max(loss_phase, recompute_phase);
   return act;
 }
 

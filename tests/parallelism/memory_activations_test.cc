@@ -4,6 +4,7 @@
 // MoE pipelines. Each expectation is the closed form of docs/memory.md, written out by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "parallelism/memory.h"
@@ -178,14 +179,15 @@ ParallelConfig Pipeline(int pp, int64_t micro_batches) {
 
 TEST(MemoryActivationsTest, UnevenStagesHoldTheirLayersTimesTheirMicroBatchesInFlight) {
   // 10 layers over pp 4 as 1 + 4 + 4 + 1. Under 1F1B rank r holds min(pp − r, m) micro-batches
-  // (4, 3, 2, 1); the last stage adds the fp32 logits 4·b·s·V/t of one micro-batch.
+  // (4, 3, 2, 1); the last stage adds the loss of one micro-batch: the fp32 softmax of its
+  // b·s·V/t logits kept (4 bytes each) and the bf16 gradient cast at the loss backward (2).
   const ModelSpec m = SmallLlama();
   ParallelConfig c = Pipeline(4, 8);
   c.first_stage_layers = 1;
   c.last_stage_layers = 1;
   ASSERT_TRUE(ValidateLayout(m, c, c.num_gpus(), 8).ok());
   const double A = LayerActivationBytes(m, c.split(), Recompute::kSelective, 1);
-  const double logits = 4.0 * 2048 * 32000 / 2;
+  const double logits = 6.0 * 2048 * 32000 / 2;
   EXPECT_DOUBLE_EQ(StageActivationBytes(m, c, 0), 4 * 1 * A);
   EXPECT_DOUBLE_EQ(StageActivationBytes(m, c, 1), 3 * 4 * A);
   EXPECT_DOUBLE_EQ(StageActivationBytes(m, c, 2), 2 * 4 * A);
@@ -204,7 +206,7 @@ TEST(MemoryActivationsTest, MoePipelineStagesSumTheirDenseAndMoeLayers) {
   c.sequence_parallel = true;
   const double dense = LayerActivationBytes(m, c.split(), Recompute::kSelective, 1, false);
   const double moe = LayerActivationBytes(m, c.split(), Recompute::kSelective, 1, true);
-  const double logits = 4.0 * 2048 * 32000 / 2;
+  const double logits = 6.0 * 2048 * 32000 / 2;
   EXPECT_DOUBLE_EQ(StageActivationBytes(m, c, 0), 2 * (2 * dense + 3 * moe));
   EXPECT_DOUBLE_EQ(StageActivationBytes(m, c, 1), 5 * moe + logits);
   c.recompute = Recompute::kFull;
@@ -212,6 +214,16 @@ TEST(MemoryActivationsTest, MoePipelineStagesSumTheirDenseAndMoeLayers) {
   const double full_moe = LayerActivationBytes(m, c.split(), Recompute::kNone, 1, true);
   ASSERT_GT(full_moe, LayerActivationBytes(m, c.split(), Recompute::kNone, 1, false));
   EXPECT_DOUBLE_EQ(StageActivationBytes(m, c, 0), 2 * 5 * input + full_moe);
+  // On the last stage the loss backward ends before the first recompute: the larger of the two.
+  EXPECT_DOUBLE_EQ(StageActivationBytes(m, c, 1), 5 * input + std::max(logits, full_moe));
+  // GPipe keeps every micro-batch's softmax (4 bytes per logit) until its backward.
+  c.schedule = PipelineSchedule::kGpipe;
+  // With 4 micro-batches: the loss phase holds 4 softmaxes and one bf16 gradient; the
+  // recompute phase the 3 softmaxes not yet consumed and the recomputed layer.
+  const double n_logits = 2048.0 * 32000 / 2;
+  EXPECT_DOUBLE_EQ(
+      StageActivationBytes(m, c, 1),
+      4 * 5 * input + std::max(4 * 4 * n_logits + 2 * n_logits, 3 * 4 * n_logits + full_moe));
 }
 
 bool HasSuggestion(const MemoryReport& r, const std::string& what) {
