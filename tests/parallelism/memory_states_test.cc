@@ -71,6 +71,33 @@ TEST(MemoryStatesTest, UnevenStagesHoldTheirOwnLayersAndTheUntiedOutputLayer) {
   EXPECT_DOUBLE_EQ(ParametersPerGpu(m, c, 2), 5 * layer + h + word);
 }
 
+TEST(MemoryStatesTest, PipelineStagesTogetherHoldTheWholeModelOnce) {
+  // Summed over the stages of any split (even, uneven, interleaved), the parameters equal the
+  // unsplit model's, plus the tied output copy Megatron keeps on the last stage when pp > 1.
+  const ModelSpec gpt = Gpt22B();
+  const double gpt_whole = ParametersPerGpu(gpt, Config(1, 1, 1), 0);
+  const double word = 51200.0 * 6144;
+  ParallelConfig c = Config(1, 4, 1);
+  double sum = 0;
+  for (int r = 0; r < 4; ++r) sum += ParametersPerGpu(gpt, c, r);
+  EXPECT_DOUBLE_EQ(sum, gpt_whole + word);
+  c.schedule = PipelineSchedule::kInterleaved1F1B;
+  c.virtual_stages = 3;
+  ASSERT_TRUE(ValidateLayout(gpt, c, c.num_gpus(), 8).ok());
+  sum = 0;
+  for (int r = 0; r < 4; ++r) sum += ParametersPerGpu(gpt, c, r);
+  EXPECT_DOUBLE_EQ(sum, gpt_whole + word);
+  // Untied, uneven: no copy, every layer once.
+  const ModelSpec llama = SmallLlama();
+  const double llama_whole = ParametersPerGpu(llama, Config(1, 1, 1), 0);
+  c = Config(1, 4, 1);
+  c.first_stage_layers = 1;
+  c.last_stage_layers = 1;
+  sum = 0;
+  for (int r = 0; r < 4; ++r) sum += ParametersPerGpu(llama, c, r);
+  EXPECT_DOUBLE_EQ(sum, llama_whole);
+}
+
 TEST(MemoryStatesTest, TiedEmbeddingIsCountedOnceWithoutPipelineAndCopiedWithIt) {
   ModelSpec m = Gpt22B();
   const double L = 48, h = 6144, s = 2048, word = 51200.0 * h;
