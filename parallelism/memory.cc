@@ -132,10 +132,11 @@ namespace {
 
 std::vector<MemoryBreakdown> PerStage(const ModelSpec& m, const ParallelConfig& c,
                                       const MemoryParams& p) {
+  const std::vector<double> activations = ActivationBytesPerStage(m, c, p);
   std::vector<MemoryBreakdown> out;
   for (int stage = 0; stage < c.pp; ++stage) {
     MemoryBreakdown b = StageModelStateBytes(m, c, stage, p);
-    b.activations = StageActivationBytes(m, c, stage, p);
+    b.activations = activations[size_t(stage)];
     b.overhead = p.framework_overhead_bytes;
     out.push_back(b);
   }

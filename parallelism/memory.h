@@ -108,6 +108,9 @@ double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_paralle
 // activations of the layer being recomputed (full recompute).
 double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
                             const MemoryParams& p = {});
+// StageActivationBytes of every pipeline rank (index = pp rank), the schedule built once.
+std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelConfig& c,
+                                            const MemoryParams& p = {});
 
 struct MemoryReport {
   std::vector<MemoryBreakdown> per_stage;  // index = pp rank

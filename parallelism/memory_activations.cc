@@ -128,11 +128,13 @@ double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_paralle
   return LayerActivationBytes(m, split, recompute, micro_batch, false);
 }
 
-double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
-                            const MemoryParams& p) {
+namespace {
+
+// One rank's peak over its task order (see StageActivationBytes).
+double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                           const std::vector<ChunkLayers>& ranges, const std::vector<Task>& order,
+                           const MemoryParams& p) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
-  const int64_t mbs = c.num_micro_batches();
-  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
   const double dense = LayerBytes(m, c, c.recompute, false);
   const double moe = m.moe.enabled() ? LayerBytes(m, c, c.recompute, true) : dense;
   // Activations of one micro-batch through each of this rank's chunks.
@@ -147,9 +149,8 @@ double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int sta
     }
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
-  const auto orders = BuildSchedule(c.schedule, c.pp, v, mbs);
   double live = 0, act = 0;
-  for (const Task& t : orders[size_t(stage)]) {
+  for (const Task& t : order) {
     live += (t.forward ? 1.0 : -1.0) * chunk_bytes[size_t(t.chunk)];
     act = std::max(act, live);
   }
@@ -168,12 +169,30 @@ double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int sta
   // is recomputed, whose softmax is then freed.
   const double logits =
       double(c.micro_batch) * m.seq_len / std::max(1, c.cp) * double(m.vocab) / c.tp;
-  const int64_t last_in_flight = c.schedule == PipelineSchedule::kGpipe ? mbs : 1;
+  const int64_t last_in_flight = c.schedule == PipelineSchedule::kGpipe ? c.num_micro_batches() : 1;
   const double loss_phase =
       double(last_in_flight) * 4.0 * logits + std::max(0.0, p.loss_bytes_per_logit - 4.0) * logits;
   const double recompute_phase = double(last_in_flight - 1) * 4.0 * logits + recomputed;
-  act += std::max(loss_phase, recompute_phase);
-  return act;
+  return act + std::max(loss_phase, recompute_phase);
+}
+
+}  // namespace
+
+std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelConfig& c,
+                                            const MemoryParams& p) {
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
+  const auto orders = BuildSchedule(c.schedule, c.pp, v, c.num_micro_batches());
+  std::vector<double> out;
+  for (int stage = 0; stage < c.pp; ++stage) {
+    out.push_back(RankActivationBytes(m, c, stage, ranges, orders[size_t(stage)], p));
+  }
+  return out;
+}
+
+double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                            const MemoryParams& p) {
+  return ActivationBytesPerStage(m, c, p)[size_t(stage)];
 }
 
 }  // namespace trainsim::parallelism
