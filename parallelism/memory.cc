@@ -18,63 +18,125 @@ MemoryBreakdown ModelStateBytes(double psi, int dp, int zero_stage, const Memory
   return b;
 }
 
-double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sp, Recompute recompute,
-                               int micro_batch) {
-  const double s = m.seq_len, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
-  const double sbh = s * b * h;
-  // Korthikanti et al. §4: the s×s attention scores, softmax output and dropout mask cost
-  // 5as/h per sbh; selective recompute and flash attention both avoid storing them.
-  const double scores =
-      (m.flash_attention || recompute == Recompute::kSelective) ? 0.0 : 5.0 * a * s / (h * t);
-  switch (recompute) {
-    case Recompute::kFull:
-      // Only each layer's input is kept (2 bytes per element); split by t under SP.
-      return sbh * 2.0 / (sp ? t : 1.0);
-    case Recompute::kSelective:
-    case Recompute::kNone:
-      return sp ? sbh * (34.0 / t + scores) : sbh * (10.0 + 24.0 / t + scores);
+ShardDegrees StateShardDegrees(const ParallelConfig& c) {
+  ShardDegrees n;
+  // Megatron-Core's distributed optimizer shards the dense parameters' states over the
+  // data-parallel group with context parallelism (parallel_state's
+  // get_data_parallel_group(with_context_parallel=True)), the experts' over the expert-DP group.
+  const double replicas = c.shard_group > 0 ? double(c.dp) / c.shard_group : 1.0;
+  n.dense = double(c.dp) * std::max(1, c.cp) / replicas;
+  // Hybrid sharding replicates across dp / shard_group groups; an expert-DP group narrower
+  // than that keeps whole expert states on every rank.
+  n.expert = std::max(1.0, double(c.expert_dp()) / replicas);
+  return n;
+}
+
+namespace {
+
+// Parameters of each FSDP unit on this stage, in execution order: the embedding (stage 0), each
+// transformer layer, the final norm with the output layer (last stage). Each is one GPU's
+// unsharded share (TP/EP split, before ZeRO-3).
+std::vector<double> StageUnits(const ModelSpec& m, const ParallelConfig& c, int stage) {
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
+  const double dense_layer = LayerParametersPerGpu(m, c.split(), false).total();
+  const double moe_layer =
+      m.moe.enabled() ? LayerParametersPerGpu(m, c.split(), true).total() : dense_layer;
+  const double h = m.hidden;
+  const double word = double(m.vocab) / c.tp * h;
+  std::vector<double> units;
+  if (stage == 0) units.push_back(word + (m.learned_position_embedding ? m.seq_len * h : 0.0));
+  for (int chunk = 0; chunk < v; ++chunk) {
+    const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
+    for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
+      units.push_back(m.IsMoeLayer(l) ? moe_layer : dense_layer);
+    }
   }
-  return 0;
+  // The output projection needs the whole V/t × h matrix gathered, tied or not.
+  if (stage == c.pp - 1) units.push_back((m.rmsnorm ? h : 2.0 * h) + word);
+  return units;
+}
+
+// ZeRO-3/FSDP units in flight (FSDP2's default prefetch of one unit): forward of unit i with
+// unit i+1 gathered ahead; backward of unit i with unit i−1 gathered ahead and the full
+// gradients of unit i+1 held until its reduce-scatter completes. The largest of these.
+double GatheredBytes(const std::vector<double>& units, const MemoryParams& p) {
+  const double w = p.gathered_bytes(), g = p.grad_bytes_per_param;
+  const size_t n = units.size();
+  double peak = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double next = i + 1 < n ? units[i + 1] : 0.0;
+    const double prev = i > 0 ? units[i - 1] : 0.0;
+    peak = std::max(peak, w * (units[i] + next));
+    peak = std::max(peak, w * (units[i] + prev) + g * next);
+  }
+  return peak;
+}
+
+}  // namespace
+
+ParamSplit StageParameters(const ModelSpec& m, const ParallelConfig& c, int stage) {
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
+  const ParamSplit dense_layer = LayerParametersPerGpu(m, c.split(), false);
+  const ParamSplit moe_layer =
+      m.moe.enabled() ? LayerParametersPerGpu(m, c.split(), true) : dense_layer;
+  ParamSplit out;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
+    for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
+      const ParamSplit& layer = m.IsMoeLayer(l) ? moe_layer : dense_layer;
+      out.dense += layer.dense;
+      out.expert += layer.expert;
+    }
+  }
+  const double h = m.hidden;
+  const double word = double(m.vocab) / c.tp * h;  // vocab-parallel embedding / output layer
+  if (stage == 0) {
+    // Word embedding; learned absolute positions (GPT) are replicated over TP, s × h.
+    out.dense += word + (m.learned_position_embedding ? double(m.seq_len) * h : 0.0);
+  }
+  if (stage == c.pp - 1) {
+    out.dense += m.rmsnorm ? h : 2.0 * h;  // final norm: scale (RMSNorm) or scale and bias
+    // Untied: the output layer is its own V/t × h matrix on the last stage. Tied: with pp > 1
+    // Megatron keeps a copy of the embedding on the last stage (its gradient all-reduced with
+    // the first's); with pp = 1 it is the embedding itself, counted once.
+    if (!m.tied_embeddings || c.pp > 1) out.dense += word;
+  }
+  return out;
 }
 
 double ParametersPerGpu(const ModelSpec& m, const ParallelConfig& c, int stage) {
-  const double layers = double(m.num_layers) / c.pp;
-  double params = layers * double(LayerParametersPerTpRank(m, c.tp));
-  const double word = double(m.vocab) / c.tp * m.hidden;
-  if (stage == 0) params += word + double(m.seq_len) * m.hidden;  // word + position embeddings
-  if (stage == c.pp - 1) {
-    params += 2.0 * m.hidden;      // final layer norm
-    if (c.pp > 1) params += word;  // tied output layer's copy on the last stage (Megatron)
-  }
-  return params;
+  return StageParameters(m, c, stage).total();
+}
+
+MemoryBreakdown StageModelStateBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                                     const MemoryParams& p) {
+  const ParamSplit psi = StageParameters(m, c, stage);
+  const ShardDegrees n = StateShardDegrees(c);
+  const int z = c.zero_stage;
+  // Parameters' share of one GPU for a state sharded from ZeRO stage `from` on.
+  auto share = [&](int from) {
+    return z >= from ? psi.dense / n.dense + psi.expert / n.expert : psi.total();
+  };
+  MemoryBreakdown b;
+  b.weights = p.weight_bytes_per_param * share(3);
+  b.gradients = p.grad_bytes_per_param * share(2);
+  b.optimizer = p.optimizer_bytes_per_param * share(1);
+  b.step_grads = p.step_grad_bytes_per_param * share(1);
+  if (z >= 3) b.gathered = GatheredBytes(StageUnits(m, c, stage), p);
+  return b;
 }
 
 namespace {
 
 std::vector<MemoryBreakdown> PerStage(const ModelSpec& m, const ParallelConfig& c,
                                       const MemoryParams& p) {
-  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
-  const int64_t mbs = c.num_micro_batches();
-  const auto orders = BuildSchedule(c.schedule, c.pp, v, mbs);
-  const double layers_per_chunk = double(m.num_layers) / (double(c.pp) * v);
-  const double per_layer =
-      ActivationBytesPerLayer(m, c.tp, c.sequence_parallel, c.recompute, c.micro_batch);
+  const std::vector<double> activations = ActivationBytesPerStage(m, c, p);
   std::vector<MemoryBreakdown> out;
   for (int stage = 0; stage < c.pp; ++stage) {
-    MemoryBreakdown b = ModelStateBytes(ParametersPerGpu(m, c, stage), c.dp, c.zero_stage, p);
-    const int in_flight = PeakChunksInFlight(orders[stage]);
-    double act = in_flight * layers_per_chunk * per_layer;
-    if (c.recompute == Recompute::kFull) {
-      // The layer being recomputed holds its full activations during its backward.
-      act += ActivationBytesPerLayer(m, c.tp, c.sequence_parallel, Recompute::kNone, c.micro_batch);
-    }
-    if (stage == c.pp - 1) {
-      // fp32 softmax of the vocab-parallel logits, kept for the loss backward; the last stage
-      // holds it for each micro-batch whose last chunk is in flight (1 under 1F1B).
-      const int last_in_flight = c.schedule == PipelineSchedule::kGpipe ? int(mbs) : 1;
-      act += last_in_flight * 4.0 * double(c.micro_batch) * m.seq_len * m.vocab / c.tp;
-    }
-    b.activations = act;
+    MemoryBreakdown b = StageModelStateBytes(m, c, stage, p);
+    b.activations = activations[size_t(stage)];
     b.overhead = p.framework_overhead_bytes;
     out.push_back(b);
   }
@@ -100,28 +162,17 @@ double Peak(const std::vector<MemoryBreakdown>& stages, int* which) {
 
 }  // namespace
 
-MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double capacity,
-                            int gpus_per_node, const MemoryParams& p) {
-  MemoryReport r;
-  r.per_stage = PerStage(m, c, p);
-  r.peak_bytes = Peak(r.per_stage, &r.peak_stage);
-  r.capacity_bytes = capacity;
-  r.fits = r.peak_bytes <= capacity;
-  if (r.fits) return r;
-  const MemoryBreakdown& w = r.per_stage[r.peak_stage];
-  r.reason = "pipeline stage " + std::to_string(r.peak_stage) + " needs " + Gb(r.peak_bytes) +
-             " per GPU (weights " + Gb(w.weights) + ", gradients " + Gb(w.gradients) +
-             ", optimizer " + Gb(w.optimizer) + ", activations " + Gb(w.activations) +
-             (w.step_grads > w.activations
-                  ? ", then fp32 gradient copies at the optimizer step " + Gb(w.step_grads)
-                  : std::string()) +
-             ", overhead " + Gb(w.overhead) + "), " + Gb(r.peak_bytes - capacity) + " over the " +
-             Gb(capacity) + " of the GPU";
-  // Candidate changes, each checked with the same model; a layout change keeps the GPU count.
+namespace {
+
+// Candidate changes for a layout that does not fit, each checked with the same model; a layout
+// change keeps the GPU count and must pass ValidateLayout.
+std::vector<std::string> Suggestions(const ModelSpec& m, const ParallelConfig& c, double capacity,
+                                     int gpus_per_node, const MemoryParams& p) {
+  std::vector<std::string> out;
   auto try_config = [&](const ParallelConfig& alt, const std::string& what) {
     if (!ValidateLayout(m, alt, alt.num_gpus(), gpus_per_node).ok()) return;
     const double peak = Peak(PerStage(m, alt, p), nullptr);
-    if (peak <= capacity) r.suggestions.push_back(what + " (peak " + Gb(peak) + ")");
+    if (peak <= capacity) out.push_back(what + " (peak " + Gb(peak) + ")");
   };
   if (c.recompute != Recompute::kSelective && c.recompute != Recompute::kFull) {
     ParallelConfig alt = c;
@@ -157,10 +208,49 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
     alt.dp /= 2;
     alt.pp *= 2;
     try_config(alt, "pp " + std::to_string(alt.pp) + ", dp " + std::to_string(alt.dp));
+    // Context parallelism divides every activation by cp (and the states stay sharded over
+    // DP × CP, the same number of ranks).
+    alt = c;
+    alt.dp /= 2;
+    alt.cp *= 2;
+    if (alt.shard_group > 0 && alt.dp % alt.shard_group != 0) alt.shard_group = alt.dp;
+    try_config(alt, "cp " + std::to_string(alt.cp) + ", dp " + std::to_string(alt.dp));
   }
-  if (r.suggestions.empty()) {
-    r.suggestions.push_back("no single change fits: use more GPUs or GPUs with more memory");
+  if (m.moe.enabled()) {
+    // Expert parallelism spreads the routed experts (and their states) over more ranks.
+    for (int ep = c.ep * 2; ep <= m.moe.experts; ep *= 2) {
+      ParallelConfig alt = c;
+      alt.ep = ep;
+      try_config(alt, "ep " + std::to_string(ep));
+    }
   }
+  if (out.empty()) {
+    out.push_back("no single change fits: use more GPUs or GPUs with more memory");
+  }
+  return out;
+}
+
+}  // namespace
+
+MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double capacity,
+                            int gpus_per_node, const MemoryParams& p) {
+  MemoryReport r;
+  r.per_stage = PerStage(m, c, p);
+  r.peak_bytes = Peak(r.per_stage, &r.peak_stage);
+  r.capacity_bytes = capacity;
+  r.fits = r.peak_bytes <= capacity;
+  if (r.fits) return r;
+  const MemoryBreakdown& w = r.per_stage[r.peak_stage];
+  r.reason = "pipeline stage " + std::to_string(r.peak_stage) + " needs " + Gb(r.peak_bytes) +
+             " per GPU (weights " + Gb(w.weights) + ", gradients " + Gb(w.gradients) +
+             ", optimizer " + Gb(w.optimizer) + ", activations " + Gb(w.activations) +
+             (w.gathered > 0 ? ", gathered ZeRO-3 units " + Gb(w.gathered) : std::string()) +
+             (w.step_grads > w.activations + w.gathered
+                  ? ", then fp32 gradient copies at the optimizer step " + Gb(w.step_grads)
+                  : std::string()) +
+             ", overhead " + Gb(w.overhead) + "), " + Gb(r.peak_bytes - capacity) + " over the " +
+             Gb(capacity) + " of the GPU";
+  r.suggestions = Suggestions(m, c, capacity, gpus_per_node, p);
   return r;
 }
 

@@ -1,11 +1,15 @@
-// parallelism/memory.h — memory per GPU at its peak: model states (ZeRO 0–3), activations for
-// the schedule's in-flight micro-batches (Korthikanti et al. 2022 §4), framework overhead, and
-// the fp16 optimizer step's fp32 gradient copies; does the layout fit?
+// parallelism/memory.h — memory per GPU at its peak, per pipeline stage: model states (ZeRO 0–3,
+// FSDP with hybrid sharding; dense and expert parameters over their own groups), the gathered
+// weights of ZeRO-3/FSDP units in flight, activations for the schedule's in-flight
+// micro-batches (Korthikanti et al. 2022 §4 generalised to GQA, SwiGLU, MLA, MoE and context
+// parallelism), framework overhead, and the fp16 optimizer step's fp32 gradient copies; does
+// the layout fit?
 //
 // Promises: ModelStateBytes reproduces ZeRO's Table 1 (docs/evidence/zero2020_memory_per_device_gb
-// .csv) to rounding; a layout that does not fit is reported with its worst stage, the excess and
-// the changes that would make it fit, each checked with this same model. The formulas and their
-// sources: docs/parallelism.md.
+// .csv) to rounding; the GPT-shape activations are exactly Korthikanti's 34·sbh/t (SP) and
+// (10 + 24/t)·sbh (no SP) plus 5as²b/t for the scores; a layout that does not fit is reported
+// with its worst stage, the excess and the changes that would make it fit, each checked with
+// this same model. Every term, its closed form and its source: docs/memory.md.
 #ifndef TRAINSIM_PARALLELISM_MEMORY_H_
 #define TRAINSIM_PARALLELISM_MEMORY_H_
 
@@ -22,6 +26,9 @@ struct MemoryParams {
   double weight_bytes_per_param = 2;      // bf16/fp16 weights
   double grad_bytes_per_param = 2;        // bf16/fp16 gradients (ZeRO's accounting)
   double optimizer_bytes_per_param = 12;  // Adam: fp32 master + momentum + variance
+  // Bytes per parameter of the full weights a ZeRO-3/FSDP unit gathers for its forward and
+  // backward (the compute dtype: FSDP2's MixedPrecisionPolicy param_dtype); 0: as the weights.
+  double gathered_bytes_per_param = 0;
   // CUDA context (~0.5 GB on A100/H100), NCCL channel buffers and cuBLAS workspaces (~1 GB),
   // allocator slack: a 2 GB allowance, as commonly budgeted for Megatron/DeepSpeed jobs.
   double framework_overhead_bytes = 2e9;
@@ -31,6 +38,15 @@ struct MemoryParams {
   // the Adam step (_copy_model_grads_to_main_grads): 4 bytes. 0 when the gradients already are
   // fp32 (.float() is a no-op) — Megatron's bf16 mode — or the optimizer steps fp16 in place.
   double step_grad_bytes_per_param = 0;
+  // Bytes per logit (this GPU's b·(s/cp)·V/t of them) at the peak of the loss backward.
+  // Megatron's vocab-parallel cross-entropy keeps the fp32 softmax (4), computes the gradient in
+  // place in it and casts it to bf16 for the output layer's backward (2): 6. PyTorch's eager
+  // cross_entropy holds the saved fp32 log-softmax, the gradient nll_loss's backward makes and
+  // the one log_softmax's backward makes at once: 12.
+  double loss_bytes_per_logit = 6;
+  double gathered_bytes() const {
+    return gathered_bytes_per_param > 0 ? gathered_bytes_per_param : weight_bytes_per_param;
+  }
 };
 
 struct MemoryBreakdown {
@@ -39,8 +55,13 @@ struct MemoryBreakdown {
   // exist only after the last backward has freed the activations, so the peak holds the larger
   // of the two.
   double step_grads = 0;
+  // ZeRO-3/FSDP: full (unsharded) weights of the units in flight — the one computing and the
+  // one prefetched — and the full gradients of the unit being reduce-scattered. Held during
+  // forward and backward, beside the activations; freed before the optimizer step.
+  double gathered = 0;
   double total() const {
-    return weights + gradients + optimizer + std::max(activations, step_grads) + overhead;
+    return weights + gradients + optimizer + std::max(activations + gathered, step_grads) +
+           overhead;
   }
 };
 
@@ -49,12 +70,47 @@ struct MemoryBreakdown {
 MemoryBreakdown ModelStateBytes(double params_per_gpu, int dp, int zero_stage,
                                 const MemoryParams& p = {});
 
-// Activation bytes of one transformer layer for one micro-batch on one GPU.
+// Ranks the sharded states are split over (ZeRO ≥ 1; ZeRO-2 gradients, ZeRO-3 weights too):
+// dense parameters over the data-parallel group including CP (Megatron's distributed optimizer
+// shards over DP × CP), expert parameters over the expert-DP group; with hybrid sharding
+// (shard_group > 0) over the shard group only, replicated across groups.
+struct ShardDegrees {
+  double dense = 1;
+  double expert = 1;
+};
+ShardDegrees StateShardDegrees(const ParallelConfig& c);
+
+// Parameters held by one GPU of pipeline rank `stage`, dense and expert: the transformer layers
+// of all its model chunks (uneven stages as ChunkLayerRanges gives them; MoE and dense layers
+// by ModelSpec::IsMoeLayer), the word embedding (and learned positions) on stage 0, the final
+// norm on the last stage, and the output layer on the last stage when untied or when a tied
+// copy is needed (pp > 1).
+ParamSplit StageParameters(const ModelSpec& m, const ParallelConfig& c, int stage);
+// The total of StageParameters.
+double ParametersPerGpu(const ModelSpec& m, const ParallelConfig& c, int stage);
+
+// Weights, gradients, optimizer state, fp32 step copies and FSDP gathered units of one GPU of
+// pipeline rank `stage` (no activations, no overhead).
+MemoryBreakdown StageModelStateBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                                     const MemoryParams& p = {});
+
+// Activation bytes of one transformer layer for one micro-batch on one GPU: the split's TP,
+// SP and CP; a MoE layer's router, routed tokens and expert MLPs when `moe_layer`.
+double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recompute recompute,
+                            int micro_batch, bool moe_layer = false);
+// The dense-layer case without CP (kept for callers of the original API).
 double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
                                Recompute recompute, int micro_batch);
-
-// Parameters held by one GPU of pipeline rank `stage` (layers, embeddings, final norm).
-double ParametersPerGpu(const ModelSpec& m, const ParallelConfig& c, int stage);
+// Activation bytes of one GPU of pipeline rank `stage` at its peak: the largest sum, over the
+// schedule's task order, of the activations of the (micro-batch, chunk) forwards whose backward
+// has not run; on the last stage the fp32 softmax of the logits of each micro-batch in flight;
+// plus the larger of the two transients of a backward: the loss's (last stage) and the full
+// activations of the layer being recomputed (full recompute).
+double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                            const MemoryParams& p = {});
+// StageActivationBytes of every pipeline rank (index = pp rank), the schedule built once.
+std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelConfig& c,
+                                            const MemoryParams& p = {});
 
 struct MemoryReport {
   std::vector<MemoryBreakdown> per_stage;  // index = pp rank

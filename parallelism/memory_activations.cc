@@ -1,0 +1,198 @@
+// Activation memory of parallelism/memory.h: Korthikanti et al. 2022 §4, term by term, widened
+// to grouped-query attention, head_dim, SwiGLU and the FFN width, multi-head latent attention,
+// mixture-of-experts layers and context parallelism. Each term and its reasoning: docs/memory.md.
+#include <algorithm>
+#include <cstdint>
+
+#include "parallelism/memory.h"
+#include "parallelism/schedule.h"
+
+namespace trainsim::parallelism {
+namespace {
+
+// The sizes every term is written in: tokens of one micro-batch on this CP rank (T = s·b/cp),
+// the divisor of tensors TP replicates unless SP splits them (`rep`), and the TP degree.
+struct Shape {
+  double e = 2;       // bytes per activation element
+  double tokens = 0;  // T
+  double t = 1;       // TP degree
+  double rep = 1;     // t with sequence parallelism, else 1
+  double h = 0;
+};
+
+// Activations each FFN stores per token per unit of width: GELU keeps fc1's output (the GELU
+// input) and the GELU output (fc2's input), 2 (Korthikanti's 8sbh + 8sbh at f = 4h); SwiGLU
+// keeps the fused gate/up output (2f, the activation's input) and the activation's output
+// (f, fc2's input), 3.
+double FfnWidths(const ModelSpec& m) { return m.swiglu ? 3.0 : 2.0; }
+
+double AttentionBytes(const ModelSpec& m, const Shape& x, Recompute recompute, double seq_keys) {
+  double q = 0, k = 0, v = 0, o = 0, compressed = 0;
+  if (m.mla.enabled()) {
+    // MLA (DeepSeek-V2 §2.1): the compressed latents are stored twice each (the norm's input
+    // and the up-projection's input), with the decoupled RoPE key; the up-projected Q and K
+    // are heads·(nope + rope) wide, V and the context heads·v_head_dim.
+    const MlaSpec& a = m.mla;
+    q = k = double(m.heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim);
+    v = o = double(m.heads) * a.v_head_dim;
+    compressed = 2.0 * a.q_lora_rank + 2.0 * a.kv_lora_rank + a.qk_rope_head_dim;
+  } else {
+    q = o = double(m.q_width());
+    k = v = double(m.kv_width());
+  }
+  const double mask = m.dropout ? 1.0 : 0.0;            // one byte per element (Korthikanti §4.1)
+  double bytes = x.e * x.tokens * x.h / x.rep           // QKV input (the norm's output)
+                 + x.e * x.tokens * compressed / x.rep  // MLA latents
+                 + x.e * x.tokens * (q + k + v) / x.t   // Q and K for QKᵀ, V for the context
+                 + x.e * x.tokens * o / x.t             // context (output projection's input)
+                 + mask * x.tokens * x.h / x.rep;       // dropout mask after the projection
+  if (recompute != Recompute::kNone) return bytes;      // selective: the core is recomputed
+  const double heads = double(m.heads) / x.t;
+  if (m.flash_attention) {
+    // FlashAttention keeps only the fp32 log-sum-exp of each query row (Dao et al. 2022 §3.1).
+    bytes += 4.0 * heads * x.tokens;
+  } else {
+    // Softmax output (e), dropout mask (1) and dropout output (e) per score: Korthikanti's
+    // 5as²b/t; this rank's T queries against all s keys.
+    bytes += (x.e + (m.dropout ? 1.0 + x.e : 0.0)) * heads * x.tokens * seq_keys;
+  }
+  return bytes;
+}
+
+double DenseMlpBytes(const ModelSpec& m, const Shape& x) {
+  const double mask = m.dropout ? 1.0 : 0.0;
+  return x.e * x.tokens * x.h / x.rep                             // fc1 input (the norm's output)
+         + FfnWidths(m) * x.e * x.tokens * double(m.ffn()) / x.t  // fc1 / activation outputs
+         + mask * x.tokens * x.h / x.rep;                         // dropout mask
+}
+
+// A MoE layer's MLP on one GPU (Megatron-Core's alltoall token dispatcher; MoE with TP > 1
+// runs with sequence parallelism there, so the router sees the T/rep local tokens).
+double MoeMlpBytes(const ModelSpec& m, const ParallelConfig& c, const Shape& x) {
+  const MoeSpec& moe = m.moe;
+  const double local = x.tokens / x.rep;
+  // Busiest GPU: load_imbalance = max/mean tokens per expert, capped by the capacity factor
+  // when tokens beyond capacity are dropped.
+  double imbalance = std::max(1.0, moe.load_imbalance);
+  if (moe.capacity_factor > 0) imbalance = std::min(imbalance, std::max(1.0, moe.capacity_factor));
+  // Routed token copies per GPU: the stage's tokens · top_k spread over its ep·expert-DP
+  // groups of etp ranks, each rank of a group seeing the whole token: T·top_k·etp/tp.
+  const double routed = x.tokens * moe.top_k * double(c.etp) / x.t * imbalance;
+  const double fe = moe.expert_ffn(m.ffn());
+  const double shared = double(moe.shared_ffn(m.ffn()));
+  const double mask = m.dropout ? 1.0 : 0.0;
+  return x.e * local * x.h                               // router / experts' input
+         + (x.e + 4.0) * local * moe.experts             // logits and fp32 softmax scores
+         + x.e * routed * x.h                            // permuted tokens (expert fc1 input)
+         + FfnWidths(m) * x.e * routed * fe / c.etp      // expert fc1 / activation outputs
+         + x.e * local * moe.top_k * x.h                 // expert outputs weighted at combine
+         + FfnWidths(m) * x.e * x.tokens * shared / x.t  // shared experts on all tokens
+         + mask * local * x.h;                           // dropout mask
+}
+
+double LayerBytes(const ModelSpec& m, const ParallelConfig& c, Recompute recompute,
+                  bool moe_layer) {
+  const double cp = std::max(1, c.cp);
+  Shape x;
+  x.e = m.bytes_per_element;
+  x.tokens = double(c.micro_batch) * m.seq_len / cp;
+  x.t = c.tp;
+  x.rep = c.sequence_parallel ? double(c.tp) : 1.0;
+  x.h = m.hidden;
+  // Full recomputation keeps only the layer's input (Korthikanti §4.3: 2sbh, /t with SP).
+  if (recompute == Recompute::kFull) return x.e * x.tokens * x.h / x.rep;
+  const double norms = 2.0 * x.e * x.tokens * x.h / x.rep;  // the two norms' inputs
+  const double mlp = moe_layer ? MoeMlpBytes(m, c, x) : DenseMlpBytes(m, x);
+  return norms + AttentionBytes(m, x, recompute, m.seq_len) + mlp;
+}
+
+}  // namespace
+
+double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recompute recompute,
+                            int micro_batch, bool moe_layer) {
+  ParallelConfig c;
+  c.tp = split.tp;
+  c.sequence_parallel = split.sequence_parallel;
+  c.cp = split.cp;
+  c.ep = split.ep;
+  c.etp = split.etp;
+  c.micro_batch = micro_batch;
+  return LayerBytes(m, c, recompute, moe_layer);
+}
+
+double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
+                               Recompute recompute, int micro_batch) {
+  TensorSplit split;
+  split.tp = tp;
+  split.sequence_parallel = sequence_parallel;
+  return LayerActivationBytes(m, split, recompute, micro_batch, false);
+}
+
+namespace {
+
+// One rank's peak over its task order (see StageActivationBytes).
+double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                           const std::vector<ChunkLayers>& ranges, const std::vector<Task>& order,
+                           const MemoryParams& p) {
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const double dense = LayerBytes(m, c, c.recompute, false);
+  const double moe = m.moe.enabled() ? LayerBytes(m, c, c.recompute, true) : dense;
+  // Activations of one micro-batch through each of this rank's chunks.
+  std::vector<double> chunk_bytes(size_t(v), 0.0);
+  bool has_moe = false, has_dense = false;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
+    for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
+      const bool is_moe = m.IsMoeLayer(l);
+      chunk_bytes[size_t(chunk)] += is_moe ? moe : dense;
+      (is_moe ? has_moe : has_dense) = true;
+    }
+  }
+  // The schedule's peak: forwards add their chunk's activations, backwards free them.
+  double live = 0, act = 0;
+  for (const Task& t : order) {
+    live += (t.forward ? 1.0 : -1.0) * chunk_bytes[size_t(t.chunk)];
+    act = std::max(act, live);
+  }
+  // Transients of a backward. Full recompute: the layer being recomputed holds its full
+  // activations during its backward.
+  double recomputed = 0;
+  if (c.recompute == Recompute::kFull) {
+    if (has_dense) recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, false));
+    if (has_moe) recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, true));
+  }
+  if (stage != c.pp - 1) return act + recomputed;
+  // Last stage: the fp32 softmax of the vocab-parallel logits of this rank's s/cp tokens is
+  // kept for the loss backward of each micro-batch whose last chunk is in flight (1 under
+  // 1F1B, all under GPipe). The loss backward of one micro-batch adds its transient
+  // (loss_bytes_per_logit beyond the kept 4); it ends before that micro-batch's first layer
+  // is recomputed, whose softmax is then freed.
+  const double logits =
+      double(c.micro_batch) * m.seq_len / std::max(1, c.cp) * double(m.vocab) / c.tp;
+  const int64_t last_in_flight = c.schedule == PipelineSchedule::kGpipe ? c.num_micro_batches() : 1;
+  const double loss_phase =
+      double(last_in_flight) * 4.0 * logits + std::max(0.0, p.loss_bytes_per_logit - 4.0) * logits;
+  const double recompute_phase = double(last_in_flight - 1) * 4.0 * logits + recomputed;
+  return act + std::max(loss_phase, recompute_phase);
+}
+
+}  // namespace
+
+std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelConfig& c,
+                                            const MemoryParams& p) {
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
+  const auto orders = BuildSchedule(c.schedule, c.pp, v, c.num_micro_batches());
+  std::vector<double> out;
+  for (int stage = 0; stage < c.pp; ++stage) {
+    out.push_back(RankActivationBytes(m, c, stage, ranges, orders[size_t(stage)], p));
+  }
+  return out;
+}
+
+double StageActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                            const MemoryParams& p) {
+  return ActivationBytesPerStage(m, c, p)[size_t(stage)];
+}
+
+}  // namespace trainsim::parallelism
