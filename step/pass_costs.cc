@@ -292,32 +292,7 @@ std::vector<int> ExpertTpGroup(const ParallelConfig& c) {
 }
 
 ParamSplit StageParams(const StepConfig& cfg, int stage) {
-  const ParallelConfig& c = cfg.parallel;
-  const ModelSpec& m = cfg.model;
-  const ParamSplit dense = LayerParametersPerGpu(m, c.split(), false);
-  ParamSplit moe;
-  if (m.moe.enabled()) moe = LayerParametersPerGpu(m, c.split(), true);
-  ParamSplit p;
-  const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
-  for (size_t j = size_t(stage); j < ranges.size(); j += size_t(c.pp)) {
-    for (int l = ranges[j].first_layer; l < ranges[j].first_layer + ranges[j].layers; ++l) {
-      const ParamSplit& x = m.IsMoeLayer(l) ? moe : dense;
-      p.dense += x.dense;
-      p.expert += x.expert;
-    }
-  }
-  const double word = double(m.vocab) / c.tp * m.hidden;
-  if (stage == 0) {
-    p.dense += word;
-    if (m.learned_position_embedding) p.dense += double(m.seq_len) * m.hidden;
-  }
-  if (stage == c.pp - 1) {
-    p.dense += (m.rmsnorm ? 1.0 : 2.0) * m.hidden;  // final norm
-    // The output layer: its own matrix when untied; with tied embeddings and pp > 1 the last
-    // stage keeps a copy of the word embedding (Megatron).
-    if (!m.tied_embeddings || c.pp > 1) p.dense += word;
-  }
-  return p;
+  return StageParameters(cfg.model, cfg.parallel, stage);
 }
 
 double PipelineSendBytes(const StepConfig& cfg, int nic_share) {
@@ -381,10 +356,9 @@ double TiedEmbeddingBytes(const StepConfig& cfg, int nic_share) {
 double OptimizerSeconds(const StepConfig& cfg, int stage) {
   const ParallelConfig& c = cfg.parallel;
   const ParamSplit p = StageParams(cfg, stage);
-  const bool sharded = c.zero_stage >= 1;
-  const double dense_shard = c.shard_group > 0 ? c.shard_group * c.cp : c.dp * c.cp;
+  const ShardDegrees shard = StateShardDegrees(c);
   const double params =
-      sharded ? p.dense / dense_shard + p.expert / std::max(1, c.expert_dp()) : p.total();
+      c.zero_stage >= 1 ? p.dense / shard.dense + p.expert / shard.expert : p.total();
   return OptimizerTimeSeconds(cfg.gpu, cfg.compute, params,
                               cfg.memory.step_grad_bytes_per_param > 0);
 }

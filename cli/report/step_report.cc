@@ -24,6 +24,7 @@ nlohmann::json MemoryJson(const par::MemoryReport& m) {
                             {"optimizer", w.optimizer},
                             {"activations", w.activations},
                             {"optimizer_step_grads", w.step_grads},
+                            {"fsdp_gathered", w.gathered},
                             {"overhead", w.overhead}};
   if (!m.fits) {
     j["reason"] = m.reason;
@@ -35,6 +36,8 @@ nlohmann::json MemoryJson(const par::MemoryReport& m) {
 nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
   return {{"compute", b.compute_s},
           {"exposed_tp_comm", b.exposed_tp_comm_s},
+          {"exposed_cp_comm", b.exposed_cp_comm_s},
+          {"exposed_ep_comm", b.exposed_ep_comm_s},
           {"exposed_dp_comm", b.exposed_dp_comm_s},
           {"pp_wait", b.pp_wait_s},
           {"bubble", b.bubble_s},
@@ -140,6 +143,7 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   out << Line("gradients", Gb(w.gradients));
   out << Line("optimizer", Gb(w.optimizer));
   out << Line("activations", Gb(w.activations));
+  if (w.gathered > 0) out << Line("FSDP gathered units", Gb(w.gathered));
   if (w.step_grads > 0) {
     out << Line("fp32 grad copies", Gb(w.step_grads) +
                                         " at the optimizer step, after activations are freed" +
@@ -160,6 +164,8 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   };
   row("compute", b.compute_s);
   row("exposed TP comm", b.exposed_tp_comm_s);
+  if (b.exposed_cp_comm_s > 0) row("exposed CP comm", b.exposed_cp_comm_s);
+  if (b.exposed_ep_comm_s > 0) row("exposed EP comm", b.exposed_ep_comm_s);
   row("exposed DP comm", b.exposed_dp_comm_s);
   row("pipeline wait", b.pp_wait_s);
   row("pipeline bubble", b.bubble_s);

@@ -109,7 +109,9 @@ TEST(ModernLayoutsTest, UnevenStagesGiveEachStageItsOwnLayers) {
   ASSERT_EQ(r->stage_breakdown.size(), 4u);
   const double first = r->stage_breakdown[0].compute_s;
   const double middle = r->stage_breakdown[1].compute_s;
-  EXPECT_NEAR(middle / first, 2.0, 0.05);
+  // Twice the layers; the first stage also runs the embedding, so the ratio is just under 2.
+  EXPECT_LT(middle / first, 2.0);
+  EXPECT_GT(middle / first, 1.8);
   EXPECT_NEAR(r->stage_breakdown[2].compute_s, middle, 1e-9 * middle);
   // 18 layers do not split evenly into 4 stages without the first/last counts.
   c.parallel.first_stage_layers = -1;
