@@ -106,6 +106,10 @@ struct KernelOp {
   int fwd_kernels = 1, bwd_kernels = 1;
   // Part of the attention core that selective recomputation re-runs (Korthikanti et al. §5).
   bool selective_recompute = false;
+  // Causal attention whose kernel skips the fully masked score blocks (a fused flash-attention
+  // kernel): the matrix FLOPs above are what it executes, about half the s×s square. The
+  // materialised (2021 Megatron) path computes the whole square and masks it: false there.
+  bool causal = false;
 };
 
 // How context parallelism exchanges K and V (Megatron-Core's --cp-comm-type).
@@ -120,6 +124,36 @@ struct TensorSplit {
   int ep = 1;   // expert parallelism: experts / ep experts per rank
   int etp = 1;  // tensor parallelism inside an expert
 };
+
+// Attention's per-head widths after any projection. MHA/GQA: head_width() for Q, K and V,
+// kv() K/V heads; MLA: every head has its own K and V after the up projection, Q and K heads are
+// qk_nope + qk_rope wide and V heads v_head_dim wide (DeepSeek-V2 §2.1).
+struct AttentionDims {
+  int64_t heads = 0, kv_heads = 0, qk_head_dim = 0, v_head_dim = 0;
+  int64_t q_width() const { return heads * qk_head_dim; }
+  int64_t k_width() const { return kv_heads * qk_head_dim; }
+  int64_t v_width() const { return kv_heads * v_head_dim; }
+  int64_t out_width() const { return heads * v_head_dim; }  // input of the output projection
+};
+AttentionDims AttentionDimsOf(const ModelSpec& m);
+
+// Tokens of a MoE layer on one GPU for one micro-batch of `micro_batch` sequences (derivation in
+// docs/layer-model.md). Means over the GPUs of an EP group; `busiest` is what the grouped GEMM
+// is charged with.
+struct MoeTokens {
+  // Tokens entering the dispatcher: b·s/cp, divided by tp when tp > 1 (Megatron-Core's
+  // all-to-all dispatcher works on the sequence-parallel shard).
+  double dispatched = 0;
+  // (token, expert) pairs this GPU sends into the dispatch all-to-all, and receives on average:
+  // dispatched · top_k (the EP group's pairs spread over its ep GPUs).
+  double routed = 0;
+  // Pairs through this GPU's grouped GEMM on average: routed · etp (the expert-TP all-gather
+  // brings the pairs of the etp ranks that share these experts).
+  double expert_mean = 0;
+  // expert_mean · min(load_imbalance, capacity_factor when > 0): the busiest expert's pace.
+  double expert_busiest = 0;
+};
+MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch);
 
 // The operations of one transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU: tensor-parallel over split.tp, the sequence split over split.cp (causally balanced:
