@@ -1,12 +1,15 @@
-// parallelism/model.h — a GPT-style decoder as a list of operations with FLOPs and bytes.
+// parallelism/model.h — a decoder-only transformer as a list of operations with FLOPs and bytes.
 //
-// The transformer's shape and, for one micro-batch on one GPU under tensor (and sequence)
-// parallelism, the operations of a layer, of the embedding and of the logits/loss: each with
-// its matrix-product FLOPs and (batch, m, n, k) shape, other FLOPs and HBM bytes, forward and
-// backward. Promises: summed over a step, the matrix FLOPs equal Narayanan et al. (SC'21)
-// exactly for the default GPT shape, and ParameterCount equals their P formula (both given in
-// docs/parallelism.md); counts are per GPU for one micro-batch; bytes assume each kernel reads
-// its inputs and writes its outputs once.
+// The transformer's shape (GPT, GQA/head_dim, SwiGLU, MLA, mixture of experts) and, for one
+// micro-batch on one GPU under tensor (and sequence), context and expert parallelism, the
+// operations of a layer, of the embedding and of the logits/loss: each with its matrix-product
+// FLOPs and (batch, m, n, k) shape, other FLOPs and HBM bytes, forward and backward; and the
+// collectives of each, tagged with their group. Promises: the ops carry the work the kernels
+// execute (a causal flash kernel about half the score square); for the GPT shape without flash
+// they sum over a step to Narayanan et al. (SC'21) exactly. The FLOPs per iteration are closed
+// forms in published conventions (Narayanan's; Megatron-Core's). ParameterCount equals the P
+// formula for the GPT shape. Counts are per GPU for one micro-batch; bytes assume each kernel
+// reads its inputs and writes its outputs once. docs/layer-model.md has the derivations.
 #ifndef TRAINSIM_PARALLELISM_MODEL_H_
 #define TRAINSIM_PARALLELISM_MODEL_H_
 
@@ -220,10 +223,14 @@ ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, bool moe
 // Dense case of the above (kept for callers without MoE): parameters on one TP rank.
 int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);
 
-// FLOPs of one iteration of `global_batch` sequences, all GPUs together.
-//  ModelFlopsPerIteration: forward + backward matrix products (the 72 formula); MFU counts this.
-//  HardwareFlopsPerIteration: plus what recomputation re-executes (full: one more forward of
-//  every layer, the 96 formula; selective: the attention core); HFU counts this.
+// FLOPs of one iteration of `global_batch` sequences, all GPUs together, from closed forms
+// (docs/layer-model.md), not from LayerOps.
+//  ModelFlopsPerIteration: forward + backward matrix products in Narayanan's convention (the full
+//  s×s attention square; the 72 formula for the GPT shape), generalised to GQA, head_dim, SwiGLU,
+//  MLA and MoE (top_k routed + shared experts and the router); MFU counts this.
+//  HardwareFlopsPerIteration: plus what recomputation re-executes in the same convention (full:
+//  one more forward of every layer, the 96 formula; selective: the materialised attention core)
+//  and a flash kernel's backward recompute of QKᵀ; HFU counts this.
 enum class Recompute { kNone, kSelective, kFull };
 double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch);
 // Model FLOPs per iteration as Megatron-Core counts them (megatron/training/training.py,
