@@ -1,5 +1,10 @@
+// The operations of a layer, the embedding and the head (parallelism/model.h); the collectives
+// are in model_comm.cc and the FLOP counts in model_flops.cc. docs/layer-model.md derives them.
 #include "parallelism/model.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 namespace trainsim::parallelism {
@@ -28,6 +33,22 @@ KernelOp Gemm(std::string name, OpKind kind, int64_t batch, int64_t m, int64_t n
   return op;
 }
 
+// A grouped GEMM (Megatron-Core's --moe-grouped-gemm): `experts` products of `rows_total /
+// experts` tokens each against their own [k×n] weights, one kernel. Stood for by a kGemm with
+// batch = experts; the row count is rounded up for the shape, the FLOPs and bytes are exact.
+KernelOp GroupedGemm(std::string name, int64_t experts, double rows_total, int64_t n, int64_t k,
+                     int elem_bytes) {
+  const auto rows = int64_t(std::ceil(rows_total / double(experts)));
+  KernelOp op =
+      Gemm(std::move(name), OpKind::kGemm, experts, std::max<int64_t>(rows, 1), n, k, elem_bytes);
+  op.fwd_matmul_flops = 2.0 * rows_total * double(n) * double(k);
+  op.bwd_matmul_flops = 2 * op.fwd_matmul_flops;
+  op.fwd_bytes =
+      elem_bytes * (rows_total * double(k) + double(experts) * k * n + rows_total * double(n));
+  op.bwd_bytes = 2 * op.fwd_bytes;
+  return op;
+}
+
 // An element-wise kernel over `elements`, moving the given bytes per element forward and
 // backward and doing `flops_per_elem` arithmetic (counted only as "other" FLOPs).
 KernelOp Elementwise(std::string name, double elements, double fwd_bytes_per_elem,
@@ -44,6 +65,223 @@ KernelOp Elementwise(std::string name, double elements, double fwd_bytes_per_ele
   return op;
 }
 
+// Layer norm / RMSNorm: forward reads x and writes y; backward reads x and dy, writes dx (the
+// statistics and the scale/shift gradients are small), as two kernels. LayerNorm does about 8
+// FLOPs per element (mean, variance, normalise, scale, shift); RMSNorm drops the mean and the
+// shift, about 4 (Zhang & Sennrich 2019). Same traffic: memory-bound either way.
+KernelOp Norm(const ModelSpec& m, const std::string& suffix, double elements) {
+  const int e = m.bytes_per_element;
+  return Elementwise((m.rmsnorm ? "rmsnorm" : "layernorm") + suffix, elements, 2.0 * e, 3.0 * e,
+                     m.rmsnorm ? 4 : 8, 2);
+}
+
+// Fused (bias +) dropout + residual add: reads the product and the residual, writes the sum
+// (and a one-byte mask); backward reads dy (and the mask), writes dx. The bias vector itself is
+// h elements, negligible traffic: without biases the kernel moves the same activations and
+// does one FLOP per element less.
+KernelOp ResidualAdd(const ModelSpec& m, const std::string& suffix, double elements) {
+  const int e = m.bytes_per_element;
+  const double mask = m.dropout ? 1.0 : 0.0;
+  const std::string name = std::string(m.linear_bias ? "bias_" : "") +
+                           (m.dropout ? "dropout_add" : "residual_add") + suffix;
+  return Elementwise(name, elements, 3.0 * e + mask, 2.0 * e + mask,
+                     1.0 + (m.linear_bias ? 1 : 0) + (m.dropout ? 1 : 0));
+}
+
+// What one GPU holds of the layer for one micro-batch.
+struct Local {
+  const ModelSpec& m;
+  TensorSplit split;
+  int64_t b = 0;
+  int e = 2;
+  int64_t tokens = 0;       // b·s/cp: the rank's share of the sequence
+  double hidden_elems = 0;  // tokens·h, split over TP when sequence-parallel
+  Local(const ModelSpec& spec, TensorSplit sp, int micro_batch)
+      : m(spec), split(sp), b(micro_batch), e(spec.bytes_per_element) {
+    tokens = b * (m.seq_len / std::max(split.cp, 1));
+    hidden_elems = double(tokens) * m.hidden / (split.sequence_parallel ? split.tp : 1);
+  }
+};
+
+bool Ulysses(TensorSplit split) { return split.cp > 1 && split.cp_comm == CpComm::kAllToAll; }
+
+// The attention core with a fused kernel (Dao et al. 2022; Transformer Engine's
+// DotProductAttention under Megatron-Core). HBM traffic: Q, K, V in and O out forward; Q, K, V,
+// O, dO in and dQ, dK, dV out backward. Backward recomputes the QKᵀ scores on chip, counted as
+// hardware, not model, FLOPs. Causal: the kernel skips the blocks above the diagonal, so it
+// executes about half the square: (n+1)/(2n) of it for n query tiles (128-row tiles, s = 8192:
+// 0.508); we take 1/2. Under CP each rank holds chunks i and 2cp−1−i of 2cp (Megatron-Core's
+// load balancing), whose causal area is (i + ½ + 2cp−1−i + ½)·(s/2cp)² = s²/(2cp): 1/cp of the
+// causal square, half of the rank's s/cp × s rectangle. Ulysses runs the whole sequence for
+// heads/(tp·cp) heads: again half of s × s per head.
+KernelOp FlashAttention(const Local& c, const AttentionDims& d) {
+  const bool a2a = Ulysses(c.split);
+  const double heads_div = double(c.split.tp) * (a2a ? c.split.cp : 1);
+  const int64_t s = c.m.seq_len;
+  const int64_t s_q = a2a ? s : s / c.split.cp;  // this rank's queries per sequence
+  const double heads = double(d.heads) / heads_div;
+  const double area = double(s_q) * double(s) * 0.5;  // executed score elements per head
+  KernelOp fa;
+  fa.name = "flash_attention";
+  fa.kind = OpKind::kFlashAttention;
+  fa.causal = true;
+  fa.batch = int64_t(double(c.b) * heads);
+  fa.m = s_q;
+  fa.n = s;
+  fa.k = d.qk_head_dim;
+  fa.fwd_matmul_flops = 2.0 * c.b * heads * area * double(d.qk_head_dim + d.v_head_dim);
+  fa.bwd_matmul_flops = 2 * fa.fwd_matmul_flops;
+  fa.bwd_other_flops = 2.0 * c.b * heads * area * double(d.qk_head_dim);  // QKᵀ again
+  fa.fwd_other_flops = 5.0 * c.b * heads * area;  // exp, max, sum, scale per score (on chip)
+  const double q_tokens = double(c.b) * s_q, kv_tokens = double(c.b) * s;
+  const double qo = double(d.q_width() + d.out_width()) / heads_div;
+  const double kv = double(d.k_width() + d.v_width()) / heads_div;
+  fa.fwd_bytes = (q_tokens * qo + kv_tokens * kv) * c.e;
+  fa.bwd_bytes = 2 * fa.fwd_bytes;
+  // Transformer Engine's P2P ring launches the kernel once per step (cp steps), the all-gather
+  // variant once per local chunk (2).
+  const int launches =
+      c.split.cp > 1 && !a2a ? (c.split.cp_comm == CpComm::kP2P ? c.split.cp : 2) : 1;
+  fa.fwd_kernels = launches;
+  fa.bwd_kernels = 2 * launches;
+  return fa;
+}
+
+// The 2021 Megatron attention core: the scores are materialised in HBM (QKᵀ as a batched GEMM
+// over the full square, Megatron's fused scale-mask-softmax, dropout, then AV). With CP a
+// rank's queries meet the whole sequence's keys.
+void AppendMaterialisedAttention(const Local& c, const AttentionDims& d,
+                                 std::vector<KernelOp>* ops) {
+  const bool a2a = Ulysses(c.split);
+  const int64_t heads = d.heads / (int64_t(c.split.tp) * (a2a ? c.split.cp : 1));
+  const int64_t s = c.m.seq_len, s_q = a2a ? s : s / c.split.cp;
+  const int e = c.e;
+  const double score_elems = double(c.b) * heads * s_q * s;
+  KernelOp scores =
+      Gemm("attn_scores", OpKind::kBatchedGemm, c.b * heads, s_q, s, d.qk_head_dim, e);
+  scores.selective_recompute = true;
+  ops->push_back(scores);
+  // Megatron's fused scale-mask-softmax: reads and writes the scores once each way.
+  KernelOp softmax = Elementwise("softmax", score_elems, 2.0 * e, 3.0 * e, 5);
+  softmax.selective_recompute = true;
+  ops->push_back(softmax);
+  if (c.m.dropout) {
+    KernelOp drop = Elementwise("attn_dropout", score_elems, 2.0 * e + 1, 2.0 * e + 1, 2);
+    drop.selective_recompute = true;
+    ops->push_back(drop);
+  }
+  KernelOp context =
+      Gemm("attn_context", OpKind::kBatchedGemm, c.b * heads, s_q, d.v_head_dim, s, e);
+  context.selective_recompute = true;
+  ops->push_back(context);
+}
+
+// Multi-head latent attention's projections as Megatron-Core splits them (MLASelfAttention):
+// the q and kv down projections are replicated (TELinear, parallel_mode "duplicated") and run
+// on the sequence-parallel shard (every token on every TP rank without SP); their RMSNorms
+// likewise; the up projections are column-parallel over the heads.
+void AppendMlaProjections(const Local& c, std::vector<KernelOp>* ops) {
+  const ModelSpec& m = c.m;
+  const MlaSpec& a = m.mla;
+  const int t = c.split.tp, e = c.e;
+  const int64_t h = m.hidden, n = m.heads, dqk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  const int64_t down_tokens = c.tokens / (c.split.sequence_parallel ? t : 1);
+  if (a.q_lora_rank > 0) {
+    ops->push_back(Gemm("q_down", OpKind::kGemm, 1, down_tokens, a.q_lora_rank, h, e));
+    ops->push_back(Norm(m, "_q", double(down_tokens) * a.q_lora_rank));
+    ops->push_back(Gemm("q_up", OpKind::kGemm, 1, c.tokens, n * dqk / t, a.q_lora_rank, e));
+  } else {
+    ops->push_back(Gemm("q_proj", OpKind::kGemm, 1, c.tokens, n * dqk / t, h, e));
+  }
+  ops->push_back(Gemm("kv_down", OpKind::kGemm, 1, down_tokens,
+                      int64_t(a.kv_lora_rank) + a.qk_rope_head_dim, h, e));
+  ops->push_back(Norm(m, "_kv", double(down_tokens) * a.kv_lora_rank));
+  ops->push_back(Gemm("kv_up", OpKind::kGemm, 1, c.tokens,
+                      n * (int64_t(a.qk_nope_head_dim) + a.v_head_dim) / t, a.kv_lora_rank, e));
+}
+
+// Norm, Q/K/V projections, rotary embedding, attention core, output projection, residual.
+void AppendAttention(const Local& c, std::vector<KernelOp>* ops) {
+  const ModelSpec& m = c.m;
+  const int t = c.split.tp, e = c.e;
+  const AttentionDims d = AttentionDimsOf(m);
+  ops->push_back(Norm(m, "_1", c.hidden_elems));
+  if (m.mla.enabled()) {
+    AppendMlaProjections(c, ops);
+  } else {
+    ops->push_back(
+        Gemm("qkv", OpKind::kGemm, 1, c.tokens, (d.q_width() + 2 * d.k_width()) / t, m.hidden, e));
+  }
+  if (!m.learned_position_embedding) {
+    // Rotary embedding (Su et al. 2021) on Q and K, Megatron-Core's fused RoPE kernel: reads and
+    // writes the rotated parts (all of Q and K; MLA: the rope dims of each Q head and the one
+    // shared rope key) and does a multiply-add pair per element.
+    const double rotated = m.mla.enabled() ? double(d.heads / t + 1) * m.mla.qk_rope_head_dim
+                                           : double(d.q_width() + d.k_width()) / t;
+    ops->push_back(Elementwise("rope", double(c.tokens) * rotated, 2.0 * e, 2.0 * e, 3));
+  }
+  if (m.flash_attention) {
+    ops->push_back(FlashAttention(c, d));
+  } else {
+    AppendMaterialisedAttention(c, d, ops);
+  }
+  ops->push_back(Gemm("attn_out", OpKind::kGemm, 1, c.tokens, m.hidden, d.out_width() / t, e));
+  ops->push_back(ResidualAdd(m, "_1", c.hidden_elems));
+}
+
+// A dense MLP on `tokens` tokens, `width` wide on this GPU (GELU or SwiGLU).
+void AppendDenseMlp(const Local& c, const std::string& prefix, int64_t tokens, int64_t width,
+                    std::vector<KernelOp>* ops) {
+  const ModelSpec& m = c.m;
+  const int e = c.e;
+  if (m.swiglu) {
+    ops->push_back(Gemm(prefix + "_gate_up", OpKind::kGemm, 1, tokens, 2 * width, m.hidden, e));
+    ops->push_back(Elementwise(prefix == "mlp" ? "swiglu" : prefix + "_swiglu",
+                               double(tokens) * width, 3.0 * e, 5.0 * e, 6));
+  } else {
+    ops->push_back(Gemm(prefix + "_up", OpKind::kGemm, 1, tokens, width, m.hidden, e));
+    const std::string act = m.linear_bias ? "bias_gelu" : "gelu";
+    ops->push_back(Elementwise(prefix == "mlp" ? act : prefix + "_" + act, double(tokens) * width,
+                               2.0 * e, 3.0 * e, m.linear_bias ? 10 : 9));
+  }
+  ops->push_back(Gemm(prefix + "_down", OpKind::kGemm, 1, tokens, m.hidden, width, e));
+}
+
+// Router, token permutation, the grouped GEMMs of this GPU's experts at the busiest expert's
+// pace, unpermutation, and the shared experts (dense, TP-split, on all local tokens).
+void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
+  const ModelSpec& m = c.m;
+  const MoeSpec& moe = m.moe;
+  const int e = c.e;
+  const int64_t h = m.hidden;
+  const MoeTokens tok = MoeTokensPerGpu(m, c.split, int(c.b));
+  const auto dispatched = int64_t(std::ceil(tok.dispatched));
+  // Router: replicated h × experts GEMM on the tokens entering the dispatcher, then softmax and
+  // top-k over the expert logits (reads the logits, writes the probabilities).
+  ops->push_back(Gemm("router", OpKind::kGemm, 1, dispatched, moe.experts, h, e));
+  ops->push_back(Elementwise("router_topk", double(dispatched) * moe.experts, 2.0 * e, 3.0 * e, 5));
+  // Permute: gathers each token once per chosen expert into expert order, reading and writing
+  // the routed copies; backward scatters the gradients back the same way.
+  const double routed_elems = tok.routed * double(h);
+  ops->push_back(Elementwise("moe_permute", routed_elems, 2.0 * e, 2.0 * e, 0));
+  const int64_t local_experts = moe.experts / std::max(c.split.ep, 1);
+  const int64_t width = moe.expert_ffn(m.ffn()) / std::max(c.split.etp, 1);
+  const double rows = tok.expert_busiest;
+  if (m.swiglu) {
+    ops->push_back(GroupedGemm("expert_gate_up", local_experts, rows, 2 * width, h, e));
+    ops->push_back(Elementwise("expert_swiglu", rows * double(width), 3.0 * e, 5.0 * e, 6));
+  } else {
+    ops->push_back(GroupedGemm("expert_up", local_experts, rows, width, h, e));
+    ops->push_back(Elementwise("expert_gelu", rows * double(width), 2.0 * e, 3.0 * e, 10));
+  }
+  ops->push_back(GroupedGemm("expert_down", local_experts, rows, h, width, e));
+  // Unpermute: reads the expert outputs and the probabilities, writes the weighted sum per
+  // token (one multiply-add per element).
+  ops->push_back(Elementwise("moe_unpermute", routed_elems, 2.0 * e, 2.0 * e, 2));
+  const int64_t shared = moe.shared_ffn(m.ffn());
+  if (shared > 0) AppendDenseMlp(c, "shared", c.tokens, shared / c.split.tp, ops);
+}
+
 }  // namespace
 
 Status ValidateModel(const ModelSpec& m) {
@@ -56,218 +294,108 @@ Status ValidateModel(const ModelSpec& m) {
   if (m.kv_heads < 0 || (m.kv_heads > 0 && m.heads % m.kv_heads != 0)) {
     return Status::InvalidArgument("model.kv_heads must divide model.heads");
   }
-  if (m.hidden % m.heads != 0) {
+  if (m.head_dim < 0) return Status::InvalidArgument("model.head_dim must be >= 0");
+  // With an explicit head_dim (Megatron's kv_channels) the heads need not divide the hidden size.
+  if (m.head_dim == 0 && m.hidden % m.heads != 0) {
     return Status::InvalidArgument("model.heads (" + std::to_string(m.heads) +
                                    ") must divide model.hidden (" + std::to_string(m.hidden) + ")");
   }
   if (m.bytes_per_element != 1 && m.bytes_per_element != 2 && m.bytes_per_element != 4) {
     return Status::InvalidArgument("model.bytes_per_element must be 1, 2 or 4");
   }
+  if (m.moe.enabled()) {
+    if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts) {
+      return Status::InvalidArgument("model.moe.top_k must be in [1, experts]");
+    }
+    if (m.moe.expert_ffn_hidden < 0 || m.moe.shared_experts < 0 ||
+        m.moe.shared_expert_ffn_hidden < 0 || m.moe.first_dense_layers < 0 ||
+        m.moe.capacity_factor < 0 || m.moe.load_imbalance <= 0) {
+      return Status::InvalidArgument("model.moe sizes must be non-negative");
+    }
+  }
+  if (m.mla.enabled() && (m.mla.q_lora_rank < 0 || m.mla.qk_rope_head_dim < 0 ||
+                          m.mla.qk_nope_head_dim <= 0 || m.mla.v_head_dim <= 0)) {
+    return Status::InvalidArgument("model.mla needs qk_nope_head_dim, v_head_dim > 0");
+  }
   return Status::Ok();
 }
 
-std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
-                               bool /*moe_layer*/) {
-  const int t = split.tp;
-  const int e = m.bytes_per_element;
-  const int64_t b = micro_batch, s = m.seq_len, h = m.hidden, a = m.heads, f = m.ffn();
-  const int64_t tokens = b * s;
-  // Element-wise work outside the attention/MLP blocks (layer norm, dropout, residual) is
-  // replicated across the TP group unless sequence parallelism splits it (Korthikanti §4.2.2).
-  const double hidden_elems = double(tokens) * h / (split.sequence_parallel ? t : 1);
-  const double score_elems = double(b) * (a / t) * s * s;
-  const double dropout_mask = m.dropout ? 1.0 : 0.0;  // one byte per element of mask
-  std::vector<KernelOp> ops;
+AttentionDims AttentionDimsOf(const ModelSpec& m) {
+  AttentionDims d;
+  d.heads = m.heads;
+  if (m.mla.enabled()) {
+    d.kv_heads = m.heads;
+    d.qk_head_dim = int64_t(m.mla.qk_nope_head_dim) + m.mla.qk_rope_head_dim;
+    d.v_head_dim = m.mla.v_head_dim;
+  } else {
+    d.kv_heads = m.kv();
+    d.qk_head_dim = d.v_head_dim = m.head_width();
+  }
+  return d;
+}
 
-  // Layer norm: forward reads x and writes y; backward reads x and dy, writes dx (the statistics
-  // and the gamma/beta gradients are small), as two kernels.
-  ops.push_back(Elementwise("layernorm_1", hidden_elems, 2.0 * e, 3.0 * e, 8, 2));
-  ops.push_back(Gemm("qkv", OpKind::kGemm, 1, tokens, (h + 2 * m.kv_width()) / t, h, e));
-  if (m.flash_attention) {
-    // One fused kernel: QK^T and AV on chip; HBM traffic is Q, K, V in and O out forward, and
-    // Q, K, V, O, dO in and dQ, dK, dV out backward (Dao et al. 2022). Backward recomputes the
-    // scores on chip (one more s×s product), counted as hardware, not model, FLOPs.
-    KernelOp fa;
-    fa.name = "flash_attention";
-    fa.kind = OpKind::kFlashAttention;
-    fa.batch = b * (a / t);
-    fa.m = s;
-    fa.n = s;
-    fa.k = h / a;
-    fa.fwd_matmul_flops = 4.0 * b * s * s * h / t;
-    fa.bwd_matmul_flops = 2 * fa.fwd_matmul_flops;
-    fa.bwd_other_flops = 0.5 * fa.fwd_matmul_flops;
-    fa.fwd_other_flops = 5.0 * score_elems;  // exp, max, sum, scale per score (on chip)
-    fa.fwd_bytes = 4.0 * tokens * h / t * e;
-    fa.bwd_bytes = 8.0 * tokens * h / t * e;
-    fa.fwd_kernels = 1;
-    fa.bwd_kernels = 2;
-    ops.push_back(fa);
+MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch) {
+  MoeTokens t;
+  t.dispatched =
+      double(micro_batch) * (m.seq_len / std::max(split.cp, 1)) / (split.tp > 1 ? split.tp : 1);
+  t.routed = t.dispatched * m.moe.top_k;
+  t.expert_mean = t.routed * std::max(split.etp, 1);
+  const double cap =
+      m.moe.capacity_factor > 0 ? m.moe.capacity_factor : std::numeric_limits<double>::infinity();
+  t.expert_busiest = t.expert_mean * std::min(m.moe.load_imbalance, cap);
+  return t;
+}
+
+std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
+                               bool moe_layer) {
+  const Local c(m, split, micro_batch);
+  std::vector<KernelOp> ops;
+  AppendAttention(c, &ops);
+  ops.push_back(Norm(m, "_2", c.hidden_elems));
+  if (moe_layer && m.moe.enabled()) {
+    AppendMoe(c, &ops);
   } else {
-    KernelOp scores = Gemm("attn_scores", OpKind::kBatchedGemm, b * (a / t), s, s, h / a, e);
-    scores.selective_recompute = true;
-    ops.push_back(scores);
-    // Megatron's fused scale-mask-softmax: reads and writes the scores once each way.
-    KernelOp softmax = Elementwise("softmax", score_elems, 2.0 * e, 3.0 * e, 5);
-    softmax.selective_recompute = true;
-    ops.push_back(softmax);
-    if (m.dropout) {
-      KernelOp drop = Elementwise("attn_dropout", score_elems, 2.0 * e + 1, 2.0 * e + 1, 2);
-      drop.selective_recompute = true;
-      ops.push_back(drop);
-    }
-    KernelOp context = Gemm("attn_context", OpKind::kBatchedGemm, b * (a / t), s, h / a, s, e);
-    context.selective_recompute = true;
-    ops.push_back(context);
+    AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, &ops);
   }
-  ops.push_back(Gemm("attn_out", OpKind::kGemm, 1, tokens, h, h / t, e));
-  // Fused bias + dropout + residual add: reads the product and the residual, writes the sum
-  // (and the mask); backward reads dy (and the mask), writes dx.
-  ops.push_back(Elementwise("bias_dropout_add_1", hidden_elems, 3.0 * e + dropout_mask,
-                            2.0 * e + dropout_mask, 3));
-  ops.push_back(Elementwise("layernorm_2", hidden_elems, 2.0 * e, 3.0 * e, 8, 2));
-  if (m.swiglu) {
-    ops.push_back(Gemm("mlp_gate_up", OpKind::kGemm, 1, tokens, 2 * f / t, h, e));
-    ops.push_back(Elementwise("swiglu", double(tokens) * f / t, 3.0 * e, 5.0 * e, 6));
-  } else {
-    ops.push_back(Gemm("mlp_up", OpKind::kGemm, 1, tokens, f / t, h, e));
-    ops.push_back(Elementwise("bias_gelu", double(tokens) * f / t, 2.0 * e, 3.0 * e, 10));
-  }
-  ops.push_back(Gemm("mlp_down", OpKind::kGemm, 1, tokens, h, f / t, e));
-  ops.push_back(Elementwise("bias_dropout_add_2", hidden_elems, 3.0 * e + dropout_mask,
-                            2.0 * e + dropout_mask, 3));
+  ops.push_back(ResidualAdd(m, "_2", c.hidden_elems));
   return ops;
 }
 
 std::vector<KernelOp> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
+  const Local c(m, split, micro_batch);
   const int e = m.bytes_per_element;
-  const double elems = double(micro_batch) * m.seq_len * m.hidden;
-  const double hidden_elems = elems / (split.sequence_parallel ? split.tp : 1);
+  const double mask = m.dropout ? 1.0 : 0.0;
   std::vector<KernelOp> ops;
   // Vocab-parallel lookup: gathers rows and writes b·s·h (masked rows are zeros); backward
   // scatters-adds the gradient into the embedding table.
-  ops.push_back(Elementwise("embedding_lookup", elems, 2.0 * e, 3.0 * e, 0));
-  // Position embedding add + embedding dropout.
-  ops.push_back(Elementwise("position_add_dropout", hidden_elems, 3.0 * e + 1, 2.0 * e + 1, 2));
+  ops.push_back(Elementwise("embedding_lookup", double(c.tokens) * m.hidden, 2.0 * e, 3.0 * e, 0));
+  if (m.learned_position_embedding) {
+    // Position embedding add + embedding dropout.
+    ops.push_back(
+        Elementwise("position_add_dropout", c.hidden_elems, 3.0 * e + mask, 2.0 * e + mask, 2));
+  } else if (m.dropout) {
+    // Rotary models add no positions here (RoPE acts on Q and K): embedding dropout only.
+    ops.push_back(Elementwise("embedding_dropout", c.hidden_elems, 2.0 * e + 1, 2.0 * e + 1, 1));
+  }
   return ops;
 }
 
 std::vector<KernelOp> HeadOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
+  const Local c(m, split, micro_batch);
   const int t = split.tp;
   const int e = m.bytes_per_element;
-  const int64_t tokens = int64_t(micro_batch) * m.seq_len;
-  const double hidden_elems = double(tokens) * m.hidden / (split.sequence_parallel ? t : 1);
   std::vector<KernelOp> ops;
-  ops.push_back(Elementwise("final_layernorm", hidden_elems, 2.0 * e, 3.0 * e, 8, 2));
-  // Vocab-parallel output layer (the tied embedding matrix, split by rows across TP).
-  ops.push_back(Gemm("logits", OpKind::kGemm, 1, tokens, m.vocab / t, m.hidden, e));
+  ops.push_back(Norm(m, "", c.hidden_elems));
+  ops.back().name = m.rmsnorm ? "final_rmsnorm" : "final_layernorm";
+  // Vocab-parallel output layer (the tied embedding matrix or the untied output weights, split
+  // by rows across TP).
+  ops.push_back(Gemm("logits", OpKind::kGemm, 1, c.tokens, m.vocab / t, m.hidden, e));
   // Vocab-parallel cross-entropy in fp32 (Megatron casts logits to float): read the logits,
   // write/read fp32 exponentials and write the softmax kept for backward — about 14 bytes per
   // logit forward; backward reads the fp32 softmax and writes the gradient in bf16.
-  const double logit_elems = double(tokens) * m.vocab / t;
+  const double logit_elems = double(c.tokens) * m.vocab / t;
   ops.push_back(Elementwise("cross_entropy", logit_elems, 14.0, 4.0 + e, 6, 1));
   return ops;
-}
-
-std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
-                                             bool /*moe_layer*/) {
-  std::vector<TpCollective> out;
-  if (split.tp <= 1) return out;
-  const double bytes = double(micro_batch) * m.seq_len * m.hidden * m.bytes_per_element;
-  using K = TpCollectiveKind;
-  if (split.sequence_parallel) {
-    out.push_back({"tp_all_gather_attn", K::kAllGather, bytes, true});
-    out.push_back({"tp_reduce_scatter_attn", K::kReduceScatter, bytes, true});
-    out.push_back({"tp_all_gather_mlp", K::kAllGather, bytes, true});
-    out.push_back({"tp_reduce_scatter_mlp", K::kReduceScatter, bytes, true});
-    // Backward: the weight gradients need the full-sequence layer-norm outputs again, which SP
-    // did not keep, so Megatron re-all-gathers them (LinearWithGradAccumulationAndAsync-
-    // Communication) besides the all-gather/reduce-scatter pair that mirrors the forward.
-    out.push_back({"tp_all_gather_mlp_input_bwd", K::kAllGather, bytes, false});
-    out.push_back({"tp_all_gather_attn_input_bwd", K::kAllGather, bytes, false});
-    out.push_back({"tp_all_gather_mlp_bwd", K::kAllGather, bytes, false});
-    out.push_back({"tp_reduce_scatter_mlp_bwd", K::kReduceScatter, bytes, false});
-    out.push_back({"tp_all_gather_attn_bwd", K::kAllGather, bytes, false});
-    out.push_back({"tp_reduce_scatter_attn_bwd", K::kReduceScatter, bytes, false});
-  } else {
-    out.push_back({"tp_all_reduce_attn", K::kAllReduce, bytes, true});
-    out.push_back({"tp_all_reduce_mlp", K::kAllReduce, bytes, true});
-    out.push_back({"tp_all_reduce_mlp_bwd", K::kAllReduce, bytes, false});
-    out.push_back({"tp_all_reduce_attn_bwd", K::kAllReduce, bytes, false});
-  }
-  return out;
-}
-
-std::vector<TpCollective> EmbeddingTpCollectives(const ModelSpec& m, TensorSplit split,
-                                                 int micro_batch) {
-  std::vector<TpCollective> out;
-  if (split.tp <= 1) return out;
-  const double bytes = double(micro_batch) * m.seq_len * m.hidden * m.bytes_per_element;
-  out.push_back(
-      {split.sequence_parallel ? "tp_reduce_scatter_embedding" : "tp_all_reduce_embedding",
-       split.sequence_parallel ? TpCollectiveKind::kReduceScatter : TpCollectiveKind::kAllReduce,
-       bytes, true});
-  return out;
-}
-
-std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit split,
-                                            int micro_batch) {
-  std::vector<TpCollective> out;
-  if (split.tp <= 1) return out;
-  const double tokens = double(micro_batch) * m.seq_len;
-  if (split.sequence_parallel) {
-    const double bytes = tokens * m.hidden * m.bytes_per_element;
-    out.push_back({"tp_all_gather_head", TpCollectiveKind::kAllGather, bytes, true});
-    out.push_back({"tp_reduce_scatter_head_bwd", TpCollectiveKind::kReduceScatter, bytes, false});
-  } else {
-    // Backward of the output layer's input (Megatron's f operator).
-    out.push_back({"tp_all_reduce_head_bwd", TpCollectiveKind::kAllReduce,
-                   tokens * m.hidden * m.bytes_per_element, false});
-  }
-  // Vocab-parallel cross-entropy: all-reduces of the per-token max, sum of exponentials and
-  // target logit, fp32 (Megatron's _VocabParallelCrossEntropy).
-  out.push_back({"tp_all_reduce_ce_max", TpCollectiveKind::kAllReduce, tokens * 4, true});
-  out.push_back({"tp_all_reduce_ce_target", TpCollectiveKind::kAllReduce, tokens * 4, true});
-  out.push_back({"tp_all_reduce_ce_sum", TpCollectiveKind::kAllReduce, tokens * 4, true});
-  return out;
-}
-
-namespace {
-double SumMatmul(const std::vector<KernelOp>& ops, bool fwd, bool bwd, bool selective_only) {
-  double total = 0;
-  for (const KernelOp& op : ops) {
-    if (selective_only && !op.selective_recompute) continue;
-    if (fwd) total += op.fwd_matmul_flops;
-    if (bwd) total += op.bwd_matmul_flops;
-  }
-  return total;
-}
-}  // namespace
-
-double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch) {
-  // Per GPU of a TP=1 split, one sequence: the sums are exact in double for realistic sizes.
-  const TensorSplit one{1, false};
-  const double layer = SumMatmul(LayerOps(m, one, 1), true, true, false);
-  const double head = SumMatmul(HeadOps(m, one, 1), true, true, false);
-  return double(global_batch) * (m.num_layers * layer + head);
-}
-
-double MegatronModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch) {
-  return ModelFlopsPerIteration(m, global_batch);
-}
-
-double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r) {
-  const TensorSplit one{1, false};
-  const std::vector<KernelOp> layer = LayerOps(m, one, 1);
-  double extra = 0;
-  if (r == Recompute::kFull) extra = SumMatmul(layer, true, false, false);
-  if (r == Recompute::kSelective) extra = SumMatmul(layer, true, false, true);
-  double flash_extra = 0;  // flash attention's on-chip recompute of the scores in backward
-  for (const KernelOp& op : layer) {
-    if (op.kind == OpKind::kFlashAttention) flash_extra += op.bwd_other_flops;
-  }
-  return ModelFlopsPerIteration(m, global_batch) +
-         double(global_batch) * m.num_layers * (extra + flash_extra);
 }
 
 std::string RecomputeName(Recompute r) {

@@ -1,12 +1,15 @@
-// parallelism/model.h — a GPT-style decoder as a list of operations with FLOPs and bytes.
+// parallelism/model.h — a decoder-only transformer as a list of operations with FLOPs and bytes.
 //
-// The transformer's shape and, for one micro-batch on one GPU under tensor (and sequence)
-// parallelism, the operations of a layer, of the embedding and of the logits/loss: each with
-// its matrix-product FLOPs and (batch, m, n, k) shape, other FLOPs and HBM bytes, forward and
-// backward. Promises: summed over a step, the matrix FLOPs equal Narayanan et al. (SC'21)
-// exactly for the default GPT shape, and ParameterCount equals their P formula (both given in
-// docs/parallelism.md); counts are per GPU for one micro-batch; bytes assume each kernel reads
-// its inputs and writes its outputs once.
+// The transformer's shape (GPT, GQA/head_dim, SwiGLU, MLA, mixture of experts) and, for one
+// micro-batch on one GPU under tensor (and sequence), context and expert parallelism, the
+// operations of a layer, of the embedding and of the logits/loss: each with its matrix-product
+// FLOPs and (batch, m, n, k) shape, other FLOPs and HBM bytes, forward and backward; and the
+// collectives of each, tagged with their group. Promises: the ops carry the work the kernels
+// execute (a causal flash kernel about half the score square); for the GPT shape without flash
+// they sum over a step to Narayanan et al. (SC'21) exactly. The FLOPs per iteration are closed
+// forms in published conventions (Narayanan's; Megatron-Core's). ParameterCount equals the P
+// formula for the GPT shape. Counts are per GPU for one micro-batch; bytes assume each kernel
+// reads its inputs and writes its outputs once. docs/layer-model.md has the derivations.
 #ifndef TRAINSIM_PARALLELISM_MODEL_H_
 #define TRAINSIM_PARALLELISM_MODEL_H_
 
@@ -106,6 +109,10 @@ struct KernelOp {
   int fwd_kernels = 1, bwd_kernels = 1;
   // Part of the attention core that selective recomputation re-runs (Korthikanti et al. §5).
   bool selective_recompute = false;
+  // Causal attention whose kernel skips the fully masked score blocks (a fused flash-attention
+  // kernel): the matrix FLOPs above are what it executes, about half the s×s square. The
+  // materialised (2021 Megatron) path computes the whole square and masks it: false there.
+  bool causal = false;
 };
 
 // How context parallelism exchanges K and V (Megatron-Core's --cp-comm-type).
@@ -120,6 +127,36 @@ struct TensorSplit {
   int ep = 1;   // expert parallelism: experts / ep experts per rank
   int etp = 1;  // tensor parallelism inside an expert
 };
+
+// Attention's per-head widths after any projection. MHA/GQA: head_width() for Q, K and V,
+// kv() K/V heads; MLA: every head has its own K and V after the up projection, Q and K heads are
+// qk_nope + qk_rope wide and V heads v_head_dim wide (DeepSeek-V2 §2.1).
+struct AttentionDims {
+  int64_t heads = 0, kv_heads = 0, qk_head_dim = 0, v_head_dim = 0;
+  int64_t q_width() const { return heads * qk_head_dim; }
+  int64_t k_width() const { return kv_heads * qk_head_dim; }
+  int64_t v_width() const { return kv_heads * v_head_dim; }
+  int64_t out_width() const { return heads * v_head_dim; }  // input of the output projection
+};
+AttentionDims AttentionDimsOf(const ModelSpec& m);
+
+// Tokens of a MoE layer on one GPU for one micro-batch of `micro_batch` sequences (derivation in
+// docs/layer-model.md). Means over the GPUs of an EP group; `busiest` is what the grouped GEMM
+// is charged with.
+struct MoeTokens {
+  // Tokens entering the dispatcher: b·s/cp, divided by tp when tp > 1 (Megatron-Core's
+  // all-to-all dispatcher works on the sequence-parallel shard).
+  double dispatched = 0;
+  // (token, expert) pairs this GPU sends into the dispatch all-to-all, and receives on average:
+  // dispatched · top_k (the EP group's pairs spread over its ep GPUs).
+  double routed = 0;
+  // Pairs through this GPU's grouped GEMM on average: routed · etp (the expert-TP all-gather
+  // brings the pairs of the etp ranks that share these experts).
+  double expert_mean = 0;
+  // expert_mean · min(load_imbalance, capacity_factor when > 0): the busiest expert's pace.
+  double expert_busiest = 0;
+};
+MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch);
 
 // The operations of one transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU: tensor-parallel over split.tp, the sequence split over split.cp (causally balanced:
@@ -186,10 +223,14 @@ ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, bool moe
 // Dense case of the above (kept for callers without MoE): parameters on one TP rank.
 int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);
 
-// FLOPs of one iteration of `global_batch` sequences, all GPUs together.
-//  ModelFlopsPerIteration: forward + backward matrix products (the 72 formula); MFU counts this.
-//  HardwareFlopsPerIteration: plus what recomputation re-executes (full: one more forward of
-//  every layer, the 96 formula; selective: the attention core); HFU counts this.
+// FLOPs of one iteration of `global_batch` sequences, all GPUs together, from closed forms
+// (docs/layer-model.md), not from LayerOps.
+//  ModelFlopsPerIteration: forward + backward matrix products in Narayanan's convention (the full
+//  s×s attention square; the 72 formula for the GPT shape), generalised to GQA, head_dim, SwiGLU,
+//  MLA and MoE (top_k routed + shared experts and the router); MFU counts this.
+//  HardwareFlopsPerIteration: plus what recomputation re-executes in the same convention (full:
+//  one more forward of every layer, the 96 formula; selective: the materialised attention core)
+//  and a flash kernel's backward recompute of QKᵀ; HFU counts this.
 enum class Recompute { kNone, kSelective, kFull };
 double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch);
 // Model FLOPs per iteration as Megatron-Core counts them (megatron/training/training.py,

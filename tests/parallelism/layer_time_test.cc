@@ -81,6 +81,40 @@ TEST(LayerTimeTest, RecomputeOverheadsHaveThePublishedOrder) {
   EXPECT_GT(sel, base);
 }
 
+TEST(LayerTimeTest, DoublingLoadImbalanceDoublesTheExpertGemmTime) {
+  // Mixtral 8x7B layer (h 4096, 8 experts of 14336, top 2, SwiGLU), EP 8, TP 1, micro-batch 2 of
+  // 4096 tokens on an A100: each GPU's grouped GEMMs see 16384 routed tokens at balance. The
+  // busiest expert sets the pace, so twice the imbalance is twice the rows: the GEMMs stay
+  // large enough that their efficiency barely moves (wave quantisation aside).
+  ModelSpec m;
+  m.num_layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.swiglu = true;
+  m.seq_len = 4096;
+  m.vocab = 32000;
+  m.flash_attention = true;
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  const GpuSpec gpu;
+  const ComputeParams p;
+  TensorSplit split;
+  split.ep = 8;
+  auto expert_seconds = [&](double imbalance) {
+    m.moe.load_imbalance = imbalance;
+    double t = 0;
+    for (const KernelOp& op : LayerOps(m, split, 2, true)) {
+      if (op.name.rfind("expert_", 0) == 0) {
+        t += OpTimeSeconds(gpu, p, op, true) + OpTimeSeconds(gpu, p, op, false);
+      }
+    }
+    return t;
+  };
+  EXPECT_NEAR(expert_seconds(2) / expert_seconds(1), 2.0, 0.05);
+}
+
 TEST(OptimizerTimeTest, Fp16LossScalingAddsTheGradientCopyAndUnscale) {
   // Memory-bound at the HBM rate × efficiency: bf16 (fp32 main grads) streams Adam's 34 B plus
   // the gradient-norm read, 4 B, per parameter; fp16 also copies the gradients to fp32
