@@ -58,10 +58,12 @@ void ModelArgs(const pb::Model& m, int tp, Args* a) {
   a->Add("--vocab-size", m.vocab());
   const int64_t multiple = 128LL * tp;
   const int64_t padded = (int64_t(m.vocab()) + multiple - 1) / multiple * multiple;
-  a->notes.push_back("vocab " + std::to_string(m.vocab()) + ": Megatron pads it to " +
-                     std::to_string(padded) + " (a multiple of 128 x TP " + std::to_string(tp) +
-                     ", --make-vocab-size-divisible-by 128); trainsim counts " +
-                     std::to_string(m.vocab()));
+  if (padded != m.vocab()) {
+    a->notes.push_back("vocab " + std::to_string(m.vocab()) + ": Megatron pads it to " +
+                       std::to_string(padded) + " (a multiple of 128 x TP " + std::to_string(tp) +
+                       ", --make-vocab-size-divisible-by 128); trainsim counts " +
+                       std::to_string(m.vocab()));
+  }
   if (m.swiglu()) a->Add("--swiglu");
   if (m.normalization() == pb::Model::RMSNORM) a->Add("--normalization", "RMSNorm");
   if (!m.linear_bias()) a->Add("--disable-bias-linear");
