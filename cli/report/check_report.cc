@@ -77,6 +77,12 @@ Derived Derive(const ResolvedScenario& r) {
   return d;
 }
 
+// The active count as DeepSeek-V3 and GPT-OSS publish it: the input embedding (a lookup, V·h)
+// left out.
+int64_t ActiveWithoutInputEmbedding(const ResolvedScenario& r) {
+  return r.active_params - int64_t(r.scenario.model().vocab()) * r.scenario.model().hidden();
+}
+
 std::string IntervalText(const ResolvedScenario& r) {
   switch (r.checkpoint_interval.kind) {
     case checkpoint::CheckpointInterval::Kind::kAuto:
@@ -147,10 +153,13 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
   out += CheckLine("Parameters", scenarios::FormatCount(static_cast<double>(r.params)) + " (" +
                                      Thousands(r.params) + ")");
   if (m.has_moe()) {
-    out += CheckLine("Active params", scenarios::FormatCount(static_cast<double>(r.active_params)) +
-                                          " (" + Thousands(r.active_params) + ") per token: " +
-                                          std::to_string(m.moe().top_k()) + " of " +
-                                          std::to_string(m.moe().experts()) + " routed experts");
+    out += CheckLine(
+        "Active params",
+        scenarios::FormatCount(static_cast<double>(r.active_params)) + " (" +
+            Thousands(r.active_params) + ") per token: " + std::to_string(m.moe().top_k()) +
+            " of " + std::to_string(m.moe().experts()) + " routed experts; " +
+            scenarios::FormatCount(static_cast<double>(ActiveWithoutInputEmbedding(r))) +
+            " without the input embedding");
   }
   if (!m.preset().empty()) out += CheckLine("Preset", m.preset() + " (trainsim check --presets)");
 
@@ -265,6 +274,7 @@ std::string FormatCheckJson(const ResolvedScenario& r) {
   o["peak_tflops_per_gpu"] = r.peak_tflops;
   o["params"] = r.params;
   o["active_params"] = r.active_params;
+  o["active_params_without_input_embedding"] = ActiveWithoutInputEmbedding(r);
   o["tokens_per_step"] = r.tokens_per_step;
   o["micro_batches_per_step"] = r.micro_batches_per_step;
   o["total_steps"] = r.total_steps ? nlohmann::ordered_json(*r.total_steps) : nullptr;
