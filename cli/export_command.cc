@@ -103,6 +103,15 @@ void ModelArgs(const pb::Model& m, int tp, Args* a) {
     a->Add("--qk-pos-emb-head-dim", l.qk_rope_head_dim());
     a->Add("--v-head-dim", l.v_head_dim());
   }
+  // Architecture details of some presets that trainsim does not model but a Megatron run of
+  // that model needs (docs/models.md, "Not modelled").
+  if (m.preset().rfind("qwen3", 0) == 0) a->Add("--qk-layernorm");  // Qwen3's QK-norm
+  if (m.preset() == "gpt-oss-120b") {
+    a->notes.push_back(
+        "gpt-oss: its alternating 128-token sliding-window layers (--window-size, "
+        "--window-attn-skip-freq) and attention sinks are not set here: trainsim assumes full "
+        "attention");
+  }
   switch (m.precision()) {
     case pb::BF16:
       a->Add("--bf16");

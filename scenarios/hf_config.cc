@@ -180,9 +180,16 @@ void ReadSwitches(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes
   // transformers' PretrainedConfig default: tie_word_embeddings true when the key is absent.
   m->set_tied_embeddings(r.Bool("tie_word_embeddings", true));
   m->set_dropout(r.Number("attention_dropout", 0) > 0 || r.Number("hidden_dropout", 0) > 0);
-  if (!r.String("model_type").empty() && r.String("model_type") == "gpt_oss") {
+  if (r.String("model_type") == "gpt_oss") {
     notes->push_back(
         "layer_types alternates sliding-window and full attention: full attention is assumed");
+  } else if (r.Has("sliding_window") && r.Get("sliding_window").is_number() &&
+             r.Bool("use_sliding_window", true)) {
+    notes->push_back("sliding_window " + r.Get("sliding_window").dump() +
+                     " not modelled: full attention is assumed");
+  }
+  if (r.Bool("qk_norm", false) || r.String("model_type").rfind("qwen3", 0) == 0) {
+    notes->push_back("QK-norm (two RMSNorms of head_dim per layer) not modelled");
   }
 }
 

@@ -213,4 +213,22 @@ TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttention
   ExpectBadInput({"export", "megatron", path, "--set", "parallelism.ep=7"}, "parallelism.ep");
 }
 
+TEST(PresetsCliTest, ExportOfAQwen3PresetAddsItsQkNormAndDisablesNothingElse) {
+  // Qwen3-30B-A3B as Megatron-Bridge ran it (validation rows: 16 H100, EP 16).
+  const std::string path =
+      WriteScenario("qwen3",
+                    "cluster { nodes: 2 }\nmodel { preset: \"qwen3-30b-a3b\" seq_len: 4096 }\n"
+                    "parallelism { ep: 16 global_batch: 1024 }\ntraining { steps: 10 }\n");
+  RunResult r = RunTrainsim({"export", "megatron", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto flags = ParseFlags(r.out);
+  EXPECT_TRUE(flags.count("--qk-layernorm"));
+  EXPECT_EQ(flags["--num-query-groups"], "4");
+  EXPECT_EQ(flags["--kv-channels"], "128");
+  EXPECT_EQ(flags["--moe-ffn-hidden-size"], "768");
+  EXPECT_EQ(flags["--expert-model-parallel-size"], "16");
+  EXPECT_FALSE(flags.count("--moe-layer-freq")) << "every layer is a MoE layer";
+  EXPECT_FALSE(flags.count("--moe-shared-expert-intermediate-size"));
+}
+
 }  // namespace
