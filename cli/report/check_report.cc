@@ -83,6 +83,32 @@ int64_t ActiveWithoutInputEmbedding(const ResolvedScenario& r) {
   return r.active_params - int64_t(r.scenario.model().vocab()) * r.scenario.model().hidden();
 }
 
+// "TP 8 x CP 2 x PP 16 x DP 64 = 16384 GPUs, EP 8 x ETP 1, 8 layers per stage" (CP and EP
+// only when used; uneven first/last stages named).
+std::string LayoutText(const ResolvedScenario& r) {
+  const pb::Parallelism& p = r.scenario.parallelism();
+  const pb::Model& m = r.scenario.model();
+  std::string out = "TP " + std::to_string(r.tp) +
+                    (p.cp() > 1 ? " x CP " + std::to_string(p.cp()) : std::string()) + " x PP " +
+                    std::to_string(r.pp) + " x DP " + std::to_string(r.dp) + " = " +
+                    std::to_string(r.num_gpus) + " GPUs, ";
+  if (m.has_moe()) {
+    out += "EP " + std::to_string(p.ep()) + " x ETP " + std::to_string(p.etp()) + ", ";
+  }
+  const bool first = p.has_first_stage_layers(), last = p.has_last_stage_layers();
+  const int other_stages = r.pp - (first ? 1 : 0) - (last ? 1 : 0);
+  const int other_layers =
+      m.layers() - (first ? p.first_stage_layers() : 0) - (last ? p.last_stage_layers() : 0);
+  const int per_chunk = other_stages > 0 ? other_layers / (other_stages * r.virtual_stages) : 0;
+  if (first) out += "first stage " + Count(p.first_stage_layers(), "layer") + ", ";
+  if (last) out += "last stage " + Count(p.last_stage_layers(), "layer") + ", ";
+  if (other_stages <= 0) return out.substr(0, out.size() - 2);
+  return out + Count(per_chunk, "layer") + " per " +
+         (r.virtual_stages > 1
+              ? "model chunk (" + std::to_string(r.virtual_stages) + " chunks per pipeline rank)"
+              : std::string(first || last ? "other stage" : "stage"));
+}
+
 std::string IntervalText(const ResolvedScenario& r) {
   switch (r.checkpoint_interval.kind) {
     case checkpoint::CheckpointInterval::Kind::kAuto:
@@ -164,13 +190,7 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
   if (!m.preset().empty()) out += CheckLine("Preset", m.preset() + " (trainsim check --presets)");
 
   out += "Parallelism\n";
-  out += CheckLine("Layout",
-                   "TP " + std::to_string(r.tp) + " x PP " + std::to_string(r.pp) + " x DP " +
-                       std::to_string(r.dp) + " = " + std::to_string(r.num_gpus) + " GPUs, " +
-                       Count(m.layers() / (r.pp * r.virtual_stages), "layer") + " per " +
-                       (r.virtual_stages > 1 ? "model chunk (" + std::to_string(r.virtual_stages) +
-                                                   " chunks per pipeline rank)"
-                                             : "stage"));
+  out += CheckLine("Layout", LayoutText(r));
   out += CheckLine("Batch", "global " + Thousands(p.global_batch()) + " sequences = " +
                                 Thousands(r.tokens_per_step) + " tokens per step, micro-batch " +
                                 std::to_string(p.micro_batch()) + ", " +
