@@ -161,7 +161,14 @@ TEST(PresetsCliTest, ExportMegatronOfTheBundledDemoUsesItsModelAndLayout) {
   for (const char* absent : {"--swiglu", "--untie-embeddings-and-output-weights",
                              "--disable-bias-linear", "--num-experts"}) {
     EXPECT_FALSE(flags.count(absent)) << absent;
-  }
+  }  // Interleaving: 96 layers / (PP 8 × 2 chunks) = 6 layers per virtual stage; the scenario's
+  // default overlap_p2p_comm false is Megatron's --no-overlap-p2p-communication.
+  RunResult vp =
+      RunTrainsim({"export", "megatron", kDemo, "--set", "parallelism.virtual_stages=2"});
+  ASSERT_EQ(vp.exit_code, 0) << vp.err;
+  auto vflags = ParseFlags(vp.out);
+  EXPECT_EQ(vflags["--num-layers-per-virtual-pipeline-stage"], "6");
+  EXPECT_TRUE(vflags.count("--no-overlap-p2p-communication"));
 }
 
 TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttentionAndCp) {
