@@ -8,10 +8,26 @@ namespace trainsim::cli {
 
 void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<ScenarioOptions>();
+  auto presets = std::make_shared<bool>(false);
   CLI::App* check = app.add_subcommand(
       "check", "Validate a scenario and print it resolved: defaults filled, derived values shown");
   AddScenarioOptions(check, options.get());
-  check->callback([options, exit_code] {
+  // `check --presets` lists the model presets and needs no scenario.
+  check->get_option("SCENARIO")->required(false);
+  check->add_flag("--presets", *presets,
+                  "List the model presets (model { preset: \"NAME\" }) with their shapes and "
+                  "parameter counts, and exit");
+  check->callback([options, presets, exit_code] {
+    if (*presets) {
+      std::cout << report::FormatPresetList(options->json);
+      *exit_code = kExitOk;
+      return;
+    }
+    if (options->path.empty()) {
+      *exit_code = ReportError(
+          Status::InvalidArgument("SCENARIO is required (or --presets to list the model presets)"));
+      return;
+    }
     auto resolved = LoadResolvedScenario(*options);
     if (!resolved.ok()) {
       *exit_code = ReportError(resolved.status());

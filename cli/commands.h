@@ -56,6 +56,10 @@ void AddSweepCommand(CLI::App& app, int* exit_code);
 void AddValidateCommand(CLI::App& app, int* exit_code);
 void AddCollectiveCommand(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
+// `import hf CONFIG.json`: a Hugging Face config as a model { } block (cli/import_command.cc).
+void AddImportCommand(CLI::App& app, int* exit_code);
+// `export megatron SCENARIO`: the Megatron-LM arguments of a scenario (cli/export_command.cc).
+void AddExportCommand(CLI::App& app, int* exit_code);
 
 }  // namespace trainsim::cli
 

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   trainsim::cli::AddCollectiveCommand(app, &exit_code);
   trainsim::cli::AddWhatIfCommand(app, &exit_code);
   trainsim::cli::AddSweepCommand(app, &exit_code);
+  trainsim::cli::AddImportCommand(app, &exit_code);
+  trainsim::cli::AddExportCommand(app, &exit_code);
 
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {

@@ -202,25 +202,35 @@ std::vector<TpCollective> HeadTpCollectives(const ModelSpec& m, TensorSplit spli
 
 // Parameters, the one count the program uses (`trainsim check` prints it through
 // scenarios::ParameterCount): 12·l·h² + 13·l·h + (V + s)·h for the GPT shape (Narayanan et al.);
-// otherwise the actual matrices: Q, K, V and output (or MLA's low-rank projections), biases
-// when linear_bias, the MLP (GELU or SwiGLU; routed and shared experts and the router in MoE
-// layers), norms (2 per layer, scale only for RMSNorm), word embedding, learned positions, and
-// an untied output layer.
+// otherwise the actual matrices (parallelism/params.cc): Q, K, V and output (Q width heads ·
+// head_dim, K/V width kv_heads · head_dim) or MLA's low-rank projections and their norms,
+// biases when linear_bias (column-parallel biases on Q/K/V and MLP up, row-parallel on the
+// output and MLP down, and the router's), the MLP (GELU: 2·h·f, SwiGLU: 3·h·f), in MoE layers
+// (layer >= moe.first_dense_layers) the router (h × experts), every routed expert's MLP of width
+// moe.expert_ffn and the shared experts' MLP of width moe.shared_ffn, two norms per layer (scale
+// only for RMSNorm), the word embedding, learned positions and an untied output layer (V·h).
+// The final norm is not counted (as in Narayanan's P; at most 2h).
 int64_t ParameterCount(const ModelSpec& m);
-// Parameters one token passes through: the routed experts count top_k times, not `experts`.
+// Parameters one token passes through: the same count with top_k routed experts per MoE layer
+// instead of all of them (the whole embedding and output layer included, as Mixtral's 12.9 B;
+// DeepSeek-V3's and GPT-OSS's published active counts leave the input embedding out).
 int64_t ActiveParameterCount(const ModelSpec& m);
-// Parameters of transformer layer `layer` (all GPUs together).
+// Parameters of one transformer layer (all GPUs together); `moe_layer` counts the router and
+// all routed and shared experts in place of the dense MLP (ignored for a dense model).
 int64_t LayerParameterCount(const ModelSpec& m, bool moe_layer = false);
 // Parameters of one layer held by one GPU: dense (attention, norms, shared experts, router;
-// replicated over DP × CP and split over TP) and expert (routed experts: experts / ep of them,
-// split over etp; replicated over expert-DP). Layer norms and row-parallel biases replicated.
+// replicated over DP × CP, split over TP as Megatron-Core does: norms, the router, MLA's
+// down-projections and row-parallel biases whole on every TP rank) and expert (routed experts:
+// experts / ep of them, each MLP split over etp with its row-parallel bias whole; replicated
+// over expert-DP). dense·tp ≥ the layer's dense parameters, equal when nothing is replicated.
 struct ParamSplit {
   double dense = 0;
   double expert = 0;
   double total() const { return dense + expert; }
 };
 ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, bool moe_layer = false);
-// Dense case of the above (kept for callers without MoE): parameters on one TP rank.
+// Dense-layer case of the above, rounded (kept for callers without MoE): parameters of one
+// non-MoE layer on one TP rank.
 int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);
 
 // FLOPs of one iteration of `global_batch` sequences, all GPUs together, from closed forms

@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "scenarios/internal.h"
+#include "scenarios/presets.h"
 #include "scenarios/scenario.h"
 
 namespace trainsim::scenarios {
@@ -34,7 +35,14 @@ void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count
   c->set_needs_replacement(replace);
 }
 
-void FillModelDefaults(pb::Model* m) {
+// The model's defaults: first the preset's values for every field the scenario leaves unset
+// (scenarios/presets.h), then the documented defaults for what is still unset.
+std::optional<FieldError> FillModelDefaults(pb::Model* m) {
+  if (!m->preset().empty()) {
+    if (Status st = ApplyModelPreset(m); !st.ok()) {
+      return FieldError{"model.preset", st.message(), st.code()};
+    }
+  }
   if (m->has_heads() && !m->has_kv_heads()) m->set_kv_heads(m->heads());
   if (m->has_hidden() && !m->has_ffn_hidden() && m->hidden() > 0 &&
       m->hidden() <= std::numeric_limits<int32_t>::max() / 4) {
@@ -76,6 +84,7 @@ void FillModelDefaults(pb::Model* m) {
     if (!mla->has_qk_nope_head_dim()) mla->set_qk_nope_head_dim(m->head_dim());
     if (!mla->has_v_head_dim()) mla->set_v_head_dim(m->head_dim());
   }
+  return std::nullopt;
 }
 }  // namespace
 
@@ -136,7 +145,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
     }
   }
 
-  FillModelDefaults(s->mutable_model());
+  if (auto e = FillModelDefaults(s->mutable_model())) return e;
 
   // ---- parallelism ----
   pb::Parallelism* p = s->mutable_parallelism();

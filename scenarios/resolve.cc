@@ -145,6 +145,7 @@ Result<ResolvedScenario> Resolve(const pb::Scenario& input) {
   r.peak_tflops = PeakTflops(r.gpu, s.model().precision());
 
   r.params = ParameterCount(s.model());
+  r.active_params = parallelism::ActiveParameterCount(MakeModelSpec(s.model()));
   r.tokens_per_step = static_cast<int64_t>(s.parallelism().global_batch()) * s.model().seq_len();
   r.micro_batches_per_step =
       s.parallelism().global_batch() / (static_cast<int64_t>(s.parallelism().micro_batch()) * r.dp);

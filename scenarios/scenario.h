@@ -81,7 +81,10 @@ struct ResolvedScenario {
   int tp = 1, pp = 1, dp = 1, virtual_stages = 1;
   double peak_tflops = 0;  // dense peak per GPU at the model's precision
 
-  int64_t params = 0;                  // total parameters (see ParameterCount)
+  int64_t params = 0;  // total parameters (see ParameterCount)
+  // Parameters one token passes through: MoE layers count top_k routed experts, not all
+  // (parallelism::ActiveParameterCount); equals params for a dense model.
+  int64_t active_params = 0;
   int64_t tokens_per_step = 0;         // global_batch * seq_len
   int64_t micro_batches_per_step = 0;  // per pipeline: global_batch / (micro_batch * dp)
   std::optional<int64_t> total_steps;  // from training.tokens or .steps; nullopt for duration

@@ -8,8 +8,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/report/format.h"
+#include "scenarios/presets.h"
+#include "scenarios/step_config.h"
 #include "sim/time.h"
 
 namespace trainsim::cli::report {
@@ -72,6 +75,38 @@ Derived Derive(const ResolvedScenario& r) {
     d.mtbf_h = 24.0 / d.failures_per_day;
   }
   return d;
+}
+
+// The active count as DeepSeek-V3 and GPT-OSS publish it: the input embedding (a lookup, V·h)
+// left out.
+int64_t ActiveWithoutInputEmbedding(const ResolvedScenario& r) {
+  return r.active_params - int64_t(r.scenario.model().vocab()) * r.scenario.model().hidden();
+}
+
+// "TP 8 x CP 2 x PP 16 x DP 64 = 16384 GPUs, EP 8 x ETP 1, 8 layers per stage" (CP and EP
+// only when used; uneven first/last stages named).
+std::string LayoutText(const ResolvedScenario& r) {
+  const pb::Parallelism& p = r.scenario.parallelism();
+  const pb::Model& m = r.scenario.model();
+  std::string out = "TP " + std::to_string(r.tp) +
+                    (p.cp() > 1 ? " x CP " + std::to_string(p.cp()) : std::string()) + " x PP " +
+                    std::to_string(r.pp) + " x DP " + std::to_string(r.dp) + " = " +
+                    std::to_string(r.num_gpus) + " GPUs, ";
+  if (m.has_moe()) {
+    out += "EP " + std::to_string(p.ep()) + " x ETP " + std::to_string(p.etp()) + ", ";
+  }
+  const bool first = p.has_first_stage_layers(), last = p.has_last_stage_layers();
+  const int other_stages = r.pp - (first ? 1 : 0) - (last ? 1 : 0);
+  const int other_layers =
+      m.layers() - (first ? p.first_stage_layers() : 0) - (last ? p.last_stage_layers() : 0);
+  const int per_chunk = other_stages > 0 ? other_layers / (other_stages * r.virtual_stages) : 0;
+  if (first) out += "first stage " + Count(p.first_stage_layers(), "layer") + ", ";
+  if (last) out += "last stage " + Count(p.last_stage_layers(), "layer") + ", ";
+  if (other_stages <= 0) return out.substr(0, out.size() - 2);
+  return out + Count(per_chunk, "layer") + " per " +
+         (r.virtual_stages > 1
+              ? "model chunk (" + std::to_string(r.virtual_stages) + " chunks per pipeline rank)"
+              : std::string(first || last ? "other stage" : "stage"));
 }
 
 std::string IntervalText(const ResolvedScenario& r) {
@@ -143,15 +178,19 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
           ", seq " + std::to_string(m.seq_len()) + ", vocab " + std::to_string(m.vocab()));
   out += CheckLine("Parameters", scenarios::FormatCount(static_cast<double>(r.params)) + " (" +
                                      Thousands(r.params) + ")");
+  if (m.has_moe()) {
+    out += CheckLine(
+        "Active params",
+        scenarios::FormatCount(static_cast<double>(r.active_params)) + " (" +
+            Thousands(r.active_params) + ") per token: " + std::to_string(m.moe().top_k()) +
+            " of " + std::to_string(m.moe().experts()) + " routed experts; " +
+            scenarios::FormatCount(static_cast<double>(ActiveWithoutInputEmbedding(r))) +
+            " without the input embedding");
+  }
+  if (!m.preset().empty()) out += CheckLine("Preset", m.preset() + " (trainsim check --presets)");
 
   out += "Parallelism\n";
-  out += CheckLine("Layout",
-                   "TP " + std::to_string(r.tp) + " x PP " + std::to_string(r.pp) + " x DP " +
-                       std::to_string(r.dp) + " = " + std::to_string(r.num_gpus) + " GPUs, " +
-                       Count(m.layers() / (r.pp * r.virtual_stages), "layer") + " per " +
-                       (r.virtual_stages > 1 ? "model chunk (" + std::to_string(r.virtual_stages) +
-                                                   " chunks per pipeline rank)"
-                                             : "stage"));
+  out += CheckLine("Layout", LayoutText(r));
   out += CheckLine("Batch", "global " + Thousands(p.global_batch()) + " sequences = " +
                                 Thousands(r.tokens_per_step) + " tokens per step, micro-batch " +
                                 std::to_string(p.micro_batch()) + ", " +
@@ -254,6 +293,8 @@ std::string FormatCheckJson(const ResolvedScenario& r) {
   o["topology_levels"] = r.topology_levels;
   o["peak_tflops_per_gpu"] = r.peak_tflops;
   o["params"] = r.params;
+  o["active_params"] = r.active_params;
+  o["active_params_without_input_embedding"] = ActiveWithoutInputEmbedding(r);
   o["tokens_per_step"] = r.tokens_per_step;
   o["micro_batches_per_step"] = r.micro_batches_per_step;
   o["total_steps"] = r.total_steps ? nlohmann::ordered_json(*r.total_steps) : nullptr;
@@ -269,6 +310,95 @@ std::string FormatCheckJson(const ResolvedScenario& r) {
   o["nic"] = r.nic.name();
   o["node_type"] = r.node.name();
   return j.dump(2) + "\n";
+}
+
+namespace {
+
+// One preset's shape and counts, from its model with the scenario defaults filled in.
+struct PresetRow {
+  const scenarios::ModelPreset* preset;
+  pb::Model model;
+  int64_t params = 0, active = 0;
+};
+
+std::vector<PresetRow> PresetRows() {
+  std::vector<PresetRow> rows;
+  for (const scenarios::ModelPreset& p : scenarios::ModelPresets()) {
+    pb::Scenario s;
+    *s.mutable_model() = p.model;
+    (void)scenarios::FillDefaults(&s);  // catalogue defaults only: cannot fail
+    PresetRow row{&p, s.model()};
+    const parallelism::ModelSpec spec = scenarios::MakeModelSpec(row.model);
+    row.params = parallelism::ParameterCount(spec);
+    row.active = parallelism::ActiveParameterCount(spec);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string Billions(int64_t n) { return Fmt("%.2f", static_cast<double>(n) / 1e9); }
+
+}  // namespace
+
+std::string FormatPresetList(bool json) {
+  const std::vector<PresetRow> rows = PresetRows();
+  if (json) {
+    nlohmann::ordered_json j;
+    j["presets"] = nlohmann::ordered_json::array();
+    for (const PresetRow& r : rows) {
+      const pb::Model& m = r.model;
+      nlohmann::ordered_json o;
+      o["name"] = r.preset->name;
+      o["label"] = m.name();
+      o["layers"] = m.layers();
+      o["hidden"] = m.hidden();
+      o["heads"] = m.heads();
+      o["kv_heads"] = m.kv_heads();
+      o["ffn_hidden"] = m.ffn_hidden();
+      o["experts"] = m.has_moe() ? m.moe().experts() : 0;
+      o["top_k"] = m.has_moe() ? m.moe().top_k() : 0;
+      o["vocab"] = m.vocab();
+      o["seq_len"] = m.seq_len();
+      o["params"] = r.params;
+      o["active_params"] = r.active;
+      o["published_params_b"] = r.preset->published_total_b;
+      o["published_active_params_b"] = r.preset->published_active_b;
+      o["published_active_excludes_input_embedding"] =
+          r.preset->published_active_excludes_input_embedding;
+      o["source"] = r.preset->source;
+      j["presets"].push_back(o);
+    }
+    return j.dump(2) + "\n";
+  }
+  std::string out =
+      "Model presets (model { preset: \"NAME\" }; fields set in the scenario override the "
+      "preset's)\n";
+  // Columns: name, layers, hidden, heads/kv, ffn, experts, vocab, params B, active B, published.
+  const size_t widths[] = {16, 7, 7, 10, 7, 9, 8, 10, 10, 14};
+  auto row = [&](const std::vector<std::string>& cells) {
+    std::string line = "  " + Pad(cells[0], widths[0]);
+    for (size_t i = 1; i < cells.size(); ++i) line += AlignRight(cells[i], widths[i]);
+    return line + "\n";
+  };
+  out += row({"name", "layers", "hidden", "heads/kv", "ffn", "experts", "vocab", "params B",
+              "active B", "published B"});
+  for (const PresetRow& r : rows) {
+    const pb::Model& m = r.model;
+    const std::string experts =
+        m.has_moe() ? std::to_string(m.moe().top_k()) + "/" + std::to_string(m.moe().experts())
+                    : "-";
+    const std::string published = r.preset->published_total_b + "/" + r.preset->published_active_b +
+                                  (r.preset->published_active_excludes_input_embedding ? "*" : "");
+    out += row({r.preset->name, std::to_string(m.layers()), std::to_string(m.hidden()),
+                std::to_string(m.heads()) + "/" + std::to_string(m.kv_heads()),
+                std::to_string(m.ffn_hidden()), experts, std::to_string(m.vocab()),
+                Billions(r.params), Billions(r.active), published});
+  }
+  out +=
+      "  experts: top_k/routed. published B: total/active as the source prints them; * the "
+      "active count leaves the input embedding out.\n  Sources: docs/models.md and "
+      "scenarios/presets.cc.\n";
+  return out;
 }
 
 }  // namespace trainsim::cli::report

@@ -1,6 +1,6 @@
 // cli/report/check_report.h — `trainsim check`'s reports: the resolved scenario as text (every
 // default filled in, catalogue specs, derived values) and as JSON {"scenario": ..., "derived":
-// ...}.
+// ...}; the model presets list.
 #ifndef TRAINSIM_CLI_REPORT_CHECK_REPORT_H_
 #define TRAINSIM_CLI_REPORT_CHECK_REPORT_H_
 
@@ -12,6 +12,11 @@ namespace trainsim::cli::report {
 
 std::string FormatCheckReport(const scenarios::ResolvedScenario& resolved);
 std::string FormatCheckJson(const scenarios::ResolvedScenario& resolved);
+
+// `trainsim check --presets`: the model presets (scenarios/presets.h) with their shape, the
+// parameter counts the program derives (total and active) beside the published ones, and the
+// source; as a table or as JSON {"presets": [...]}.
+std::string FormatPresetList(bool json);
 
 }  // namespace trainsim::cli::report
 

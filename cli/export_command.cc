@@ -1,0 +1,273 @@
+// `trainsim export megatron SCENARIO [--set ...] [--json]`: the Megatron-LM (Megatron-Core)
+// pretrain_gpt.py arguments for the scenario's model and layout.
+//
+// Flag names follow megatron/training/arguments.py and the TransformerConfig /
+// ModelParallelConfig / DistributedDataParallelConfig fields it turns into flags
+// (ArgumentGroupFactory: field foo_bar -> --foo-bar; --disable-bias-linear and --fp8-format by
+// argparse_meta). Lines starting with '#' say what has no Megatron flag or differs from it.
+#include <cctype>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace trainsim::cli {
+namespace {
+
+namespace pb = trainsim::pb;
+
+struct ExportOptions {
+  std::string format;
+  ScenarioOptions scenario;
+};
+
+// Flags as (flag, value) pairs; an empty value is a switch.
+struct Args {
+  std::vector<std::pair<std::string, std::string>> flags;
+  std::vector<std::string> notes;
+  void Add(std::string flag, std::string value = "") {
+    flags.emplace_back(std::move(flag), std::move(value));
+  }
+  void Add(std::string flag, int64_t value) { Add(std::move(flag), std::to_string(value)); }
+};
+
+// "[0]*3+[1]*58": Megatron's --moe-layer-freq as a Python list expression (0 dense, 1 MoE).
+std::string MoeLayerFreq(int first_dense, int layers) {
+  return "([0]*" + std::to_string(first_dense) + "+[1]*" + std::to_string(layers - first_dense) +
+         ")";
+}
+
+void ModelArgs(const pb::Model& m, int tp, Args* a) {
+  a->Add("--num-layers", m.layers());
+  a->Add("--hidden-size", m.hidden());
+  a->Add("--num-attention-heads", m.heads());
+  if (m.kv_heads() != m.heads()) {
+    a->Add("--group-query-attention");
+    a->Add("--num-query-groups", m.kv_heads());
+  }
+  if (!m.has_mla()) a->Add("--kv-channels", m.head_dim());
+  a->Add("--ffn-hidden-size", m.ffn_hidden());
+  a->Add("--seq-length", m.seq_len());
+  a->Add("--max-position-embeddings", m.seq_len());
+  // TokenizerConfig.vocab_size ("size of vocab before EOD or padding"), used as is by the null
+  // tokenizer; a real tokenizer sets it. Megatron pads to --make-vocab-size-divisible-by × TP.
+  a->Add("--vocab-size", m.vocab());
+  const int64_t multiple = 128LL * tp;
+  const int64_t padded = (int64_t(m.vocab()) + multiple - 1) / multiple * multiple;
+  if (padded != m.vocab()) {
+    a->notes.push_back("vocab " + std::to_string(m.vocab()) + ": Megatron pads it to " +
+                       std::to_string(padded) + " (a multiple of 128 x TP " + std::to_string(tp) +
+                       ", --make-vocab-size-divisible-by 128); trainsim counts " +
+                       std::to_string(m.vocab()));
+  }
+  if (m.swiglu()) a->Add("--swiglu");
+  if (m.normalization() == pb::Model::RMSNORM) a->Add("--normalization", "RMSNorm");
+  if (!m.linear_bias()) a->Add("--disable-bias-linear");
+  if (m.position_embedding() == pb::Model::ROPE) a->Add("--position-embedding-type", "rope");
+  if (!m.tied_embeddings()) a->Add("--untie-embeddings-and-output-weights");
+  if (!m.dropout()) {  // Megatron's defaults are 0.1 each
+    a->Add("--attention-dropout", "0.0");
+    a->Add("--hidden-dropout", "0.0");
+  }
+  if (m.has_moe()) {
+    const pb::Moe& e = m.moe();
+    a->Add("--num-experts", e.experts());
+    a->Add("--moe-router-topk", e.top_k());
+    a->Add("--moe-ffn-hidden-size", e.expert_ffn_hidden());
+    if (e.shared_expert_ffn_hidden() > 0) {
+      a->Add("--moe-shared-expert-intermediate-size", e.shared_expert_ffn_hidden());
+    }
+    if (e.first_dense_layers() > 0) {
+      a->Add("--moe-layer-freq", MoeLayerFreq(e.first_dense_layers(), m.layers()));
+    }
+    if (e.capacity_factor() > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", e.capacity_factor());
+      a->Add("--moe-expert-capacity-factor", buf);
+    }
+    // trainsim models the token dispatch as all-to-all over the EP group and the experts as
+    // grouped GEMMs (Megatron's recommended MoE settings).
+    a->Add("--moe-token-dispatcher-type", "alltoall");
+    a->Add("--moe-grouped-gemm");
+  }
+  if (m.has_mla()) {
+    const pb::Mla& l = m.mla();
+    a->Add("--multi-latent-attention");
+    if (l.q_lora_rank() > 0) a->Add("--q-lora-rank", l.q_lora_rank());
+    a->Add("--kv-lora-rank", l.kv_lora_rank());
+    a->Add("--qk-head-dim", l.qk_nope_head_dim());
+    a->Add("--qk-pos-emb-head-dim", l.qk_rope_head_dim());
+    a->Add("--v-head-dim", l.v_head_dim());
+  }
+  // Architecture details of some presets that trainsim does not model but a Megatron run of
+  // that model needs (docs/models.md, "Not modelled").
+  if (m.preset().rfind("qwen3", 0) == 0) a->Add("--qk-layernorm");  // Qwen3's QK-norm
+  if (m.preset() == "gpt-oss-120b") {
+    a->notes.push_back(
+        "gpt-oss: its alternating 128-token sliding-window layers (--window-size, "
+        "--window-attn-skip-freq) and attention sinks are not set here: trainsim assumes full "
+        "attention");
+  }
+  switch (m.precision()) {
+    case pb::BF16:
+      a->Add("--bf16");
+      break;
+    case pb::FP16:
+      a->Add("--fp16");
+      break;
+    case pb::FP8:  // Transformer Engine FP8 GEMMs over bf16 master weights
+      a->Add("--bf16");
+      a->Add("--fp8-format", "hybrid");
+      break;
+    default:
+      a->notes.push_back("TF32: Megatron's default fp32 parameters, no precision flag");
+  }
+}
+
+void RecomputeArgs(const pb::Parallelism& p, Args* a) {
+  if (p.recompute() == pb::Parallelism::SELECTIVE) {
+    a->Add("--recompute-granularity", "selective");
+  } else if (p.recompute() == pb::Parallelism::FULL) {
+    // Every layer keeps only its input (trainsim's FULL): uniform, one layer per checkpoint.
+    a->Add("--recompute-granularity", "full");
+    a->Add("--recompute-method", "uniform");
+    a->Add("--recompute-num-layers", 1);
+  }
+}
+
+void DataParallelArgs(const pb::Parallelism& p, Args* a) {
+  switch (p.zero_stage()) {
+    case 1:  // optimizer states sharded: Megatron's distributed optimizer
+      a->Add("--use-distributed-optimizer");
+      break;
+    case 2:  // + gradients: Megatron-FSDP's optim_grads
+    case 3:  // + parameters: Megatron-FSDP's optim_grads_params (ZeRO-3)
+      a->Add("--use-megatron-fsdp");
+      a->Add("--data-parallel-sharding-strategy",
+             p.zero_stage() == 2 ? "optim_grads" : "optim_grads_params");
+      if (p.shard_group() > 0) {
+        a->notes.push_back("shard_group " + std::to_string(p.shard_group()) +
+                           ": hybrid sharding (Megatron-FSDP HSDP) is set up by the launcher's "
+                           "process groups, not one flag");
+      }
+      break;
+    default:
+      break;
+  }
+  if (p.overlap_grad_reduce()) a->Add("--overlap-grad-reduce");
+  if (p.overlap_param_gather()) a->Add("--overlap-param-gather");
+}
+
+void LayoutArgs(const pb::Scenario& s, Args* a) {
+  const pb::Parallelism& p = s.parallelism();
+  const pb::Model& m = s.model();
+  a->Add("--tensor-model-parallel-size", p.tp());
+  a->Add("--pipeline-model-parallel-size", p.pp());
+  a->Add("--context-parallel-size", p.cp());
+  if (p.cp() > 1) {
+    a->Add("--cp-comm-type", p.cp_comm() == pb::Parallelism::ALL_GATHER ? "all_gather"
+                             : p.cp_comm() == pb::Parallelism::A2A      ? "a2a"
+                                                                        : "p2p");
+  }
+  if (m.has_moe()) {
+    a->Add("--expert-model-parallel-size", p.ep());
+    a->Add("--expert-tensor-parallel-size", p.etp());
+  }
+  const bool uneven = p.has_first_stage_layers() || p.has_last_stage_layers();
+  if (p.has_first_stage_layers())
+    a->Add("--decoder-first-pipeline-num-layers", p.first_stage_layers());
+  if (p.has_last_stage_layers())
+    a->Add("--decoder-last-pipeline-num-layers", p.last_stage_layers());
+  if (p.virtual_stages() > 1) {
+    if (uneven) {
+      a->Add("--num-virtual-stages-per-pipeline-rank", p.virtual_stages());
+    } else {
+      a->Add("--num-layers-per-virtual-pipeline-stage",
+             m.layers() / (int64_t(p.pp()) * p.virtual_stages()));
+    }
+    // Megatron overlaps the interleaved schedule's P2P by default (overlap_p2p_comm=True;
+    // --no-overlap-p2p-communication turns it off; older releases had the opposite switch,
+    // --overlap-p2p-communication).
+    if (!p.overlap_p2p_comm()) a->Add("--no-overlap-p2p-communication");
+  }
+  if (p.schedule() == pb::Parallelism::GPIPE) {
+    a->notes.push_back("schedule GPIPE: Megatron-LM runs 1F1B; it has no GPipe schedule");
+  }
+  if (p.sequence_parallel()) a->Add("--sequence-parallel");
+  if (p.tp_comm_overlap()) a->Add("--tp-comm-overlap");
+  a->Add("--micro-batch-size", p.micro_batch());
+  a->Add("--global-batch-size", p.global_batch());
+  RecomputeArgs(p, a);
+  DataParallelArgs(p, a);
+}
+
+// A value as one shell word: single-quoted when it holds anything but [A-Za-z0-9._-].
+std::string ShellWord(const std::string& v) {
+  for (char c : v) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return "'" + v + "'";
+    }
+  }
+  return v;
+}
+
+std::string FormatText(const pb::Scenario& s, const Args& a) {
+  std::string out = "# Megatron-LM arguments for scenario " +
+                    (s.name().empty() ? std::string("(unnamed)") : "\"" + s.name() + "\"") +
+                    " (trainsim export megatron): TP " + std::to_string(s.parallelism().tp()) +
+                    " x CP " + std::to_string(s.parallelism().cp()) + " x PP " +
+                    std::to_string(s.parallelism().pp()) + " x DP " +
+                    std::to_string(s.parallelism().dp()) + "\n";
+  for (const std::string& note : a.notes) out += "# " + note + "\n";
+  for (size_t i = 0; i < a.flags.size(); ++i) {
+    out += a.flags[i].first;
+    if (!a.flags[i].second.empty()) out += " " + ShellWord(a.flags[i].second);
+    out += i + 1 < a.flags.size() ? " \\\n" : "\n";
+  }
+  return out;
+}
+
+int RunExport(const ExportOptions& o) {
+  if (o.format != "megatron") {
+    return ReportError(
+        Status::InvalidArgument("unknown export format \"" + o.format + "\" (formats: megatron)"));
+  }
+  auto resolved = LoadResolvedScenario(o.scenario);
+  if (!resolved.ok()) return ReportError(resolved.status());
+  const pb::Scenario& s = resolved->scenario;
+  Args a;
+  ModelArgs(s.model(), s.parallelism().tp(), &a);
+  LayoutArgs(s, &a);
+  if (o.scenario.json) {
+    nlohmann::ordered_json j;
+    j["args"] = nlohmann::ordered_json::array();
+    for (const auto& [flag, value] : a.flags) {
+      j["args"].push_back(flag);
+      if (!value.empty()) j["args"].push_back(value);
+    }
+    j["notes"] = a.notes;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << FormatText(s, a);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddExportCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<ExportOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("export",
+                         "Print a scenario as another tool's configuration (megatron: Megatron-LM "
+                         "pretrain_gpt.py arguments for its model and layout)");
+  cmd->add_option("FORMAT", options->format, "Output format: megatron")->required();
+  AddScenarioOptions(cmd, &options->scenario);
+  cmd->callback([options, exit_code] { *exit_code = RunExport(*options); });
+}
+
+}  // namespace trainsim::cli

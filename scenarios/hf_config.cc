@@ -1,0 +1,245 @@
+// ModelFromHfConfig (scenarios/presets.h): a Hugging Face config.json as a trainsim model.
+//
+// Field names are those of transformers' configuration classes: LlamaConfig / MistralConfig /
+// Qwen2Config / Qwen3Config (dense), MixtralConfig and GptOssConfig (num_local_experts,
+// num_experts_per_tok or experts_per_token), Qwen2MoeConfig / Qwen3MoeConfig (num_experts,
+// moe_intermediate_size, shared_expert_intermediate_size), DeepseekV3Config (n_routed_experts,
+// n_shared_experts, first_k_dense_replace and the MLA ranks).
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "scenarios/presets.h"
+
+namespace trainsim::scenarios {
+namespace {
+
+using nlohmann::json;
+
+// 1-based line and column of byte offset `byte` in `text`.
+std::pair<int, int> LineColumn(std::string_view text, size_t byte) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+class ConfigReader {
+ public:
+  ConfigReader(const json& config, std::string name) : c_(config), name_(std::move(name)) {}
+
+  bool Has(const char* key) const { return c_.contains(key) && !c_[key].is_null(); }
+
+  // A positive integer field; nullopt (and an error) when absent or not one.
+  std::optional<int32_t> Required(const char* key, const char* what) {
+    if (!Has(key)) {
+      Fail(std::string("missing \"") + key + "\" (" + what + ")");
+      return std::nullopt;
+    }
+    return Positive(key, what);
+  }
+
+  // A positive integer field when present; `fallback` when absent.
+  std::optional<int32_t> Optional(const char* key, const char* what, int32_t fallback) {
+    if (!Has(key)) return fallback;
+    return Positive(key, what);
+  }
+
+  // A non-negative integer field when present (0 and null allowed: "no LoRA rank").
+  int32_t NonNegative(const char* key, const char* what) {
+    if (!Has(key)) return 0;
+    const json& v = c_[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+        v.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      Fail(std::string("\"") + key + "\" (" + what + ") must be a whole number >= 0, got " +
+           v.dump());
+      return 0;
+    }
+    return static_cast<int32_t>(v.get<int64_t>());
+  }
+
+  bool Bool(const char* key, bool fallback) const {
+    return Has(key) && c_[key].is_boolean() ? c_[key].get<bool>() : fallback;
+  }
+  double Number(const char* key, double fallback) const {
+    return Has(key) && c_[key].is_number() ? c_[key].get<double>() : fallback;
+  }
+  std::string String(const char* key) const {
+    return Has(key) && c_[key].is_string() ? c_[key].get<std::string>() : std::string();
+  }
+  const json& Get(const char* key) const { return c_[key]; }
+
+  bool ok() const { return error_.empty(); }
+  Status status() const { return Status::InvalidArgument(name_ + ": " + error_); }
+
+ private:
+  std::optional<int32_t> Positive(const char* key, const char* what) {
+    const json& v = c_[key];
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 ||
+        v.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      Fail(std::string("\"") + key + "\" (" + what + ") must be a positive whole number, got " +
+           v.dump());
+      return std::nullopt;
+    }
+    return static_cast<int32_t>(v.get<int64_t>());
+  }
+  void Fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+  }
+
+  const json& c_;
+  std::string name_;
+  std::string error_;
+};
+
+// The routed-expert count under the name each family uses.
+const char* ExpertsKey(const ConfigReader& r) {
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    if (r.Has(key)) return key;
+  }
+  return nullptr;
+}
+
+void ReadMoe(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
+  const char* experts_key = ExpertsKey(r);
+  if (experts_key == nullptr) return;
+  pb::Moe* moe = m->mutable_moe();
+  if (auto e = r.Required(experts_key, "routed experts per MoE layer")) moe->set_experts(*e);
+  const char* topk_key = r.Has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token";
+  if (auto k = r.Required(topk_key, "experts each token is routed to")) moe->set_top_k(*k);
+  if (r.Has("moe_intermediate_size")) {
+    if (auto f = r.Required("moe_intermediate_size", "FFN width of one expert")) {
+      moe->set_expert_ffn_hidden(*f);
+    }
+  } else if (m->has_ffn_hidden()) {
+    moe->set_expert_ffn_hidden(m->ffn_hidden());  // Mixtral, GPT-OSS: intermediate_size
+  }
+  moe->set_shared_experts(0);
+  if (r.Has("n_shared_experts")) {  // DeepSeek: n shared experts of the routed width
+    const int32_t n = r.NonNegative("n_shared_experts", "shared experts");
+    moe->set_shared_experts(n);
+    moe->set_shared_expert_ffn_hidden(n * moe->expert_ffn_hidden());
+  } else if (r.Has("shared_expert_intermediate_size")) {  // Qwen2-MoE: one shared expert
+    const int32_t f = r.NonNegative("shared_expert_intermediate_size", "shared expert FFN width");
+    moe->set_shared_experts(f > 0 ? 1 : 0);
+    moe->set_shared_expert_ffn_hidden(f);
+  }
+  moe->set_first_dense_layers(r.NonNegative("first_k_dense_replace", "leading dense layers"));
+  if (r.Has("mlp_only_layers") && r.Get("mlp_only_layers").is_array() &&
+      !r.Get("mlp_only_layers").empty()) {
+    notes->push_back("mlp_only_layers " + r.Get("mlp_only_layers").dump() +
+                     " not modelled: every layer after first_dense_layers is a MoE layer");
+  }
+  if (r.Number("decoder_sparse_step", 1) > 1) {
+    notes->push_back("decoder_sparse_step " + r.Get("decoder_sparse_step").dump() +
+                     " not modelled: every layer after first_dense_layers is a MoE layer");
+  }
+}
+
+void ReadMla(ConfigReader& r, pb::Model* m) {
+  if (!r.Has("kv_lora_rank")) return;
+  pb::Mla* mla = m->mutable_mla();
+  if (auto v = r.Required("kv_lora_rank", "MLA KV compression rank")) mla->set_kv_lora_rank(*v);
+  mla->set_q_lora_rank(r.NonNegative("q_lora_rank", "MLA Q compression rank"));
+  if (auto v = r.Required("qk_rope_head_dim", "MLA rotary head dim")) mla->set_qk_rope_head_dim(*v);
+  if (auto v = r.Required("qk_nope_head_dim", "MLA non-rotary head dim")) {
+    mla->set_qk_nope_head_dim(*v);
+  }
+  if (auto v = r.Required("v_head_dim", "MLA value head dim")) mla->set_v_head_dim(*v);
+}
+
+// Architecture switches: gated SiLU MLP, RMSNorm or LayerNorm, RoPE, biases, dropout, tying.
+void ReadSwitches(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
+  const std::string act = r.String("hidden_act");
+  // Every family above gates its SiLU MLP (gate_proj/up_proj/down_proj); GELU configs are
+  // GPT-2-style plain MLPs.
+  m->set_swiglu(act.empty() || act == "silu" || act == "swish" || act == "swiglu");
+  m->set_normalization(r.Has("layer_norm_eps") || r.Has("layer_norm_epsilon") ? pb::Model::LAYERNORM
+                                                                              : pb::Model::RMSNORM);
+  m->set_position_embedding(r.Has("n_positions") && !r.Has("rope_theta") ? pb::Model::LEARNED
+                                                                         : pb::Model::ROPE);
+  const bool attention_bias = r.Bool("attention_bias", false);
+  const bool mlp_bias = r.Bool("mlp_bias", attention_bias);
+  m->set_linear_bias(attention_bias || mlp_bias);
+  if (attention_bias != mlp_bias) {
+    notes->push_back(std::string("attention_bias ") + (attention_bias ? "true" : "false") +
+                     " and mlp_bias " + (mlp_bias ? "true" : "false") +
+                     " differ; linear_bias covers both, set to true");
+  }
+  if (r.String("model_type") == "qwen2" || r.String("model_type") == "qwen2_moe") {
+    notes->push_back("Qwen2's Q/K/V biases (no others) are not modelled: linear_bias false");
+  }
+  // transformers' PretrainedConfig default: tie_word_embeddings true when the key is absent.
+  m->set_tied_embeddings(r.Bool("tie_word_embeddings", true));
+  m->set_dropout(r.Number("attention_dropout", 0) > 0 || r.Number("hidden_dropout", 0) > 0);
+  if (r.String("model_type") == "gpt_oss") {
+    notes->push_back(
+        "layer_types alternates sliding-window and full attention: full attention is assumed");
+  } else if (r.Has("sliding_window") && r.Get("sliding_window").is_number() &&
+             r.Bool("use_sliding_window", true)) {
+    notes->push_back("sliding_window " + r.Get("sliding_window").dump() +
+                     " not modelled: full attention is assumed");
+  }
+  if (r.Bool("qk_norm", false) || r.String("model_type").rfind("qwen3", 0) == 0) {
+    notes->push_back("QK-norm (two RMSNorms of head_dim per layer) not modelled");
+  }
+}
+
+}  // namespace
+
+Result<pb::Model> ModelFromHfConfig(std::string_view text, const std::string& name,
+                                    std::vector<std::string>* notes_out) {
+  std::vector<std::string> notes;
+  json config;
+  try {
+    config = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    auto [line, column] = LineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
+    return Status::InvalidArgument(name + ":" + std::to_string(line) + ":" +
+                                   std::to_string(column) + ": not JSON (" + e.what() + ")");
+  }
+  if (!config.is_object()) {
+    return Status::InvalidArgument(name + ": a config.json is a JSON object {...}, got " +
+                                   std::string(config.type_name()));
+  }
+  ConfigReader r(config, name);
+  pb::Model m;
+  m.set_name(r.String("model_type"));
+  if (auto v = r.Required("num_hidden_layers", "transformer layers")) m.set_layers(*v);
+  if (auto v = r.Required("hidden_size", "hidden size")) m.set_hidden(*v);
+  if (auto v = r.Required("num_attention_heads", "attention heads")) m.set_heads(*v);
+  if (auto v = r.Optional("num_key_value_heads", "K/V heads", m.heads())) m.set_kv_heads(*v);
+  if (r.Has("head_dim")) {
+    if (auto v = r.Required("head_dim", "per-head width")) m.set_head_dim(*v);
+  }
+  if (auto v = r.Required("vocab_size", "vocabulary size")) m.set_vocab(*v);
+  if (r.Has("intermediate_size") || !ExpertsKey(r)) {
+    if (auto v = r.Required("intermediate_size", "MLP inner size")) m.set_ffn_hidden(*v);
+  }
+  if (auto v = r.Required("max_position_embeddings", "sequence length")) m.set_seq_len(*v);
+  if (r.Has("rope_scaling") && r.Get("rope_scaling").is_object() &&
+      r.Get("rope_scaling").contains("original_max_position_embeddings")) {
+    notes.push_back("seq_len is max_position_embeddings; pre-training used " +
+                    r.Get("rope_scaling")["original_max_position_embeddings"].dump() +
+                    " (rope_scaling.original_max_position_embeddings)");
+  }
+  ReadSwitches(r, &m, &notes);
+  ReadMoe(r, &m, &notes);
+  ReadMla(r, &m);
+  if (m.has_moe() && !m.has_ffn_hidden() && m.moe().has_expert_ffn_hidden()) {
+    m.set_ffn_hidden(m.moe().expert_ffn_hidden());
+  }
+  if (!r.ok()) return r.status();
+  if (notes_out != nullptr) *notes_out = std::move(notes);
+  return m;
+}
+
+}  // namespace trainsim::scenarios

@@ -1,0 +1,242 @@
+// Model presets through the binary: `check --presets`, `check` of a preset scenario (active
+// parameters), `import hf CONFIG.json` and `export megatron SCENARIO`, with their bad input
+// (exit 2, one error line, nothing on stdout).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/util/run_trainsim.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using trainsim::test_util::Contains;
+using trainsim::test_util::RunResult;
+using trainsim::test_util::RunTrainsim;
+
+const fs::path kSource = TRAINSIM_SOURCE_DIR;
+const std::string kDemo = (kSource / "scenarios/examples/demo.textproto").string();
+const fs::path kHf = kSource / "tests/scenarios/hf";
+
+// A scenario file in the test's temporary directory.
+std::string WriteScenario(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / ("trainsim_presets_" + name + ".textproto");
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// "--flag value" pairs (and switches, value "") of `export megatron`'s text output.
+std::map<std::string, std::string> ParseFlags(const std::string& out) {
+  std::map<std::string, std::string> flags;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " \\") == 0) {
+      line.resize(line.size() - 2);
+    }
+    const size_t space = line.find(' ');
+    flags[line.substr(0, space)] = space == std::string::npos ? "" : line.substr(space + 1);
+  }
+  return flags;
+}
+
+void ExpectBadInput(const std::vector<std::string>& args, const std::string& fragment) {
+  RunResult r = RunTrainsim(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(Contains(r.err, "trainsim: error: ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, fragment)) << fragment << "\n" << r.err;
+}
+
+TEST(PresetsCliTest, CheckPresetsListsEveryPresetWithoutAScenario) {
+  RunResult r = RunTrainsim({"check", "--presets"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name :
+       {"gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b",
+        "deepseek-v3", "qwen3-235b-a22b", "qwen3-30b-a3b", "gpt-oss-120b"}) {
+    EXPECT_TRUE(Contains(r.out, name)) << name << "\n" << r.out;
+  }
+  RunResult j = RunTrainsim({"check", "--presets", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto presets = nlohmann::json::parse(j.out)["presets"];
+  ASSERT_GE(presets.size(), 10u);
+  EXPECT_EQ(presets[0]["name"], "gpt3-175b");
+  // Without --presets a scenario is still required.
+  ExpectBadInput({"check"}, "SCENARIO is required");
+}
+
+TEST(PresetsCliTest, CheckOfAPresetScenarioPrintsTotalAndActiveParameters) {
+  const std::string path =
+      WriteScenario("mixtral",
+                    "cluster { nodes: 8 }\nmodel { preset: \"mixtral-8x7b\" }\n"
+                    "parallelism { tp: 2 pp: 4 ep: 8 }\ntraining { steps: 10 }\n");
+  RunResult r = RunTrainsim({"check", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Mixtral 8x7B: per layer attention 4096·(4096 + 2·1024) + 4096·4096, two RMSNorms, router
+  // 4096·8, experts 3·4096·14336 each; 32 layers; embedding and output 32000·4096 each.
+  const double h = 4096, attn = h * (h + 2048) + h * h, expert = 3 * h * 14336;
+  const double total = 32 * (attn + 2 * h + 8 * h + 8 * expert) + 2 * 32000 * h;
+  const double active = 32 * (attn + 2 * h + 8 * h + 2 * expert) + 2 * 32000 * h;
+  EXPECT_TRUE(Contains(r.out, "46.7 B")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "Active params")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "12.9 B")) << r.out;
+  RunResult j = RunTrainsim({"check", "--json", path});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto derived = nlohmann::json::parse(j.out)["derived"];
+  EXPECT_EQ(derived["params"].get<double>(), total);
+  EXPECT_EQ(derived["active_params"].get<double>(), active);
+  // A dense model's active count is its total.
+  RunResult demo = RunTrainsim({"check", "--json", kDemo});
+  auto d = nlohmann::json::parse(demo.out)["derived"];
+  EXPECT_EQ(d["active_params"], d["params"]);
+}
+
+TEST(PresetsCliTest, AnUnknownPresetExitsTwoWithTheList) {
+  const std::string path =
+      WriteScenario("unknown", "model { preset: \"llama4-400b\" }\ntraining { steps: 10 }\n");
+  ExpectBadInput({"check", path}, path + ":1:9: model.preset: unknown preset \"llama4-400b\"");
+  RunResult r = RunTrainsim({"check", path});
+  EXPECT_TRUE(Contains(r.err, "(presets: gpt3-175b, llama3-8b, llama3-70b")) << r.err;
+}
+
+TEST(PresetsCliTest, ImportHfPrintsAModelBlockThatChecks) {
+  RunResult r =
+      RunTrainsim({"import", "hf", (kHf / "llama3_8b.json").string(), "--name", "Llama 3 8B"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part :
+       {"model {", "name: \"Llama 3 8B\"", "layers: 32", "hidden: 4096", "kv_heads: 8",
+        "ffn_hidden: 14336", "vocab: 128256", "tied_embeddings: false", "position_embedding: ROPE",
+        "normalization: RMSNORM"}) {
+    EXPECT_TRUE(Contains(r.out, part)) << part << "\n" << r.out;
+  }
+  // The block is a scenario's model: with a layout it checks, and counts Llama 3 8B's 8.03 B:
+  // 32 × (4096·(4096 + 2·1024) + 4096·4096 + 3·4096·14336 + 2·4096) + 2·128256·4096.
+  const std::string path =
+      WriteScenario("imported", r.out + "parallelism { tp: 8 }\ntraining { steps: 10 }\n");
+  RunResult check = RunTrainsim({"check", path});
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_TRUE(Contains(check.out, "8.0 B (8,030,257,152)")) << check.out;
+}
+
+TEST(PresetsCliTest, ImportBadInputNamesTheFieldOrPosition) {
+  ExpectBadInput({"import", "hf", (kHf / "missing_layers.json").string()},
+                 "missing \"num_hidden_layers\" (transformer layers)");
+  ExpectBadInput({"import", "hf", (kHf / "not_json.json").string()},
+                 (kHf / "not_json.json").string() + ":4:");
+  ExpectBadInput({"import", "hf", (kHf / "no_such_file.json").string()}, "cannot read the file");
+  ExpectBadInput({"import", "gguf", (kHf / "llama3_8b.json").string()},
+                 "unknown import format \"gguf\" (formats: hf)");
+}
+
+TEST(PresetsCliTest, ExportMegatronOfTheBundledDemoUsesItsModelAndLayout) {
+  RunResult j = RunTrainsim({"check", "--json", kDemo});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto s = nlohmann::json::parse(j.out)["scenario"];
+  RunResult r = RunTrainsim({"export", "megatron", kDemo});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto flags = ParseFlags(r.out);
+  auto str = [](const nlohmann::json& v) { return std::to_string(v.get<int64_t>()); };
+  EXPECT_EQ(flags["--num-layers"], str(s["model"]["layers"]));
+  EXPECT_EQ(flags["--hidden-size"], str(s["model"]["hidden"]));
+  EXPECT_EQ(flags["--num-attention-heads"], str(s["model"]["heads"]));
+  EXPECT_EQ(flags["--ffn-hidden-size"], str(s["model"]["ffn_hidden"]));
+  EXPECT_EQ(flags["--seq-length"], str(s["model"]["seq_len"]));
+  EXPECT_EQ(flags["--tensor-model-parallel-size"], str(s["parallelism"]["tp"]));
+  EXPECT_EQ(flags["--pipeline-model-parallel-size"], str(s["parallelism"]["pp"]));
+  EXPECT_EQ(flags["--micro-batch-size"], str(s["parallelism"]["micro_batch"]));
+  EXPECT_EQ(flags["--global-batch-size"], str(s["parallelism"]["global_batch"]));
+  // The demo: SELECTIVE recompute, sequence parallelism, ZeRO-1, BF16, a GPT (tied, learned
+  // positions, biases: none of the Llama switches).
+  EXPECT_EQ(flags["--recompute-granularity"], "selective");
+  EXPECT_TRUE(flags.count("--sequence-parallel"));
+  EXPECT_TRUE(flags.count("--use-distributed-optimizer"));
+  EXPECT_TRUE(flags.count("--bf16"));
+  for (const char* absent : {"--swiglu", "--untie-embeddings-and-output-weights",
+                             "--disable-bias-linear", "--num-experts"}) {
+    EXPECT_FALSE(flags.count(absent)) << absent;
+  }  // Interleaving: 96 layers / (PP 8 × 2 chunks) = 6 layers per virtual stage; the scenario's
+  // default overlap_p2p_comm false is Megatron's --no-overlap-p2p-communication.
+  RunResult vp =
+      RunTrainsim({"export", "megatron", kDemo, "--set", "parallelism.virtual_stages=2"});
+  ASSERT_EQ(vp.exit_code, 0) << vp.err;
+  auto vflags = ParseFlags(vp.out);
+  EXPECT_EQ(vflags["--num-layers-per-virtual-pipeline-stage"], "6");
+  EXPECT_TRUE(vflags.count("--no-overlap-p2p-communication"));
+}
+
+TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttentionAndCp) {
+  const std::string path =
+      WriteScenario("dsv3",
+                    "cluster { nodes: 128 }\nmodel { preset: \"deepseek-v3\" precision: FP8 }\n"
+                    "parallelism { tp: 2 pp: 16 cp: 2 cp_comm: A2A ep: 32 first_stage_layers: 3 "
+                    "last_stage_layers: 2 zero_stage: 1 global_batch: 4096 recompute: FULL }\n"
+                    "training { steps: 10 }\n");
+  RunResult r = RunTrainsim({"export", "megatron", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto flags = ParseFlags(r.out);
+  const std::map<std::string, std::string> expected = {
+      {"--num-experts", "256"},
+      {"--moe-router-topk", "8"},
+      {"--moe-ffn-hidden-size", "2048"},
+      {"--moe-shared-expert-intermediate-size", "2048"},
+      {"--moe-layer-freq", "'([0]*3+[1]*58)'"},  // 3 dense layers, then 58 MoE layers
+      {"--q-lora-rank", "1536"},
+      {"--kv-lora-rank", "512"},
+      {"--qk-head-dim", "128"},
+      {"--qk-pos-emb-head-dim", "64"},
+      {"--v-head-dim", "128"},
+      {"--context-parallel-size", "2"},
+      {"--cp-comm-type", "a2a"},
+      {"--expert-model-parallel-size", "32"},
+      {"--expert-tensor-parallel-size", "1"},
+      {"--decoder-first-pipeline-num-layers", "3"},
+      {"--decoder-last-pipeline-num-layers", "2"},
+      {"--recompute-granularity", "full"},
+      {"--recompute-method", "uniform"},
+      {"--normalization", "RMSNorm"},
+      {"--position-embedding-type", "rope"},
+      {"--fp8-format", "hybrid"},
+      {"--global-batch-size", "4096"}};
+  for (const auto& [flag, value] : expected) {
+    ASSERT_TRUE(flags.count(flag)) << flag << "\n" << r.out;
+    EXPECT_EQ(flags[flag], value) << flag;
+  }
+  for (const char* sw : {"--multi-latent-attention", "--swiglu", "--disable-bias-linear",
+                         "--untie-embeddings-and-output-weights", "--bf16"}) {
+    EXPECT_TRUE(flags.count(sw)) << sw;
+  }
+  EXPECT_FALSE(flags.count("--kv-channels")) << "MLA sets its head dims instead";
+  // --json gives the same arguments as a list.
+  RunResult j = RunTrainsim({"export", "megatron", "--json", path});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["args"][0], "--num-layers");
+  ExpectBadInput({"export", "deepspeed", path}, "unknown export format \"deepspeed\"");
+  ExpectBadInput({"export", "megatron", path, "--set", "parallelism.ep=7"}, "parallelism.ep");
+}
+
+TEST(PresetsCliTest, ExportOfAQwen3PresetAddsItsQkNormAndDisablesNothingElse) {
+  // Qwen3-30B-A3B as Megatron-Bridge ran it (validation rows: 16 H100, EP 16).
+  const std::string path =
+      WriteScenario("qwen3",
+                    "cluster { nodes: 2 }\nmodel { preset: \"qwen3-30b-a3b\" seq_len: 4096 }\n"
+                    "parallelism { ep: 16 global_batch: 1024 }\ntraining { steps: 10 }\n");
+  RunResult r = RunTrainsim({"export", "megatron", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto flags = ParseFlags(r.out);
+  EXPECT_TRUE(flags.count("--qk-layernorm"));
+  EXPECT_EQ(flags["--num-query-groups"], "4");
+  EXPECT_EQ(flags["--kv-channels"], "128");
+  EXPECT_EQ(flags["--moe-ffn-hidden-size"], "768");
+  EXPECT_EQ(flags["--expert-model-parallel-size"], "16");
+  EXPECT_FALSE(flags.count("--moe-layer-freq")) << "every layer is a MoE layer";
+  EXPECT_FALSE(flags.count("--moe-shared-expert-intermediate-size"));
+}
+
+}  // namespace
