@@ -81,6 +81,9 @@ TEST(ModernLayoutsTest, OverlappedInterleavedPipelineWaitFallsAsChunksPerStageRi
 
 TEST(ModernLayoutsTest, TpCommOverlapHidesAllButAChunkOfTheTpCommunication) {
   StepConfig c = Gpt(1, 4, 8, 1, 1, 1);
+  c.model.hidden = 8192;
+  c.model.heads = 64;
+  c.model.seq_len = 4096;
   c.parallel.sequence_parallel = true;
   Result<StepResult> exposed = SimulateStep(c);
   c.parallel.tp_comm_overlap = true;
@@ -88,8 +91,9 @@ TEST(ModernLayoutsTest, TpCommOverlapHidesAllButAChunkOfTheTpCommunication) {
   ASSERT_TRUE(exposed.ok()) << exposed.status().message();
   ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
   // The layer's all-gathers and reduce-scatters run as tp chunks under their GEMMs: at least
-  // one chunk (1/tp) of each stays exposed, and the layer's GEMMs (far longer than its
-  // NVLink collectives at h = 4096, b·s = 2048) hide the rest. The embedding and head
+  // one chunk (1/tp) of each stays exposed, and the layer's GEMMs (longer than its NVLink
+  // collectives at h = 8192, b·s = 4096: GEMM time grows as h²·s, the traffic as h·s) hide
+  // the rest. The embedding and head
   // collectives (not overlapped) are negligible with a 256-entry vocabulary.
   EXPECT_LT(overlapped->breakdown.exposed_tp_comm_s, 0.3 * exposed->breakdown.exposed_tp_comm_s);
   EXPECT_GT(overlapped->breakdown.exposed_tp_comm_s,
