@@ -1,7 +1,8 @@
 // The per-architecture efficiency parameters of the kernel-time model and the efficiency
 // functions built on them (GEMM by shape, flash attention by head dim, sequence and causality).
 // Every number names its source; docs/compute.md compares the result with the measurements in
-// docs/evidence (azure_gemm_cublaslt_tflops.csv, flash_attention_kernel_tflops.csv).
+// the project's published validation data (shared/validation/azure_gemm_cublaslt_tflops.csv,
+// flash_attention_kernel_tflops.csv).
 #include <algorithm>
 #include <cmath>
 
@@ -27,7 +28,7 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
   // GEMM ceilings: Maximum Achievable Matmul FLOPS (MAMF), the best cuBLAS rate over a
   // brute-force search of shapes (S. Bekman, ml-engineering, compute/accelerator/README.md,
   // "Maximum Achievable Matmul FLOPS comparison table", BF16 and FP8 tables), and Azure's
-  // cuBLASLt sweeps (docs/evidence/azure_gemm_cublaslt_tflops.csv).
+  // cuBLASLt sweeps (shared/validation/azure_gemm_cublaslt_tflops.csv).
   // Attention: fitted once per architecture to every legible row of FlashAttention's published
   // benchmarks (flash_attention_kernel_tflops.csv: FA2 on A100 fwd+bwd, FA3 on H100 forward),
   // the same form for all: rate = peak · c · d/(d + d0) · s/(s + s0).
