@@ -26,6 +26,9 @@ std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCal
 }
 
 namespace {
+// (1,200 / 1,979) / (740 / 989): FP8 attention's fraction of peak over BF16's (FA3 paper).
+constexpr double kFp8AttentionFactor = 0.81;
+
 // Seconds of `batch` products C[m×n] = A[m×k]·B[k×n] at `peak`, moving `bytes`.
 double MatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double peak, bool fp8,
                      double batch, double m, double n, double k, double bytes,
@@ -115,9 +118,13 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
     }
     case OpKind::kFlashAttention: {
       const double flops = forward ? op.fwd_matmul_flops : op.bwd_matmul_flops + op.bwd_other_flops;
-      const ArchEfficiency& a = ArchEfficiencyOf(gpu.arch);
-      const double eff = FlashAttentionEfficiency(gpu, p.causal, double(op.k), double(op.m)) *
-                         (forward ? 1.0 : a.attn_bwd_ratio);
+      const AttentionCurve& c = AttentionCurveOf(gpu.arch, p.attention_backend);
+      double eff =
+          FlashAttentionEfficiency(gpu, p.attention_backend, p.causal, double(op.k), double(op.m)) *
+          (forward ? 1.0 : c.bwd_ratio);
+      // FP8 attention reaches a smaller fraction of its (doubled) peak: FA3 paper abstract,
+      // BF16 up to 740 TFLOP/s (75% of 989) and FP8 "close to 1.2 PFLOPS" (61% of 1,979).
+      if (RunsInFp8(p, op)) eff *= kFp8AttentionFactor;
       return launch + std::max(flops / (MatmulPeakFlops(gpu, p, op) * eff), bytes / bw);
     }
     case OpKind::kMemoryBound:

@@ -56,6 +56,9 @@ enum class Fp8Recipe {
   kMxfp8,    // MXFP8BlockScaling (Blackwell): an E8M0 scale per 32 elements, in the cast
 };
 
+// Fused-attention implementation (Megatron-Core --attention-backend).
+enum class AttentionBackend { kTransformerEngine, kFlashAttention };
+
 struct ComputeParams {
   // Per-kernel fixed cost: launch plus tail (a few µs on A100/H100 without CUDA graphs).
   double kernel_overhead_s = 3e-6;
@@ -69,10 +72,25 @@ struct ComputeParams {
   // the executed work, as FlashAttention's benchmarks do) and runs each FLOP more slowly at
   // short sequences (the diagonal blocks).
   bool causal = true;
+  // Which fused-attention kernels run: Transformer Engine's choice (Megatron-Core's default
+  // TEDotProductAttention) or the FlashAttention package (FA2 on Ampere, FA3 on Hopper).
+  AttentionBackend attention_backend = AttentionBackend::kTransformerEngine;
   // Micro-batches that share one FP8 cast of each weight: TE keeps the FP8 weight (and its
   // transpose) across micro-batches when Megatron passes is_first_microbatch, so the cast is
   // paid once per step. 1 = every micro-batch casts (conservative).
   int fp8_weight_cast_reuse = 1;
+};
+
+// Fused attention's forward rate: peak · ceiling · d/(d + d0) · s/(s + s0), d the head dim
+// (capped at d_cap where the kernel stops gaining, 0: no cap), s the sequence length, s0 =
+// s0_causal for a causal mask; backward runs at bwd_ratio of it.
+struct AttentionCurve {
+  double ceiling;
+  double d0;
+  double d_cap;
+  double s0;
+  double s0_causal;
+  double bwd_ratio;
 };
 
 // An architecture's efficiency parameters, each with its published source in compute_arch.cc.
@@ -82,14 +100,10 @@ struct ArchEfficiency {
   double gemm_k_half;         // reduction depth (16-bit elements) at which a tile's fixed cost
                               // halves the rate; FP8 doubles it (twice the K per MMA step)
   double memory_efficiency;   // achievable fraction of HBM bandwidth, streaming kernels
-  // Fused attention, forward: rate = peak · attn_ceiling · d/(d + attn_d0) · s/(s + s0),
-  // s0 = attn_s0_causal or attn_s0 (d: head dim, s: sequence length); backward runs at
-  // attn_bwd_ratio of the forward rate.
-  double attn_ceiling;
-  double attn_d0;
-  double attn_s0;
-  double attn_s0_causal;
-  double attn_bwd_ratio;
+  // Transformer Engine's attention backend on this architecture (DotProductAttention: flash-
+  // attn on Ampere, cuDNN FusedAttention on Hopper and later) and the FlashAttention package.
+  AttentionCurve attn_te;
+  AttentionCurve attn_flash;
 };
 const ArchEfficiency& ArchEfficiencyOf(GpuArch arch);
 
@@ -109,9 +123,13 @@ bool RunsInFp8(const ComputeParams& p, const KernelOp& op);
 double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
                       double k, bool fp8 = false);
 
-// Forward flash-attention efficiency (relative to the attention peak) for head dim `head_dim`
-// and sequence length `seq`; backward is ArchEfficiency::attn_bwd_ratio of it.
-double FlashAttentionEfficiency(const GpuSpec& gpu, bool causal, double head_dim, double seq);
+// The attention curve `backend` runs on `arch`.
+const AttentionCurve& AttentionCurveOf(GpuArch arch, AttentionBackend backend);
+
+// Forward fused-attention efficiency (relative to the attention peak) for head dim `head_dim`
+// and sequence length `seq`; backward is the curve's bwd_ratio of it.
+double FlashAttentionEfficiency(const GpuSpec& gpu, AttentionBackend backend, bool causal,
+                                double head_dim, double seq);
 
 // Measured matrix-product rates that replace GemmEfficiency where a shape is covered.
 struct GemmCalibration {

@@ -32,6 +32,22 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
   // Attention: fitted once per architecture to every legible row of FlashAttention's published
   // benchmarks (flash_attention_kernel_tflops.csv: FA2 on A100 fwd+bwd, FA3 on H100 forward),
   // the same form for all: rate = peak · c · d/(d + d0) · s/(s + s0).
+  // FA2 on A100 (README, 22 legible fwd+bwd rows): MAPE 1.5%; 0.78 · 128/144 = 0.69 of peak
+  // forward at long sequences, the FA2 paper's "up to 73%". Backward: FA2 paper (Dao 2023),
+  // forward up to 73% of peak, backward up to 63% (0.86); the H100 FA2 rows (forward 370,
+  // fwd+bwd 338 TFLOP/s at d 128) imply 0.88: 0.87.
+  static constexpr AttentionCurve kFa2Ampere = {0.78, 16, 0, 150, 500, 0.87};
+  // FA3 on H100, forward (35 legible rows, d 64/128/256, causal and not): MAPE 4.1%;
+  // 0.95 · 128/184 = 0.66 of peak at long sequences (FA3 paper: up to 740 TFLOP/s at d 256).
+  // Backward: FA3 paper (Shah et al. 2024), 1.5–1.75× FA2's; FA2's H100 backward is ~327
+  // TFLOP/s at d 128, so FA3's ~520 against a 648 forward: 0.80.
+  static constexpr AttentionCurve kFa3Hopper = {0.95, 56, 0, 200, 800, 0.80};
+  // cuDNN on H100 (TE's FusedAttention, which TE prefers to flash-attn on sm90+:
+  // transformer_engine/pytorch/attention/dot_product_attention/utils.py, "Disabling
+  // FlashAttention to give FusedAttention preference on Hopper+"), forward, the 23 legible
+  // rows at d 64 and 128: MAPE 3.1%. It gains nothing past d 128 (published 581 at d 256
+  // against 595–617 at 128): d_cap 128. Backward: no cuDNN figure is given; FA3's ratio taken.
+  static constexpr AttentionCurve kCudnnHopper = {0.92, 80, 128, 50, 400, 0.80};
   static const ArchEfficiency kAmpere = {
       // Azure A100 cuBLASLt FP16: 250.8 TFLOP/s at 6144×12288×12288 and 253.7 at 8192³ (0.80–
       // 0.81 of 312); NVIDIA "Matrix Multiplication Background" Fig. 2 (~250–280 on 8192²).
@@ -43,15 +59,9 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
       .gemm_k_half = 96,
       // STREAM-like copy reaches ~1.7–1.8 of 2.0 TB/s on A100-80GB.
       .memory_efficiency = 0.85,
-      // FA2 on A100 (README, 24 fwd+bwd rows): MAPE 1.5% with these; c · 128/144 = 0.69 of
-      // peak forward at long sequences, FA2 paper's "up to 73%".
-      .attn_ceiling = 0.78,
-      .attn_d0 = 16,
-      .attn_s0 = 150,
-      .attn_s0_causal = 500,
-      // FA2 paper (Dao 2023): forward up to 73% of peak, backward up to 63% (0.86); H100 FA2
-      // rows (forward 370, fwd+bwd 338 TFLOP/s at d 128) imply 0.88.
-      .attn_bwd_ratio = 0.87,
+      // TE runs flash-attn (FA2) on Ampere: FusedAttention is preferred only on sm90+.
+      .attn_te = kFa2Ampere,
+      .attn_flash = kFa2Ampere,
   };
   static const ArchEfficiency kHopper = {
       // MAMF H100 SXM BF16: 794.5 of 989 (80.3%); GH200 83.8%.
@@ -65,15 +75,8 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
       .gemm_k_half = 192,
       // STREAM-like copy reaches ~2.9–3.0 of 3.35 TB/s on H100 SXM; 0.85 kept as for A100.
       .memory_efficiency = 0.85,
-      // FA3 on H100, forward (36 rows, d 64/128/256, causal and not): MAPE 4.1%; c · 128/184
-      // = 0.66 of peak at long sequences (FA3 paper: up to 740 TFLOP/s, 75%, at d 256).
-      .attn_ceiling = 0.95,
-      .attn_d0 = 56,
-      .attn_s0 = 200,
-      .attn_s0_causal = 800,
-      // FA3 paper (Shah et al. 2024): backward 1.5–1.75× FA2's; FA2's H100 backward is ~327
-      // TFLOP/s at d 128 (above), so FA3's ~520 against a 648 forward: 0.80.
-      .attn_bwd_ratio = 0.80,
+      .attn_te = kCudnnHopper,
+      .attn_flash = kFa3Hopper,
   };
   static const ArchEfficiency kBlackwell = {
       // MAMF BF16: B200 1,745 of 2,250 (77.6%), B300 78.6%, GB200 1,822 of 2,500 (72.9%).
@@ -86,14 +89,11 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
       // B200 CUDA-samples bandwidthTest, device to device: "over 6,000 GB/s" of 8,000
       // (TogetherAI B200 benchmark, newmind.ai, CUDA 12.8): at least 0.75; 0.80 taken.
       .memory_efficiency = 0.80,
-      // Assumed: cuDNN / FlashAttention-4 on Blackwell reach the same fraction of the BF16
-      // peak as FA3 on Hopper (the one published GB200 row is FA2, which does not use
-      // Blackwell's tcgen05 tensor cores: 374 TFLOP/s).
-      .attn_ceiling = 0.95,
-      .attn_d0 = 56,
-      .attn_s0 = 200,
-      .attn_s0_causal = 800,
-      .attn_bwd_ratio = 0.80,
+      // Assumed: cuDNN and FlashAttention-4 on Blackwell reach the same fraction of the BF16
+      // peak as cuDNN and FA3 on Hopper (the one published GB200 row is FA2, which does not
+      // use Blackwell's tcgen05 tensor cores: 374 TFLOP/s).
+      .attn_te = kCudnnHopper,
+      .attn_flash = kFa3Hopper,
   };
   switch (arch) {
     case GpuArch::kAmpere:
@@ -163,11 +163,18 @@ double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& /*p*/, double bat
   return ceiling * best * (k / (k + k_half));
 }
 
-double FlashAttentionEfficiency(const GpuSpec& gpu, bool causal, double head_dim, double seq) {
-  const ArchEfficiency& a = ArchEfficiencyOf(gpu.arch);
-  const double d = std::max(head_dim, 1.0), s = std::max(seq, 1.0);
-  const double s0 = causal ? a.attn_s0_causal : a.attn_s0;
-  return a.attn_ceiling * d / (d + a.attn_d0) * s / (s + s0);
+const AttentionCurve& AttentionCurveOf(GpuArch arch, AttentionBackend backend) {
+  const ArchEfficiency& a = ArchEfficiencyOf(arch);
+  return backend == AttentionBackend::kFlashAttention ? a.attn_flash : a.attn_te;
+}
+
+double FlashAttentionEfficiency(const GpuSpec& gpu, AttentionBackend backend, bool causal,
+                                double head_dim, double seq) {
+  const AttentionCurve& c = AttentionCurveOf(gpu.arch, backend);
+  double d = std::max(head_dim, 1.0);
+  if (c.d_cap > 0) d = std::min(d, c.d_cap);
+  const double s = std::max(seq, 1.0);
+  return c.ceiling * d / (d + c.d0) * s / (s + (causal ? c.s0_causal : c.s0));
 }
 
 }  // namespace trainsim::parallelism
