@@ -404,6 +404,51 @@ TEST(Fp8Test, CastsReadTheBf16TensorAndWriteTwoFp8Copies) {
   EXPECT_EQ(Fp8CastSeconds(h100, bf16, op, true), 0);
 }
 
+TEST(Fp8Test, RecipesDifferInTheirCastTraffic) {
+  // Backward cast of dC[m×n]: delayed 2 + 1 + 1 B, current scaling one more 2 B read for the
+  // amax, MXFP8 two copies each with an E8M0 scale per 32 elements: 2 + 2 · (1 + 1/32) B.
+  const GpuSpec gb200 = Gpu("GB200");
+  ComputeParams p;
+  p.precision = Precision::kFp8;
+  const KernelOp op = Gemm("attn_out", 8192, 4096, 1024);
+  const double bw = AchievableHbmBytesPerS(gb200), elems = 8192.0 * 4096;
+  const double expected[] = {4, 6, 2 + 2 * (1 + 1.0 / 32)};
+  const Fp8Recipe recipes[] = {Fp8Recipe::kDelayed, Fp8Recipe::kCurrent, Fp8Recipe::kMxfp8};
+  for (int i = 0; i < 3; ++i) {
+    p.fp8_recipe = recipes[i];
+    EXPECT_NEAR(Fp8CastSeconds(gb200, p, op, false), p.kernel_overhead_s + elems * expected[i] / bw,
+                1e-12);
+  }
+}
+
+TEST(Fp8Test, Mxfp8RunsAtItsOwnPeakWhereTheGpuHasOne) {
+  ComputeParams p;
+  p.precision = Precision::kFp8;
+  p.fp8_recipe = Fp8Recipe::kMxfp8;
+  const KernelOp op = Gemm("qkv", 8192, 6144, 8192);
+  GpuSpec gb200 = Gpu("GB200");
+  gb200.peak_mxfp8_flops = 4000e12;  // a made-up figure, to tell the two peaks apart
+  EXPECT_EQ(MatmulPeakFlops(gb200, p, op), 4000e12);
+  EXPECT_EQ(MatmulPeakFlops(Gpu("H100"), p, op), 1978.9e12);  // no MXFP8: the FP8 peak
+}
+
+TEST(Fp8Test, Fp8AttentionRunsAtFourFifthsOfItsBf16Efficiency) {
+  // FA3 paper: 740 of 989 TFLOP/s in BF16, ~1,200 of 1,979 in FP8: 0.81 of the fraction.
+  const GpuSpec h100 = Gpu("H100");
+  ComputeParams bf16, fp8;
+  fp8.precision = Precision::kFp8;
+  fp8.fp8_attention = true;
+  KernelOp fa;
+  fa.name = "flash_attention";
+  fa.kind = OpKind::kFlashAttention;
+  fa.m = fa.n = 8192;
+  fa.k = 128;
+  fa.fwd_matmul_flops = 1e13;
+  const double t16 = OpTimeSeconds(h100, bf16, fa, true) - bf16.kernel_overhead_s;
+  const double t8 = OpTimeSeconds(h100, fp8, fa, true) - fp8.kernel_overhead_s;
+  EXPECT_NEAR(t16 / t8, 0.81 * h100.peak_fp8_flops / h100.peak_bf16_flops, 1e-9);
+}
+
 TEST(ArchTest, NewerArchitecturesAreFasterOnTheSameLayerGemm) {
   const ComputeParams p;
   const KernelOp op = Gemm("mlp_up", 8192, 7168, 4096);
