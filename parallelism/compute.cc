@@ -7,29 +7,6 @@
 
 namespace trainsim::parallelism {
 
-double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
-                      double k) {
-  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return p.gemm_efficiency;
-  // cuBLAS chooses among tile shapes; smaller tiles re-read more of A and B per FLOP and reach
-  // less of peak (CUTLASS profiler: 128×128 ≈ 5% below 256×128, 128×64 ≈ 15% below).
-  struct Tile {
-    double tm, tn, rel;
-  };
-  static constexpr Tile kTiles[] = {
-      {256, 128, 1.0}, {128, 256, 1.0}, {128, 128, 0.95}, {128, 64, 0.85}, {64, 64, 0.7}};
-  const double sms = std::max(gpu.num_sms, 1);
-  double best = 0;
-  for (const Tile& t : kTiles) {
-    const double tiles_m = std::ceil(m / t.tm), tiles_n = std::ceil(n / t.tn);
-    const double tiles = batch * tiles_m * tiles_n;
-    const double waves = std::ceil(tiles / sms);
-    const double wave_eff = tiles / (waves * sms);
-    const double pad_eff = (m * n) / (tiles_m * t.tm * tiles_n * t.tn);
-    best = std::max(best, t.rel * wave_eff * pad_eff);
-  }
-  return p.gemm_efficiency * best * (k / (k + p.gemm_k_half));
-}
-
 std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCalibration* cal,
                                                double batch, double m, double n, double k) {
   if (cal == nullptr || cal->calibration == nullptr || gpu.peak_flops <= 0) return std::nullopt;
@@ -49,34 +26,106 @@ std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCal
 }
 
 namespace {
-double MatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
-                     double k, double bytes, const GemmCalibration* cal) {
+// (1,200 / 1,979) / (740 / 989): FP8 attention's fraction of peak over BF16's (FA3 paper).
+constexpr double kFp8AttentionFactor = 0.81;
+
+// Seconds of `batch` products C[m×n] = A[m×k]·B[k×n] at `peak`, moving `bytes`.
+double MatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double peak, bool fp8,
+                     double batch, double m, double n, double k, double bytes,
+                     const GemmCalibration* cal) {
   const double flops = 2.0 * batch * m * n * k;
   const std::optional<double> measured = CalibratedGemmEfficiency(gpu, cal, batch, m, n, k);
-  const double eff = measured ? *measured : GemmEfficiency(gpu, p, batch, m, n, k);
-  return std::max(flops / (gpu.peak_flops * eff),
-                  bytes / (gpu.hbm_bytes_per_s * p.memory_efficiency));
+  const double rate =
+      measured ? *measured * gpu.peak_flops : peak * GemmEfficiency(gpu, p, batch, m, n, k, fp8);
+  return std::max(flops / rate, bytes / AchievableHbmBytesPerS(gpu));
+}
+
+// HBM bytes per element TE's cast writes besides reading the 16-bit input (2 B): the FP8 copy
+// and its transpose (Hopper's FP8 GEMMs take only the TN layout, so TE's cast_transpose
+// writes both; MXFP8 likewise keeps row- and column-wise copies, as its scales run along K),
+// plus MXFP8's E8M0 scale per 32 elements per copy. Current scaling reads the input once more
+// for its amax before casting (TE: compute_amax, then quantize); delayed scaling takes the
+// amax in the cast kernel itself (transformer_engine/common/recipe/__init__.py, TE docs "Using
+// FP8 with Transformer Engine").
+double CastBytesPerElement(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed:
+      return 2 + 1 + 1;
+    case Fp8Recipe::kCurrent:
+      return 2 + 2 + 1 + 1;
+    case Fp8Recipe::kMxfp8:
+      return 2 + 2 * (1 + 1.0 / 32);
+  }
+  return 4;
+}
+
+// Whether TE writes this GEMM's input in FP8 from the kernel before it: LayerNormLinear (qkv)
+// and LayerNormMLP (fc1) quantise in the norm kernel, LayerNormMLP's fc2 input in the
+// GELU/SwiGLU kernel; the attention projection's input (DotProductAttention's BF16 output) is
+// cast by a kernel of its own (transformer_engine/pytorch/module/{layernorm_linear,
+// layernorm_mlp,linear}.py).
+bool InputCastFused(const KernelOp& op) {
+  return op.name == "qkv" || op.name == "mlp_up" || op.name == "mlp_gate_up" ||
+         op.name == "mlp_down";
 }
 }  // namespace
+
+double Fp8CastSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op,
+                      bool forward) {
+  if (op.kind != OpKind::kGemm || !RunsInFp8(p, op)) return 0;
+  const double per_elem = CastBytesPerElement(p.fp8_recipe);
+  const double b = double(op.batch), m = double(op.m), n = double(op.n), k = double(op.k);
+  double elements = 0;
+  int kernels = 0;
+  if (forward) {
+    if (!InputCastFused(op)) {
+      elements += b * m * k;  // the activation input A[m×k]
+      ++kernels;
+    }
+    // The weight B[k×n] and its transpose, once per fp8_weight_cast_reuse micro-batches.
+    elements += b * k * n / std::max(p.fp8_weight_cast_reuse, 1);
+    ++kernels;
+  } else {
+    elements += b * m * n;  // the output gradient dC[m×n] (E5M2) for dgrad and wgrad
+    ++kernels;
+  }
+  return kernels * p.kernel_overhead_s + elements * per_elem / AchievableHbmBytesPerS(gpu);
+}
 
 double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op, bool forward,
                      const GemmCalibration* cal) {
   const int kernels = forward ? op.fwd_kernels : op.bwd_kernels;
   const double launch = kernels * p.kernel_overhead_s;
-  const double bytes = forward ? op.fwd_bytes : op.bwd_bytes;
-  const double bw = gpu.hbm_bytes_per_s * p.memory_efficiency;
+  double bytes = forward ? op.fwd_bytes : op.bwd_bytes;
+  const double bw = AchievableHbmBytesPerS(gpu);
   switch (op.kind) {
     case OpKind::kGemm:
     case OpKind::kBatchedGemm: {
       const double b = double(op.batch), m = double(op.m), n = double(op.n), k = double(op.k);
-      if (forward) return launch + MatmulSeconds(gpu, p, b, m, n, k, bytes, cal);
+      const double peak = MatmulPeakFlops(gpu, p, op);
+      const bool fp8 = RunsInFp8(p, op);
+      // FP8 operands are 1 byte (the 16-bit result is written as before): A and B's share of
+      // the traffic halves.
+      if (fp8) {
+        const double ab = b * (m * k + k * n), c = b * m * n;
+        bytes = (forward ? 1.0 : 2.0) * (ab * 1.0 + c * 2.0);
+      }
+      const double cast = Fp8CastSeconds(gpu, p, op, forward);
+      if (forward) return launch + cast + MatmulSeconds(gpu, p, peak, fp8, b, m, n, k, bytes, cal);
       // dgrad: dA[m×k] = dC[m×n]·Bᵀ; wgrad: dB[k×n] = Aᵀ·dC[m×n].
-      return launch + MatmulSeconds(gpu, p, b, m, k, n, bytes / 2, cal) +
-             MatmulSeconds(gpu, p, b, k, n, m, bytes / 2, cal);
+      return launch + cast + MatmulSeconds(gpu, p, peak, fp8, b, m, k, n, bytes / 2, cal) +
+             MatmulSeconds(gpu, p, peak, fp8, b, k, n, m, bytes / 2, cal);
     }
     case OpKind::kFlashAttention: {
       const double flops = forward ? op.fwd_matmul_flops : op.bwd_matmul_flops + op.bwd_other_flops;
-      return launch + std::max(flops / (gpu.peak_flops * p.flash_attention_efficiency), bytes / bw);
+      const AttentionCurve& c = AttentionCurveOf(gpu.arch, p.attention_backend);
+      double eff =
+          FlashAttentionEfficiency(gpu, p.attention_backend, p.causal, double(op.k), double(op.m)) *
+          (forward ? 1.0 : c.bwd_ratio);
+      // FP8 attention reaches a smaller fraction of its (doubled) peak: FA3 paper abstract,
+      // BF16 up to 740 TFLOP/s (75% of 989) and FP8 "close to 1.2 PFLOPS" (61% of 1,979).
+      if (RunsInFp8(p, op)) eff *= kFp8AttentionFactor;
+      return launch + std::max(flops / (MatmulPeakFlops(gpu, p, op) * eff), bytes / bw);
     }
     case OpKind::kMemoryBound:
       return launch + bytes / bw;
@@ -125,8 +174,7 @@ double OptimizerTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, double p
   constexpr double kFp16Bytes = 6 + 8;
   const double bytes = kAdamBytes + kGradNormBytes + (fp16_loss_scaling ? kFp16Bytes : 0.0);
   const int kernels = fp16_loss_scaling ? 4 : 2;  // (copy, unscale/check,) grad-norm, Adam
-  return kernels * p.kernel_overhead_s +
-         params * bytes / (gpu.hbm_bytes_per_s * p.memory_efficiency);
+  return kernels * p.kernel_overhead_s + params * bytes / AchievableHbmBytesPerS(gpu);
 }
 
 }  // namespace trainsim::parallelism

@@ -1,10 +1,16 @@
-// parallelism/compute.h — how long one kernel takes on one GPU (roofline + GEMM efficiency).
+// parallelism/compute.h — how long one kernel takes on one GPU, per GPU architecture.
 //
 // time = launches · kernel_overhead + max(FLOPs / (peak · efficiency), bytes / (HBM bandwidth ·
-// memory efficiency)); matrix products get a shape-dependent efficiency (tile quantisation on the
-// GPU's SMs, short-reduction overhead), or the calibration's measured rate where a calibration
-// file covers the shape. Each efficiency parameter below names its source; docs/parallelism.md
-// explains the model. Promises: deterministic, monotone in FLOPs and bytes.
+// memory efficiency)). The peak is the one the kernel runs at: dense GEMMs (OpKind::kGemm) at
+// FP8 (or MXFP8) when the model's precision is FP8, as Transformer Engine runs them, paying
+// TE's casts; attention (kFlashAttention, kBatchedGemm) and everything else at BF16 unless
+// ComputeParams::fp8_attention. Matrix products get a shape-dependent efficiency (the
+// architecture's large-GEMM ceiling × wave and tile quantisation on the GPU's SMs × a
+// short-reduction term), or the calibration's measured rate where a calibration file covers the
+// shape; fused attention an efficiency by architecture, head dim, sequence length and causality.
+// Every constant is in ArchEfficiencyOf (parallelism/compute_arch.cc) with its source;
+// docs/compute.md explains the model and compares it with the published measurements.
+// Promises: deterministic, monotone in FLOPs and bytes.
 #ifndef TRAINSIM_PARALLELISM_COMPUTE_H_
 #define TRAINSIM_PARALLELISM_COMPUTE_H_
 
@@ -17,38 +23,113 @@
 
 namespace trainsim::parallelism {
 
+// GPU architecture families the efficiencies are set for (NVIDIA architecture whitepapers).
+enum class GpuArch {
+  kAmpere,          // A100, A800: 108 SMs
+  kHopper,          // H100, H200, H800: 132 SMs (SXM)
+  kBlackwell,       // B200, GB200: 148 SMs
+  kBlackwellUltra,  // B300, GB300: 160 SMs
+};
+std::string GpuArchName(GpuArch a);
+
 struct GpuSpec {
   std::string name = "A100-SXM4-80GB";
-  double peak_flops = 312e12;  // dense tensor-core FLOP/s at the training precision
+  GpuArch arch = GpuArch::kAmpere;
+  int num_sms = 108;
+  // Dense tensor-core FLOP/s at the model's training precision: what MFU is counted against
+  // (and the GEMM peak for BF16, FP16 and TF32 models).
+  double peak_flops = 312e12;
+  double peak_bf16_flops = 312e12;  // dense BF16/FP16: attention's peak in an FP8 model
+  double peak_fp8_flops = 0;        // dense FP8 (E4M3/E5M2); 0: not supported (Ampere)
+  double peak_mxfp8_flops = 0;      // dense MXFP8 (Blackwell's block-scaled FP8); 0: none
   double hbm_bytes_per_s = 2.039e12;
   double memory_bytes = 80e9;
-  int num_sms = 108;
 };
+
+// The math format of the model's GEMMs (scenario model.precision).
+enum class Precision { kBf16, kFp16, kFp8, kTf32 };
+
+// How Transformer Engine scales FP8 tensors (transformer_engine.common.recipe).
+enum class Fp8Recipe {
+  kDelayed,  // DelayedScaling: per-tensor scale from the amax history; amax taken in the cast
+  kCurrent,  // Float8CurrentScaling: per-tensor amax of the tensor itself, one more read pass
+  kMxfp8,    // MXFP8BlockScaling (Blackwell): an E8M0 scale per 32 elements, in the cast
+};
+
+// Fused-attention implementation (Megatron-Core --attention-backend).
+enum class AttentionBackend { kTransformerEngine, kFlashAttention };
 
 struct ComputeParams {
-  // Fraction of dense tensor peak that cuBLAS reaches on large bf16/fp16 GEMMs: ≈ 0.8–0.9 on
-  // A100 and H100 (NVIDIA "Matrix Multiplication Background" user guide, Fig. 2: ~250–280 of
-  // 312 TFLOP/s for 8192² fp16 on A100). We take the low end, 250/312 ≈ 0.80: the fp16/bf16
-  // cuBLAS of 2021–22 that the validation runs used, and the shapes of real layers, rarely
-  // reach the best case; Korthikanti Table 4 (22B layer times) is the independent check.
-  double gemm_efficiency = 0.80;
-  // Equivalent reduction depth of a tile's fixed work (loading/storing the C tile, pipeline
-  // fill): a 256×128 tile moves ~(256+128)·k·2 bytes of A/B per k against 256·128·2 of C, so
-  // the fixed part equals ~64–128 steps of k; 96 is the middle of that range.
-  double gemm_k_half = 96;
-  // Achievable fraction of HBM bandwidth for streaming element-wise kernels (STREAM-like copy
-  // reaches ~1.7–1.8 of 2.0 TB/s on A100-80GB, ~2.9–3.0 of 3.35 on H100).
-  double memory_efficiency = 0.85;
   // Per-kernel fixed cost: launch plus tail (a few µs on A100/H100 without CUDA graphs).
   double kernel_overhead_s = 3e-6;
-  // Fused attention (FlashAttention-2 reaches ~50–70% of peak forward on A100, Dao 2023): the
-  // fraction of peak its matrix FLOPs run at.
-  double flash_attention_efficiency = 0.6;
+  Precision precision = Precision::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // TE's default recipe
+  // FP8 attention (TE's fp8_dpa / Megatron --fp8-dot-product-attention): off by default, as in
+  // Megatron-Core and TE, so attention runs at the BF16 peak in an FP8 model.
+  bool fp8_attention = false;
+  // Causal (masked) self-attention: every GPT/Llama-style decoder. The flash-attention rate is
+  // per executed FLOP; a causal kernel skips the masked half (KernelOp's FLOPs must count only
+  // the executed work, as FlashAttention's benchmarks do) and runs each FLOP more slowly at
+  // short sequences (the diagonal blocks).
+  bool causal = true;
+  // Which fused-attention kernels run: Transformer Engine's choice (Megatron-Core's default
+  // TEDotProductAttention) or the FlashAttention package (FA2 on Ampere, FA3 on Hopper).
+  AttentionBackend attention_backend = AttentionBackend::kTransformerEngine;
+  // Micro-batches that share one FP8 cast of each weight: TE keeps the FP8 weight (and its
+  // transpose) across micro-batches when Megatron passes is_first_microbatch, so the cast is
+  // paid once per step. 1 = every micro-batch casts (conservative).
+  int fp8_weight_cast_reuse = 1;
 };
 
-// Efficiency (0..1] of `batch` products C[m×n] += A[m×k]·B[k×n] relative to peak.
+// Fused attention's forward rate: peak · ceiling · d/(d + d0) · s/(s + s0), d the head dim
+// (capped at d_cap where the kernel stops gaining, 0: no cap), s the sequence length, s0 =
+// s0_causal for a causal mask; backward runs at bwd_ratio of it.
+struct AttentionCurve {
+  double ceiling;
+  double d0;
+  double d_cap;
+  double s0;
+  double s0_causal;
+  double bwd_ratio;
+};
+
+// An architecture's efficiency parameters, each with its published source in compute_arch.cc.
+struct ArchEfficiency {
+  double gemm_ceiling_16bit;  // large-GEMM fraction of the dense BF16/FP16 (and TF32) peak
+  double gemm_ceiling_fp8;    // large-GEMM fraction of the dense FP8 peak
+  double gemm_k_half;         // reduction depth (16-bit elements) at which a tile's fixed cost
+                              // halves the rate; FP8 doubles it (twice the K per MMA step)
+  double memory_efficiency;   // achievable fraction of HBM bandwidth, streaming kernels
+  // Transformer Engine's attention backend on this architecture (DotProductAttention: flash-
+  // attn on Ampere, cuDNN FusedAttention on Hopper and later) and the FlashAttention package.
+  AttentionCurve attn_te;
+  AttentionCurve attn_flash;
+};
+const ArchEfficiency& ArchEfficiencyOf(GpuArch arch);
+
+// Achievable HBM bytes/s for streaming kernels on `gpu`.
+double AchievableHbmBytesPerS(const GpuSpec& gpu);
+
+// The dense peak `op` runs its matrix FLOPs at: FP8/MXFP8 for dense GEMMs of an FP8 model
+// (not the logits, which Megatron keeps in a non-TE, BF16 layer), FP8 attention only when
+// p.fp8_attention, else the BF16 peak for an FP8 model and gpu.peak_flops otherwise.
+double MatmulPeakFlops(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op);
+// Whether `op` is a GEMM that Transformer Engine runs in FP8 under `p`.
+bool RunsInFp8(const ComputeParams& p, const KernelOp& op);
+
+// Efficiency (0..1] of `batch` products C[m×n] += A[m×k]·B[k×n] relative to the peak they run
+// at (16-bit, or FP8 when `fp8`): the architecture's ceiling × the best tile's wave and padding
+// efficiency × k / (k + k_half).
 double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
-                      double k);
+                      double k, bool fp8 = false);
+
+// The attention curve `backend` runs on `arch`.
+const AttentionCurve& AttentionCurveOf(GpuArch arch, AttentionBackend backend);
+
+// Forward fused-attention efficiency (relative to the attention peak) for head dim `head_dim`
+// and sequence length `seq`; backward is the curve's bwd_ratio of it.
+double FlashAttentionEfficiency(const GpuSpec& gpu, AttentionBackend backend, bool causal,
+                                double head_dim, double seq);
 
 // Measured matrix-product rates that replace GemmEfficiency where a shape is covered.
 struct GemmCalibration {
@@ -63,8 +144,15 @@ std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCal
                                                double batch, double m, double n, double k);
 
 // Seconds one kernel of `op` takes, forward or backward; GEMMs use `cal` where it covers them.
+// An FP8 GEMM includes TE's casts (Fp8CastSeconds).
 double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op, bool forward,
                      const GemmCalibration* cal = nullptr);
+
+// Seconds of Transformer Engine's FP8 casts around one FP8 GEMM `op` (0 when it runs in
+// 16-bit): forward, the input activation (unless the preceding norm or activation writes FP8
+// itself) and the weight's share (once per fp8_weight_cast_reuse micro-batches); backward, the
+// output gradient. Each cast reads the 16-bit tensor and writes an FP8 copy and its transpose.
+double Fp8CastSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op, bool forward);
 
 // The distinct matrix-product shapes `ops` run, in first-use order: each GEMM or batched GEMM
 // forward (m, n, k) as "<op>", its dgrad (m, k, n) as "<op>.dgrad" and its wgrad (k, n, m) as

@@ -1,11 +1,13 @@
 #include "scenarios/step_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "scenarios/catalogue.h"
 #include "scenarios/scenario.h"
@@ -13,12 +15,44 @@
 namespace trainsim::scenarios {
 namespace {
 
-int SmsOf(const pb::GpuSpec& gpu) {
-  // Streaming multiprocessors per GPU (NVIDIA whitepapers: A100 108, H100 SXM 132, B200 148).
-  if (gpu.architecture() == "ampere") return 108;
-  if (gpu.architecture() == "hopper") return 132;
-  if (gpu.architecture() == "blackwell") return 148;
-  return 108;
+// Whether `gpu`'s name or one of its aliases contains `pattern` (case-insensitive).
+bool NameHas(const pb::GpuSpec& gpu, std::string_view pattern) {
+  auto has = [&](const std::string& name) {
+    std::string upper(name);
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char ch) { return char(std::toupper(ch)); });
+    return upper.find(pattern) != std::string::npos;
+  };
+  if (has(gpu.name())) return true;
+  return std::any_of(gpu.aliases().begin(), gpu.aliases().end(), has);
+}
+
+struct ArchAndSms {
+  parallelism::GpuArch arch;
+  int sms;
+};
+
+// The GPU's architecture and streaming-multiprocessor count, by name first (NVIDIA
+// whitepapers: A100 108 SMs, "NVIDIA A100 Tensor Core GPU Architecture" (2020); H100 SXM5 132
+// and H100 PCIe 114, "NVIDIA H100 Tensor Core GPU Architecture" (2022), H200 and H800 the same
+// GH100 configuration as H100 SXM; B200 148 (2 dies × 74 SMs enabled), GB200's GPUs the same;
+// B300/GB300 "Blackwell Ultra" 160, NVIDIA technical blog "Inside NVIDIA Blackwell Ultra"
+// (2025)). Rule for an unknown name: the catalogue's `architecture` field with that family's
+// flagship SM count (ampere 108, hopper 132, blackwell 148); no architecture either: Ampere's
+// parameters and 108 SMs, the model's reference GPU.
+ArchAndSms ArchOf(const pb::GpuSpec& gpu) {
+  using parallelism::GpuArch;
+  if (NameHas(gpu, "B300") || NameHas(gpu, "GB300")) return {GpuArch::kBlackwellUltra, 160};
+  if (NameHas(gpu, "B200") || NameHas(gpu, "B100")) return {GpuArch::kBlackwell, 148};
+  if (NameHas(gpu, "H100") && NameHas(gpu, "PCIE")) return {GpuArch::kHopper, 114};
+  if (NameHas(gpu, "H100") || NameHas(gpu, "H200") || NameHas(gpu, "H800")) {
+    return {GpuArch::kHopper, 132};
+  }
+  if (NameHas(gpu, "A100") || NameHas(gpu, "A800")) return {GpuArch::kAmpere, 108};
+  if (gpu.architecture() == "hopper") return {GpuArch::kHopper, 132};
+  if (gpu.architecture() == "blackwell") return {GpuArch::kBlackwell, 148};
+  if (gpu.architecture() == "blackwell-ultra") return {GpuArch::kBlackwellUltra, 160};
+  return {GpuArch::kAmpere, 108};
 }
 
 // scenario name → whether its micro-batch size is published.
@@ -175,10 +209,27 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.tp_across_nodes = p.has_tp_across_nodes() && p.tp_across_nodes();
 
   c.gpu.name = r.gpu.name();
+  const ArchAndSms arch = ArchOf(r.gpu);
+  c.gpu.arch = arch.arch;
+  c.gpu.num_sms = arch.sms;
   c.gpu.peak_flops = r.peak_tflops * 1e12;
+  c.gpu.peak_bf16_flops = r.gpu.bf16_tflops() * 1e12;
+  c.gpu.peak_fp8_flops = r.gpu.fp8_tflops() * 1e12;
+  // Blackwell's tensor cores run MXFP8 (block-scaled FP8) at the FP8 rate (NVIDIA Blackwell
+  // architecture technical brief); Hopper has no MXFP8.
+  const bool blackwell =
+      arch.arch == par::GpuArch::kBlackwell || arch.arch == par::GpuArch::kBlackwellUltra;
+  c.gpu.peak_mxfp8_flops = blackwell ? c.gpu.peak_fp8_flops : 0.0;
   c.gpu.hbm_bytes_per_s = r.gpu.hbm_gbyte_per_s() * 1e9;
   c.gpu.memory_bytes = double(r.gpu.hbm_bytes());
-  c.gpu.num_sms = SmsOf(r.gpu);
+  c.compute.precision = m.precision() == pb::FP8    ? par::Precision::kFp8
+                        : m.precision() == pb::FP16 ? par::Precision::kFp16
+                        : m.precision() == pb::TF32 ? par::Precision::kTf32
+                                                    : par::Precision::kBf16;
+  // TE casts each weight to FP8 on a step's first micro-batch and reuses it (Megatron-Core
+  // passes is_first_microbatch): micro-batches per step = global batch / (micro-batch · DP).
+  const int64_t per_step = std::max<int64_t>(1, int64_t(r.dp) * p.micro_batch());
+  c.compute.fp8_weight_cast_reuse = int(std::max<int64_t>(1, p.global_batch() / per_step));
   if (c.gpu.peak_flops <= 0) {
     return Status::InvalidArgument("model.precision: GPU " + r.gpu.name() +
                                    " has no tensor-core peak at this precision");
