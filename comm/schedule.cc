@@ -18,8 +18,8 @@
 //
 // Two evaluations:
 //   - EvaluateSchedule (closed form): T = launches·base + chain latency + Σ over waves of
-//     wire_bytes · max over links (transfers crossing the link / its bandwidth): the wave's
-//     slowest transfer drains at the smallest max-min share, which is the first level of
+//     max over transfers of wire_bytes · max over its links (transfers crossing / bandwidth): the
+//     wave's slowest transfer drains at the smallest max-min share, which is the first level of
 //     progressive filling, capacity / load of the most loaded link. Waves with the same active
 //     set are computed once, so a ring is one alpha-beta term times its 2(n−1) steps. The load
 //     does not depend on the protocol, so one evaluation prices every protocol.
@@ -34,10 +34,12 @@
 //     slowest drain. The two agree while contention is steady over the collective (a ring
 //     that shares one NIC with a long pipeline send); NCCL's ring, throttled by the slowest
 //     link through its bounded step buffers (NCCL_STEPS), lies between them.
-// They agree on an idle network because all transfers of one wave carry the same bytes: the
-// flows on the most loaded link are frozen first, at the smallest rate r, and keep r until they
-// drain (every flow sharing that link has rate r, so none finishes earlier and frees capacity),
-// so the wave ends at bytes / r in the expansion too.
+// They agree on an idle network because transfers of one wave that share a link carry the same
+// wire bytes (every transfer of a ring or tree wave; NVLS's NVSwitch legs and its network legs
+// differ but never share a link): the flows on the most loaded link are frozen first, at the
+// smallest rate r, and keep r until they drain (every flow sharing that link has rate r, so none
+// finishes earlier and frees capacity), so each transfer drains at wire / (its most loaded
+// link's share) in the expansion too, and the wave ends with the slowest.
 
 #include "comm/schedule.h"
 
