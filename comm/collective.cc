@@ -7,7 +7,9 @@
 // Algorithms (each in its own file): ring all-reduce / reduce-scatter / all-gather
 // (comm/ring.h), NCCL's double binary tree all-reduce (comm/tree.h), hierarchical all-reduce
 // (comm/hierarchical.h), pipelined broadcast (comm/broadcast.h), direct all-to-all and
-// send/recv (comm/direct.h). Protocol costs (LL, LL128, Simple) follow NCCL's tuning.cc
+// send/recv (comm/direct.h), and where the hardware has them NVLS / NVLS-tree (comm/nvls.h),
+// CollNet with IB SHARP (comm/collnet.h) and PAT (comm/pat.h). Protocol costs (LL, LL128,
+// Simple) follow NCCL's tuning.cc
 // (comm/nccl_model.h). Algo::kAuto picks the fastest (algorithm, protocol) for the message
 // size and group, as NCCL's tuner does, and the estimate says which it picked.
 //
