@@ -71,14 +71,16 @@ Status CheckNvls(const Topology& topology, const NodeGroups& g, const char* algo
 }
 
 // NVSwitch legs of NVLS on every node: S up and down per GPU in shards of c, plus one shard
-// each way for a head (its multicast store and its reduced shard).
+// each way for a head (its multicast store and its reduced shard). A GPU's NVLink up and down
+// links carry only its own legs, so each direction is one transfer of all its shards.
 void AddNvswitchLegs(TransferSchedule* s, const NodeGroups& g, uint64_t shard) {
-  const int h = static_cast<int>(g.heads.front().size());
+  const uint64_t h = g.heads.front().size();
   for (size_t v = 0; v < g.segments.size(); ++v) {
     for (int gpu : g.segments[v]) {
       const bool head = std::find(g.heads[v].begin(), g.heads[v].end(), gpu) != g.heads[v].end();
-      Add(s, Leg::kToNvswitch, gpu, gpu, shard, h + (head ? 1 : 0));
-      Add(s, Leg::kFromNvswitch, gpu, gpu, shard, h + (head ? 1 : 0));
+      const uint64_t bytes = (h + (head ? 1 : 0)) * shard;
+      Add(s, Leg::kToNvswitch, gpu, gpu, bytes, 1);
+      Add(s, Leg::kFromNvswitch, gpu, gpu, bytes, 1);
     }
   }
 }

@@ -13,8 +13,9 @@
 //     back (NCCL enables multi-node NVLS only with CollNet).
 //   - BuildNvlsTreeSchedule: several nodes; the heads of one rail run a double binary tree over
 //     the nodes (each tree half the shard), as NCCL's NVLS_TREE.
-// The phases pipeline, so each is one wave of equal-payload transfers whose multiplicity is the
-// bytes each link carries: closed form T = latency + max over links of bytes / bandwidth.
+// The phases pipeline, so each is one wave: a GPU's NVSwitch legs one transfer per direction of
+// all its shards, the network legs equal transfers whose count on a link is the bytes it
+// carries; closed form T = latency + max over links of bytes / bandwidth.
 // Latency (tuning.cc): NVLS 25 µs (NVLink hop) [+ one network hop of 18 µs across nodes];
 // NVLS_TREE 25 µs + 2·⌊log2 N⌋ network hops of 20.9 µs; Simple protocol only.
 // Errors (FailedPrecondition): no NVLS on the topology, nodes holding different numbers of the
