@@ -51,8 +51,8 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                   "all_reduce, reduce_scatter, all_gather, broadcast, all_to_all or send_recv "
                   "(default all_reduce)");
   cmd->add_option("--algo", opts->algo,
-                  "auto (the fastest, as NCCL's tuner picks), ring, tree, hierarchical or direct "
-                  "(default auto)");
+                  "auto (the fastest, as NCCL's tuner picks), ring, tree, hierarchical, direct, "
+                  "nvls, nvls_tree, collnet (IB SHARP) or pat (default auto)");
   cmd->add_option("--group", opts->group,
                   "N (first N GPUs), N/STRIDE, or a list 0,8,16 (default: all GPUs; send_recv: "
                   "two GPUs)");

@@ -505,6 +505,10 @@ std::optional<sim::Time> Calibration::CollectiveTime(Op op, Algo algo, int nrank
       break;
     case Algo::kAuto:
     case Algo::kHierarchical:
+    case Algo::kNvls:
+    case Algo::kNvlsTree:
+    case Algo::kCollNet:
+    case Algo::kPat:
       return std::nullopt;
   }
   return CollectiveTime(op_name, algo_name, nranks, bytes, nodes);

@@ -7,7 +7,9 @@
 // Algorithms (each in its own file): ring all-reduce / reduce-scatter / all-gather
 // (comm/ring.h), NCCL's double binary tree all-reduce (comm/tree.h), hierarchical all-reduce
 // (comm/hierarchical.h), pipelined broadcast (comm/broadcast.h), direct all-to-all and
-// send/recv (comm/direct.h). Protocol costs (LL, LL128, Simple) follow NCCL's tuning.cc
+// send/recv (comm/direct.h), and where the hardware has them NVLS / NVLS-tree (comm/nvls.h),
+// CollNet with IB SHARP (comm/collnet.h) and PAT (comm/pat.h). Protocol costs (LL, LL128,
+// Simple) follow NCCL's tuning.cc
 // (comm/nccl_model.h). Algo::kAuto picks the fastest (algorithm, protocol) for the message
 // size and group, as NCCL's tuner does, and the estimate says which it picked.
 //
@@ -22,9 +24,12 @@
 #include <utility>
 
 #include "comm/broadcast.h"
+#include "comm/collnet.h"
 #include "comm/direct.h"
 #include "comm/hierarchical.h"
 #include "comm/nccl_model.h"
+#include "comm/nvls.h"
+#include "comm/pat.h"
 #include "comm/ring.h"
 #include "comm/schedule.h"
 #include "comm/tree.h"
@@ -35,8 +40,9 @@ namespace {
 
 constexpr Op kOps[] = {Op::kAllReduce, Op::kReduceScatter, Op::kAllGather,
                        Op::kBroadcast, Op::kAllToAll,      Op::kSendRecv};
-constexpr Algo kAlgos[] = {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kHierarchical,
-                           Algo::kDirect};
+constexpr Algo kAlgos[] = {Algo::kAuto,         Algo::kRing,    Algo::kTree,
+                           Algo::kHierarchical, Algo::kDirect,  Algo::kNvls,
+                           Algo::kNvlsTree,     Algo::kCollNet, Algo::kPat};
 
 template <typename T, size_t N, typename NameFn>
 std::string Names(const T (&values)[N], NameFn name) {
@@ -61,6 +67,14 @@ Result<TransferSchedule> BuildSchedule(const Topology& topology, Op op, Algo alg
     case Algo::kDirect:
       if (op == Op::kSendRecv) return BuildSendRecvSchedule(topology, gpus, bytes);
       return BuildAllToAllSchedule(topology, gpus, bytes);
+    case Algo::kNvls:
+      return BuildNvlsSchedule(topology, gpus, bytes);
+    case Algo::kNvlsTree:
+      return BuildNvlsTreeSchedule(topology, gpus, bytes);
+    case Algo::kCollNet:
+      return BuildCollNetSchedule(topology, gpus, bytes);
+    case Algo::kPat:
+      return BuildPatSchedule(topology, op, gpus, bytes);
     case Algo::kAuto:
       break;
   }
@@ -79,6 +93,7 @@ Result<Choice> Choose(const Topology& topology, const CollectiveSpec& spec) {
   std::vector<Algo> candidates;
   if (spec.algo == Algo::kAuto) {
     candidates = AlgorithmsFor(spec.op);
+    for (Algo a : HardwareAlgorithmsFor(spec.op)) candidates.push_back(a);
   } else {
     candidates = {spec.algo};
   }
@@ -142,6 +157,14 @@ std::string_view AlgoName(Algo algo) {
       return "hierarchical";
     case Algo::kDirect:
       return "direct";
+    case Algo::kNvls:
+      return "nvls";
+    case Algo::kNvlsTree:
+      return "nvls_tree";
+    case Algo::kCollNet:
+      return "collnet";
+    case Algo::kPat:
+      return "pat";
   }
   return "?";
 }
@@ -190,6 +213,21 @@ std::vector<Algo> AlgorithmsFor(Op op) {
   return {};
 }
 
+std::vector<Algo> HardwareAlgorithmsFor(Op op) {
+  switch (op) {
+    case Op::kAllReduce:
+      return {Algo::kNvls, Algo::kNvlsTree, Algo::kCollNet};
+    case Op::kReduceScatter:
+    case Op::kAllGather:
+      return {Algo::kPat};
+    case Op::kBroadcast:
+    case Op::kAllToAll:
+    case Op::kSendRecv:
+      return {};
+  }
+  return {};
+}
+
 double BusBandwidthFactor(Op op, int n) {
   const double nd = static_cast<double>(n);
   switch (op) {
@@ -214,7 +252,8 @@ std::vector<int> FirstGpus(int n) {
 
 Status ValidateCollective(const Topology& topology, const CollectiveSpec& spec) {
   if (spec.algo != Algo::kAuto) {
-    const std::vector<Algo> valid = AlgorithmsFor(spec.op);
+    std::vector<Algo> valid = AlgorithmsFor(spec.op);
+    for (Algo a : HardwareAlgorithmsFor(spec.op)) valid.push_back(a);
     if (std::find(valid.begin(), valid.end(), spec.algo) == valid.end()) {
       std::string names = "auto";
       for (Algo a : valid) names += ", " + std::string(AlgoName(a));

@@ -30,21 +30,33 @@
 namespace trainsim::comm {
 
 enum class Op { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAllToAll, kSendRecv };
-enum class Algo { kAuto, kRing, kTree, kHierarchical, kDirect };
+// kNvls: NVLink SHARP all-reduce inside an NVSwitch domain (across nodes only with IB SHARP
+// reducing between them); kNvlsTree: NVLS inside each node, a double binary tree between nodes;
+// kCollNet: IB SHARP all-reduce (CollNet Direct: NVLink inside the node, the switches reduce
+// between nodes); kPat: NCCL's Parallel Aggregated Trees all-gather / reduce-scatter, one GPU per
+// node. Each one's contract: comm/nvls.h, comm/collnet.h, comm/pat.h.
+enum class Algo { kAuto, kRing, kTree, kHierarchical, kDirect, kNvls, kNvlsTree, kCollNet, kPat };
 // NCCL's protocols: LL (8-byte flag per 8 bytes, lowest latency), LL128 (flag per 128-byte
 // line), Simple (bulk with fences; full bandwidth, highest latency).
 enum class Protocol { kLL, kLL128, kSimple };
 
 // Names: "all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "send_recv";
-// "auto", "ring", "tree", "hierarchical", "direct"; "LL", "LL128", "Simple".
+// "auto", "ring", "tree", "hierarchical", "direct", "nvls", "nvls_tree", "collnet", "pat";
+// "LL", "LL128", "Simple".
 std::string_view OpName(Op op);
 std::string_view AlgoName(Algo algo);
 std::string_view ProtocolName(Protocol protocol);
 Result<Op> ParseOp(std::string_view name);      // lists the valid names on error
 Result<Algo> ParseAlgo(std::string_view name);  // lists the valid names on error
 
-// The algorithms that implement `op` (kAuto excluded).
+// The algorithms that implement `op` on any topology and group (kAuto excluded).
 std::vector<Algo> AlgorithmsFor(Op op);
+// The algorithms that implement `op` only where the hardware and the group allow it, as NCCL
+// enables them: NVLS (NVSwitch 3+, topology.nvls), NVLS-tree (NVLS and more than one node),
+// CollNet (topology.sharp, more than one node) for all-reduce; PAT (one GPU per node) for
+// reduce-scatter and all-gather. Algo::kAuto tries these after AlgorithmsFor(op) and skips the
+// ones the topology or group cannot run; asked for by name they fail with the reason.
+std::vector<Algo> HardwareAlgorithmsFor(Op op);
 
 // nccl-tests bus-bandwidth factor: all-reduce 2(n−1)/n; reduce-scatter, all-gather, all-to-all
 // (n−1)/n; broadcast and send/recv 1.
@@ -68,7 +80,8 @@ struct CollectiveEstimate {
 Status ValidateCollective(const Topology& topology, const CollectiveSpec& spec);
 
 // Closed-form alpha-beta cost on an idle network. kAuto resolves to the fastest algorithm and
-// protocol (ties: the earlier in AlgorithmsFor order, then LL, LL128, Simple).
+// protocol (ties: the earlier in AlgorithmsFor then HardwareAlgorithmsFor order, then LL, LL128,
+// Simple).
 Result<CollectiveEstimate> EstimateCollective(const Topology& topology, const CollectiveSpec& spec);
 
 // Expands the collective into flows on `network`, starting now, and calls on_done when the last

@@ -5,8 +5,9 @@
 // base latency per algorithm/protocol, its per-hop latency for NVLink and network hops, and the
 // bandwidth caps of the low-latency protocols: LL carries 8 bytes of data per 16 on the wire and
 // tuning.cc caps Ring/LL at 0.5 of the bus bandwidth; LL128 at 0.92 (120 data bytes per 128-byte
-// line, plus its own cap); Simple at 1.0. Everything else (link bandwidths and which link is the
-// bottleneck) comes from the topology.
+// line, plus its own cap); Simple at 1.0. NVLS, NVLS-tree, CollNet and PAT run only the Simple
+// protocol (tuning.cc skips the others): their LL and LL128 costs are infinite. Everything else
+// (link bandwidths and which link is the bottleneck) comes from the topology.
 #ifndef TRAINSIM_COMM_NCCL_MODEL_H_
 #define TRAINSIM_COMM_NCCL_MODEL_H_
 
@@ -17,13 +18,14 @@
 namespace trainsim::comm {
 
 // Which of NCCL's latency tables an algorithm uses: Ring (ring, broadcast, send/recv,
-// all-to-all, hierarchical phases) or Tree (double binary tree).
-enum class LatencyFamily { kRing, kTree };
+// all-to-all, hierarchical phases), Tree (double binary tree), NVLS, NVLS-tree, CollNet Direct
+// (IB SHARP) or PAT.
+enum class LatencyFamily { kRing, kTree, kNvls, kNvlsTree, kCollNet, kPat };
 
 enum class HopClass { kNvlink, kNetwork };
 
 struct ProtocolCosts {
-  double base_s;         // per collective launch
+  double base_s;         // per collective launch (+inf: the family does not run the protocol)
   double nvlink_hop_s;   // per NVLink hop (end-to-end, includes the wire)
   double network_hop_s;  // per network hop
   double bw_factor;      // fraction of link bandwidth that carries data

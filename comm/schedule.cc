@@ -18,8 +18,8 @@
 //
 // Two evaluations:
 //   - EvaluateSchedule (closed form): T = launches·base + chain latency + Σ over waves of
-//     wire_bytes · max over links (transfers crossing the link / its bandwidth): the wave's
-//     slowest transfer drains at the smallest max-min share, which is the first level of
+//     max over transfers of wire_bytes · max over its links (transfers crossing / bandwidth): the
+//     wave's slowest transfer drains at the smallest max-min share, which is the first level of
 //     progressive filling, capacity / load of the most loaded link. Waves with the same active
 //     set are computed once, so a ring is one alpha-beta term times its 2(n−1) steps. The load
 //     does not depend on the protocol, so one evaluation prices every protocol.
@@ -34,10 +34,12 @@
 //     slowest drain. The two agree while contention is steady over the collective (a ring
 //     that shares one NIC with a long pipeline send); NCCL's ring, throttled by the slowest
 //     link through its bounded step buffers (NCCL_STEPS), lies between them.
-// They agree on an idle network because all transfers of one wave carry the same bytes: the
-// flows on the most loaded link are frozen first, at the smallest rate r, and keep r until they
-// drain (every flow sharing that link has rate r, so none finishes earlier and frees capacity),
-// so the wave ends at bytes / r in the expansion too.
+// They agree on an idle network because transfers of one wave that share a link carry the same
+// wire bytes (every transfer of a ring or tree wave; NVLS's NVSwitch legs and its network legs
+// differ but never share a link): the flows on the most loaded link are frozen first, at the
+// smallest rate r, and keep r until they drain (every flow sharing that link has rate r, so none
+// finishes earlier and frees capacity), so each transfer drains at wire / (its most loaded
+// link's share) in the expansion too, and the wave ends with the slowest.
 
 #include "comm/schedule.h"
 
@@ -100,6 +102,40 @@ double MaxCyclicWindowSum(const std::vector<double>& values, int64_t k) {
     }
   }
   return static_cast<double>(turns) * total + best;
+}
+
+void TransferPath(const Topology& topology, const PipelinedTransfer& transfer,
+                  std::vector<LinkId>* out) {
+  switch (transfer.leg) {
+    case Leg::kGpuToGpu:
+      topology.RouteInto(transfer.src_gpu, transfer.dst_gpu, out);
+      return;
+    case Leg::kToNvswitch:
+      *out = {topology.nvlink_up(transfer.src_gpu)};
+      return;
+    case Leg::kFromNvswitch:
+      *out = {topology.nvlink_down(transfer.dst_gpu)};
+      return;
+    case Leg::kToNetSwitch:
+      *out = topology.NicEgressRoute(transfer.src_gpu);
+      return;
+    case Leg::kFromNetSwitch: {
+      const int nic = topology.global_nic_of(transfer.dst_gpu);
+      *out = {topology.nic_rx(nic), topology.pcie_down(transfer.dst_gpu)};
+      return;
+    }
+  }
+}
+
+uint64_t TransferWireBytes(const Topology& topology, const TransferSchedule& schedule,
+                           const PipelinedTransfer& transfer, Protocol protocol) {
+  double efficiency = schedule.efficiency;
+  if (transfer.leg == Leg::kToNvswitch || transfer.leg == Leg::kFromNvswitch) {
+    efficiency *= topology.spec().nvls_efficiency;
+  }
+  const uint64_t wire = WireBytes(transfer.payload_bytes, protocol, schedule.family);
+  if (efficiency >= 1.0) return wire;
+  return static_cast<uint64_t>(std::ceil(static_cast<double>(wire) / efficiency));
 }
 
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
@@ -196,8 +232,14 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
 
   const size_t n = schedule.transfers.size();
   std::vector<std::vector<LinkId>> paths(n);
+  // wire[i * np + k]: transfer i's wire bytes per wave under protocols[k].
+  std::vector<double> wire(n * np);
   for (size_t i = 0; i < n; ++i) {
-    topology.RouteInto(schedule.transfers[i].src_gpu, schedule.transfers[i].dst_gpu, &paths[i]);
+    TransferPath(topology, schedule.transfers[i], &paths[i]);
+    for (size_t k = 0; k < np; ++k) {
+      wire[i * np + k] = static_cast<double>(
+          TransferWireBytes(topology, schedule, schedule.transfers[i], protocols[k]));
+    }
   }
   std::vector<double> capacity(static_cast<size_t>(topology.num_links()));
   for (size_t l = 0; l < capacity.size(); ++l) {
@@ -209,41 +251,41 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
   const int64_t end_wave = schedule.total_waves();
   std::vector<int32_t> load(capacity.size(), 0);
   std::vector<LinkId> touched;
-  std::vector<std::span<const LinkId>> active_paths;
   std::vector<size_t> active;
+  std::vector<double> drain(np);
   for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
     const int64_t wave = bounds[b];
     const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
     active.clear();
-    active_paths.clear();
     for (size_t i = 0; i < n; ++i) {
-      if (ActiveAt(schedule.transfers[i], wave)) {
-        active.push_back(i);
-        active_paths.emplace_back(paths[i]);
-      }
+      if (ActiveAt(schedule.transfers[i], wave)) active.push_back(i);
     }
     if (active.empty()) continue;
-    // Every transfer of a wave carries the same payload, so the wave lasts as long as the
-    // slowest drain, at the smallest max-min rate — which is the first level of progressive
-    // filling: min over links of capacity / transfers crossing it (the most loaded link).
+    // Transfers of a wave that share a link carry the same wire bytes, so the flows of the most
+    // loaded link (capacity / transfers crossing it) are frozen first by progressive filling and
+    // drain last among those they share links with; each transfer therefore drains at
+    // wire / (min over its links of capacity / load), and the wave lasts as long as the slowest.
     touched.clear();
-    for (const auto& path : active_paths) {
-      for (LinkId l : path) {
+    for (size_t i : active) {
+      for (LinkId l : paths[i]) {
         if (load[static_cast<size_t>(l)]++ == 0) touched.push_back(l);
       }
     }
-    double min_rate = std::numeric_limits<double>::infinity();
-    for (LinkId l : touched) {
-      const size_t li = static_cast<size_t>(l);
-      min_rate = std::min(min_rate, capacity[li] / load[li]);
-      load[li] = 0;
+    std::fill(drain.begin(), drain.end(), 0.0);
+    for (size_t i : active) {
+      double rate = std::numeric_limits<double>::infinity();
+      for (LinkId l : paths[i]) {
+        const size_t li = static_cast<size_t>(l);
+        rate = std::min(rate, capacity[li] / load[li]);
+      }
+      for (size_t k = 0; k < np; ++k) {
+        const double d =
+            rate > 0 ? wire[i * np + k] / rate : std::numeric_limits<double>::infinity();
+        drain[k] = std::max(drain[k], d);
+      }
     }
-    const uint64_t payload = schedule.transfers[active.front()].payload_bytes;
-    for (size_t k = 0; k < np; ++k) {
-      const double wire = static_cast<double>(WireBytes(payload, protocols[k], schedule.family));
-      const double drain = min_rate > 0 ? wire / min_rate : std::numeric_limits<double>::infinity();
-      total[k] += static_cast<double>(next - wave) * drain;
-    }
+    for (LinkId l : touched) load[static_cast<size_t>(l)] = 0;
+    for (size_t k = 0; k < np; ++k) total[k] += static_cast<double>(next - wave) * drain[k];
   }
   return total;
 }
@@ -269,8 +311,8 @@ class ScheduleRun {
     wire_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const auto& t = transfers_[i];
-      topo.RouteInto(t.src_gpu, t.dst_gpu, &paths_[i]);
-      wire_[i] = WireBytes(t.payload_bytes, protocol, schedule.family);
+      TransferPath(topo, t, &paths_[i]);
+      wire_[i] = TransferWireBytes(topo, schedule, t, protocol);
     }
   }
 

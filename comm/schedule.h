@@ -8,7 +8,12 @@
 // network; why, and how they differ under changing contention: schedule.cc, docs/collectives.md.
 //
 // Units: bytes and seconds. Deterministic: the same inputs give the same result.
-// Invariants: every transfer of one wave has the same payload; src != dst.
+// Invariants: transfers of one wave that share a link have the same wire bytes (the same
+// payload and leg kind); src != dst for GPU-to-GPU legs.
+//
+// Legs: most transfers go GPU to GPU along Topology::Route. In-switch reductions (NVLink SHARP,
+// IB SHARP) have one-sided legs: a GPU to the switch that reduces or multicasts, or back
+// (Topology::SwitchRoute); NVSwitch legs carry payload / nvls_efficiency on the wire.
 #ifndef TRAINSIM_COMM_SCHEDULE_H_
 #define TRAINSIM_COMM_SCHEDULE_H_
 
@@ -23,9 +28,18 @@
 
 namespace trainsim::comm {
 
+enum class Leg {
+  kGpuToGpu,       // Topology::Route(src_gpu, dst_gpu)
+  kToNvswitch,     // src_gpu's NVLink up to the NVSwitch (NVLS reduce / multicast store)
+  kFromNvswitch,   // NVSwitch down to dst_gpu (NVLS reduced result / multicast copy)
+  kToNetSwitch,    // src_gpu's PCIe and NIC up to its leaf switch (IB SHARP aggregation)
+  kFromNetSwitch,  // leaf switch down through dst_gpu's NIC and PCIe (SHARP result)
+};
+
 struct PipelinedTransfer {
-  int src_gpu = 0;
-  int dst_gpu = 0;
+  int src_gpu = 0;  // for kFrom* legs: the same as dst_gpu
+  int dst_gpu = 0;  // for kTo* legs: the same as src_gpu
+  Leg leg = Leg::kGpuToGpu;
   uint64_t payload_bytes = 0;  // data bytes per wave (wire bytes follow from the protocol)
   int64_t first_wave = 0;
   int64_t num_waves = 1;
@@ -43,6 +57,9 @@ double HopLatency(const ProtocolCosts& costs, const Hop& hop);
 struct TransferSchedule {
   LatencyFamily family = LatencyFamily::kRing;
   int launches = 1;  // collective launches (base latencies) — hierarchical runs three
+  // Fraction of the links' bandwidth the algorithm's data gets beyond the protocol's factor
+  // (PAT: tuning.cc's 0.75); every transfer's wire bytes are divided by it.
+  double efficiency = 1.0;
   std::vector<PipelinedTransfer> transfers;
   // Latency of the critical chain of hops under a protocol's costs, in seconds.
   std::function<double(const ProtocolCosts&)> chain_latency_s;
@@ -62,6 +79,14 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
 // drained and the chain latency has passed.
 void RunSchedule(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
                  std::function<void()> on_done);
+
+// The links a transfer crosses (by its leg), into *out (cleared first).
+void TransferPath(const Topology& topology, const PipelinedTransfer& transfer,
+                  std::vector<LinkId>* out);
+// Wire bytes of one wave of `transfer` under `protocol`: the protocol's WireBytes, divided by the
+// schedule's efficiency and, for NVSwitch legs, by the topology's nvls_efficiency.
+uint64_t TransferWireBytes(const Topology& topology, const TransferSchedule& schedule,
+                           const PipelinedTransfer& transfer, Protocol protocol);
 
 // Helpers the algorithms share.
 HopClass HopClassOf(const Topology& topology, int src_gpu, int dst_gpu);

@@ -105,7 +105,8 @@ Status ValidateTopologySpec(const TopologySpec& s) {
         "oversubscription must be >= 1.0 (1.0 = non-blocking; 2.0 = half the up-link "
         "bandwidth)");
   }
-  for (double e : {s.nvlink_efficiency, s.nic_efficiency, s.pcie_efficiency}) {
+  for (double e : {s.nvlink_efficiency, s.nic_efficiency, s.pcie_efficiency, s.nvls_efficiency,
+                   s.uplink_efficiency}) {
     if (!std::isfinite(e) || e <= 0 || e > 1) {
       return Status::InvalidArgument("link efficiencies must be in (0, 1]");
     }
@@ -162,8 +163,8 @@ Result<Topology> Topology::Build(const TopologySpec& spec) {
     // Aggregated up-link: the leaf's down-link bandwidth divided by the oversubscription ratio.
     const double up_Bps = down_ports * nic_Bps / spec.oversubscription;
     t.leaf_up_[static_cast<size_t>(l)] =
-        t.AddLinkPair(LinkKind::kLeafUp, LinkKind::kLeafDown, up_Bps, spec.nic_efficiency,
-                      spec.switch_latency_us, l);
+        t.AddLinkPair(LinkKind::kLeafUp, LinkKind::kLeafDown, up_Bps,
+                      spec.nic_efficiency * spec.uplink_efficiency, spec.switch_latency_us, l);
   }
   if (spec.fat_tree_levels == 3) {
     // A pod: leaves_per_pod leaves of one rail (or of the whole group when not rail-optimised)
@@ -179,7 +180,7 @@ Result<Topology> Topology::Build(const TopologySpec& spec) {
       t.pod_up_[static_cast<size_t>(p)] =
           t.AddLinkPair(LinkKind::kSpineUp, LinkKind::kSpineDown,
                         pod_down_Bps[static_cast<size_t>(p)] / spec.spine_oversubscription,
-                        spec.nic_efficiency, spec.switch_latency_us, p);
+                        spec.nic_efficiency * spec.uplink_efficiency, spec.switch_latency_us, p);
     }
   }
   return t;

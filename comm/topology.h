@@ -76,6 +76,16 @@ struct TopologySpec {
   double pcie_GBps = 64.0;              // PCIe Gen5 x16, per direction
   double pcie_latency_us = 0.3;
   bool pxn = true;  // route via NVLink to the destination's rail first (NCCL PXN)
+  // NVLink SHARP (NVLS): the NVSwitch reduces (multimem.ld_reduce) and multicasts
+  // (multimem.st) — NVSwitch 3 and later, i.e. Hopper and Blackwell GPUs; A100's NVSwitch 2
+  // cannot. Off in a bare spec so that it keeps modelling NCCL_NVLS_ENABLE=0;
+  // scenarios::MakeTopologySpec turns it on by the GPU's architecture.
+  bool nvls = false;
+  // Fraction of the NVLink bandwidth NVLS traffic gets relative to the ring's: tuning.cc
+  // nvlsEfficiency, Hopper 0.85, Blackwell 0.74 (applied on top of nvlink_efficiency).
+  double nvls_efficiency = 0.85;
+  // IB SHARP (CollNet): the fabric's switches reduce (scenario cluster.topology.sharp).
+  bool sharp = false;
 
   // Achievable fraction of each link's datasheet bandwidth for bulk transfers.
   // NVLink through NVSwitch: nccl-tests ring all-reduce bus bandwidth inside one node is about
@@ -90,6 +100,11 @@ struct TopologySpec {
   // PCIe Gen4/Gen5 x16 bulk DMA reaches about 80–85% of the raw rate after TLP/DLLP overhead
   // with 256-byte max payload (PCI-SIG encoding figures); 0.85.
   double pcie_efficiency = 0.85;
+  // Leaf/spine up-links: fraction of their aggregate bandwidth that collective traffic can use
+  // once they are loaded. 1.0 for InfiniBand (adaptive routing) and Ethernet with adaptive
+  // routing; lower for an Ethernet fabric that places flows by ECMP hashing (see
+  // scenarios::MakeTopologySpec and docs/collectives.md for the figures and their sources).
+  double uplink_efficiency = 1.0;
 };
 
 // Checks the spec; the message names the field and what would be valid.
@@ -117,7 +132,7 @@ class Topology {
   // GPU → host memory over PCIe (checkpoint snapshots).
   std::vector<LinkId> HostRoute(int gpu) const;
   // GPU → its NIC → leaf: the first hops of traffic to remote storage (the storage fabric
-  // beyond the leaf is not modelled here).
+  // beyond the leaf is not modelled here) and of data sent to IB SHARP's switch reduction.
   std::vector<LinkId> NicEgressRoute(int gpu) const;
 
   int num_links() const { return static_cast<int>(links_.size()); }

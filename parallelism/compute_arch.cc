@@ -116,7 +116,9 @@ bool RunsInFp8(const ComputeParams& p, const KernelOp& op) {
   if (op.kind == OpKind::kGemm) {
     // Megatron's output layer is a tensor_parallel.ColumnParallelLinear, not a TE module: it
     // runs in BF16 under --fp8 (megatron/core/models/gpt/gpt_model.py).
-    return op.name != "logits";
+    // The MoE router's gating GEMM is a plain torch linear kept in fp32/bf16 by Megatron-Core
+    // (TopKRouter, --moe-router-dtype), not a TE module either.
+    return op.name != "logits" && op.name != "router";
   }
   return p.fp8_attention && (op.kind == OpKind::kFlashAttention || op.kind == OpKind::kBatchedGemm);
 }

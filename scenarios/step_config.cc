@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -103,6 +104,28 @@ comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
   const int per_node = t.rail_optimized ? 1 : std::max(1, t.nics_per_node);
   t.nodes_per_leaf = std::max(1, (radix / 2) / per_node);
   if (r.gpu.pcie_gbyte_per_s() > 0) t.pcie_GBps = r.gpu.pcie_gbyte_per_s();
+  // NVLink SHARP needs NVSwitch 3 or later: Hopper and Blackwell NVSwitch systems (A100's
+  // NVSwitch 2 has none). Efficiency relative to the ring's NVLink bandwidth: tuning.cc
+  // nvlsEfficiency, Hopper 0.85, Blackwell 0.74.
+  const bool nvswitch = r.node.nvswitch();
+  const std::string& arch = r.gpu.architecture();
+  t.nvls = nvswitch && (arch == "hopper" || arch == "blackwell");
+  t.nvls_efficiency = arch == "blackwell" ? 0.74 : 0.85;
+  const bool roce = r.nic.fabric() == pb::NicSpec::ROCE;
+  // SHARP is an InfiniBand switch feature (Quantum): ignored on an Ethernet fabric.
+  t.sharp = r.scenario.cluster().topology().sharp() && !roce;
+  if (roce) {
+    // RoCEv2 headers per 4096-byte MTU: Ethernet 38 (header, FCS, preamble, gap) + IP 20 + UDP
+    // 8 + BTH 12 + ICRC 4 = 82 bytes, against InfiniBand's 26 (LRH 8, BTH 12, ICRC 4, VCRC 2):
+    // 4096/4178 over 4096/4122 = 0.987 of InfiniBand's data rate at the same line rate.
+    t.nic_efficiency *= (4096.0 / 4178.0) / (4096.0 / 4122.0);
+    // Up-links of a loaded Ethernet fat tree. ECMP pins each flow to one up-link by a hash: F
+    // flows hashed uniformly onto F up-links leave a fraction (1 - 1/F)^F -> 1/e of them idle, so
+    // the loaded tree delivers 1 - 1/e = 0.63 of its bandwidth (NVIDIA's Spectrum-X material
+    // quotes ~60% effective bandwidth for standard Ethernet at scale). With adaptive routing
+    // (Spectrum-X) NVIDIA quotes 95% effective bandwidth.
+    t.uplink_efficiency = r.nic.adaptive_routing() ? 0.95 : 1.0 - std::exp(-1.0);
+  }
   return t;
 }
 

@@ -50,7 +50,7 @@ TEST(CollectiveNamesTest, UnknownNamesListTheValidOnes) {
   Result<Op> op = ParseOp("allreduce");
   ASSERT_FALSE(op.ok());
   EXPECT_NE(op.status().message().find("all_reduce"), std::string::npos);
-  Result<Algo> algo = ParseAlgo("nvls");
+  Result<Algo> algo = ParseAlgo("butterfly");
   ASSERT_FALSE(algo.ok());
   EXPECT_NE(algo.status().message().find("ring"), std::string::npos);
 }

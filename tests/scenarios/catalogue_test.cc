@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+
+#include "scenarios/scenario.h"
+#include "scenarios/step_config.h"
+
 namespace trainsim::scenarios {
 namespace {
 
@@ -95,6 +101,84 @@ TEST(CatalogueTest, PeakTflopsFollowsPrecision) {
   EXPECT_DOUBLE_EQ(PeakTflops(h100, pb::FP8), h100.fp8_tflops());
   EXPECT_DOUBLE_EQ(PeakTflops(h100, pb::TF32), h100.tf32_tflops());
   EXPECT_DOUBLE_EQ(PeakTflops(*FindGpu("A100-SXM-80GB"), pb::FP8), 0);
+}
+
+// Blackwell-generation entries (datasheet figures in scenarios/catalogue/*.textproto).
+TEST(CatalogueTest, BlackwellGpusNodesAndRacksLoadAndResolve) {
+  for (const char* gpu : {"B300", "GB200", "GB300"}) {
+    const pb::GpuSpec* g = FindGpu(gpu);
+    ASSERT_NE(g, nullptr) << gpu;
+    EXPECT_EQ(g->architecture(), "blackwell");
+    EXPECT_DOUBLE_EQ(g->nvlink_gbyte_per_s() * 2, 1800) << gpu;  // NVLink 5: 1.8 TB/s
+    EXPECT_DOUBLE_EQ(g->hbm_gbyte_per_s(), 8000) << gpu;
+  }
+  EXPECT_DOUBLE_EQ(FindGpu("B300")->bf16_tflops(), 36000.0 / 8 / 2);     // HGX B300: 36 PF sparse
+  EXPECT_DOUBLE_EQ(FindGpu("GB200")->bf16_tflops(), 360000.0 / 72 / 2);  // NVL72: 360 PF sparse
+  EXPECT_DOUBLE_EQ(FindGpu("GB300")->fp8_tflops(), 720000.0 / 72 / 2);   // NVL72: 720 PF sparse
+  EXPECT_GT(FindGpu("B300")->hbm_bytes(), 288e9);
+  for (const char* node : {"DGX-B300", "GB200-NVL72", "GB300-NVL72"}) {
+    const pb::NodeSpec* n = FindNode(node);
+    ASSERT_NE(n, nullptr) << node;
+    EXPECT_TRUE(n->nvswitch());
+    EXPECT_NE(FindGpu(n->gpu()), nullptr) << node;
+    EXPECT_NE(FindNic(n->nic()), nullptr) << node;
+    EXPECT_EQ(n->nics_per_node(), n->gpus_per_node()) << node;  // one compute NIC per GPU
+  }
+  EXPECT_EQ(FindNode("GB200-NVL72")->gpus_per_node(), 72);         // one 72-GPU NVLink domain
+  EXPECT_GT(FindNode("GB300-NVL72")->host_memory_bytes(), 17e12);  // 36 Grace x 480 GB
+  EXPECT_EQ(FindNode("DGX-B300")->nic(), "XDR-800");
+  EXPECT_DOUBLE_EQ(FindNic("ConnectX-8")->gbit_per_s(), 800);
+  EXPECT_EQ(FindNic("XDR-800")->switch_radix(), 144);  // Quantum-X800 Q3400
+}
+
+TEST(CatalogueTest, EthernetNicsSayRoceAndWhetherTheyRouteAdaptively) {
+  EXPECT_EQ(FindNic("NDR-400")->fabric(), pb::NicSpec::INFINIBAND);
+  EXPECT_EQ(FindNic("RoCE-400")->fabric(), pb::NicSpec::ROCE);
+  EXPECT_FALSE(FindNic("RoCE-400")->adaptive_routing());
+  EXPECT_TRUE(FindNic("SpectrumX-400")->adaptive_routing());
+  EXPECT_DOUBLE_EQ(FindNic("SpectrumX-800")->gbit_per_s(), 800);
+  EXPECT_GT(FindNic("RoCE-400")->latency_us(), FindNic("NDR-400")->latency_us());
+}
+
+comm::TopologySpec TopologyOf(const std::string& cluster) {
+  const std::string text = "cluster { " + cluster +
+                           " }\nmodel { layers: 4 hidden: 1024 heads: 8 }\n"
+                           "training { steps: 1 }\n";
+  auto scenario = ParseScenarioText(text, "test.textproto", {});
+  EXPECT_TRUE(scenario.ok()) << scenario.status().message();
+  auto resolved = Resolve(*scenario);
+  EXPECT_TRUE(resolved.ok()) << resolved.status().message();
+  return MakeTopologySpec(*resolved);
+}
+
+TEST(CatalogueTopologyTest, NvlsOnHopperAndBlackwellNvswitchNodesOnly) {
+  const comm::TopologySpec a100 = TopologyOf("gpu: \"A100\" nodes: 2");
+  EXPECT_FALSE(a100.nvls);  // NVSwitch 2: no NVLink SHARP
+  const comm::TopologySpec h100 = TopologyOf("gpu: \"H100\" nodes: 2");
+  EXPECT_TRUE(h100.nvls);
+  EXPECT_DOUBLE_EQ(h100.nvls_efficiency, 0.85);  // tuning.cc nvlsEfficiency, Hopper
+  const comm::TopologySpec b300 = TopologyOf("node_type: \"DGX-B300\" nodes: 2");
+  EXPECT_TRUE(b300.nvls);
+  EXPECT_DOUBLE_EQ(b300.nvls_efficiency, 0.74);  // Blackwell
+  EXPECT_DOUBLE_EQ(b300.nic_Gbps, 800);
+  EXPECT_FALSE(h100.sharp);
+  EXPECT_TRUE(TopologyOf("gpu: \"H100\" nodes: 2 topology { sharp: true }").sharp);
+}
+
+TEST(CatalogueTopologyTest, RoceCostsHeadersAndEcmpCollisionsOnTheUplinks) {
+  const comm::TopologySpec ib = TopologyOf("gpu: \"H100\" nodes: 2");
+  const comm::TopologySpec roce = TopologyOf("gpu: \"H100\" nodes: 2 nic: \"RoCE-400\"");
+  const comm::TopologySpec sx = TopologyOf("gpu: \"H100\" nodes: 2 nic: \"SpectrumX-400\"");
+  EXPECT_DOUBLE_EQ(ib.uplink_efficiency, 1.0);
+  // ECMP: F flows hashed onto F up-links use 1 − (1 − 1/F)^F → 1 − 1/e of them.
+  EXPECT_NEAR(roce.uplink_efficiency, 1.0 - std::exp(-1.0), 1e-12);
+  EXPECT_DOUBLE_EQ(sx.uplink_efficiency, 0.95);  // Spectrum-X adaptive routing (NVIDIA)
+  // RoCEv2 carries 82 header bytes per 4096-byte MTU against InfiniBand's 26.
+  EXPECT_NEAR(roce.nic_efficiency / ib.nic_efficiency, 4122.0 / 4178.0, 1e-12);
+  EXPECT_GT(roce.nic_latency_us, ib.nic_latency_us);
+  // SHARP is an InfiniBand switch feature: not on an Ethernet fabric.
+  EXPECT_FALSE(
+      TopologyOf("gpu: \"H100\" nodes: 2 nic: \"RoCE-400\" topology { sharp: true }").sharp);
 }
 
 }  // namespace
