@@ -114,7 +114,7 @@ Error ValidateCluster(const pb::Scenario& s) {
                                   node->gpu() + "); set cluster.node_type to a node with " +
                                   c.gpu() + " or leave it empty");
   }
-  if (auto e = Range("cluster.nics_per_node", c.nics_per_node(), 1, 64, "NICs per node")) return e;
+  if (auto e = Range("cluster.nics_per_node", c.nics_per_node(), 1, 1024, "NICs per node")) return e;
   if (auto e = Range("cluster.spare_nodes", c.spare_nodes(), 0, 1000000, "spare nodes")) return e;
   const pb::Topology& t = c.topology();
   if (auto e = Finite("cluster.topology.oversubscription", t.oversubscription(), 1.0, 1000.0, false,

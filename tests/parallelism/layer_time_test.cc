@@ -167,7 +167,7 @@ TEST(OptimizerTimeTest, Fp16LossScalingAddsTheGradientCopyAndUnscale) {
   const GpuSpec gpu;
   const ComputeParams p;
   const double params = 1e9;
-  const double rate = gpu.hbm_bytes_per_s * p.memory_efficiency;
+  const double rate = AchievableHbmBytesPerS(gpu);
   EXPECT_NEAR(OptimizerTimeSeconds(gpu, p, params), 2 * p.kernel_overhead_s + params * 38 / rate,
               1e-12);
   EXPECT_NEAR(OptimizerTimeSeconds(gpu, p, params, true) - OptimizerTimeSeconds(gpu, p, params),
