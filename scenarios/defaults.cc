@@ -62,6 +62,9 @@ std::optional<FieldError> FillModelDefaults(pb::Model* m) {
   if (!m->has_linear_bias()) m->set_linear_bias(true);
   if (!m->has_normalization()) m->set_normalization(pb::Model::LAYERNORM);
   if (!m->has_dropout()) m->set_dropout(true);
+  if (!m->has_fp8_recipe()) m->set_fp8_recipe(pb::Model::DELAYED);
+  if (!m->has_fp8_attention()) m->set_fp8_attention(false);
+  if (!m->has_attention_backend()) m->set_attention_backend(pb::Model::TRANSFORMER_ENGINE);
   if (m->has_moe()) {
     pb::Moe* moe = m->mutable_moe();
     if (!moe->has_expert_ffn_hidden() && m->has_ffn_hidden()) {

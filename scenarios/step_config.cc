@@ -252,6 +252,13 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   // TE casts each weight to FP8 on a step's first micro-batch and reuses it (Megatron-Core
   // passes is_first_microbatch): micro-batches per step = global batch / (micro-batch · DP).
   const int64_t per_step = std::max<int64_t>(1, int64_t(r.dp) * p.micro_batch());
+  c.compute.fp8_recipe = m.fp8_recipe() == pb::Model::MXFP8     ? par::Fp8Recipe::kMxfp8
+                         : m.fp8_recipe() == pb::Model::CURRENT ? par::Fp8Recipe::kCurrent
+                                                                : par::Fp8Recipe::kDelayed;
+  c.compute.fp8_attention = m.fp8_attention();
+  c.compute.attention_backend = m.attention_backend() == pb::Model::FLASH_ATTENTION
+                                    ? par::AttentionBackend::kFlashAttention
+                                    : par::AttentionBackend::kTransformerEngine;
   c.compute.fp8_weight_cast_reuse = int(std::max<int64_t>(1, p.global_batch() / per_step));
   if (c.gpu.peak_flops <= 0) {
     return Status::InvalidArgument("model.precision: GPU " + r.gpu.name() +

@@ -199,8 +199,13 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
 
 }  // namespace
 
-Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& cfg, const GemmCalibration& gemm,
+Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCalibration& gemm,
                                           const GroupTimers& timers) {
+  // FP8 weights are cast once per step and reused by every micro-batch (TE caches the FP8
+  // weight across gradient-accumulation steps): the layout's own micro-batch count, whatever
+  // the scenario's layout was (the sweep and validate change it).
+  StepConfig cfg = config;
+  cfg.compute.fp8_weight_cast_reuse = int(std::max<int64_t>(1, cfg.parallel.num_micro_batches()));
   const ParallelConfig& c = cfg.parallel;
   const ModelSpec& m = cfg.model;
   const TensorSplit split = c.split();
