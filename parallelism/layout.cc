@@ -132,14 +132,25 @@ std::vector<ChunkLayers> ChunkLayerRanges(const ModelSpec& m, const ParallelConf
                                     (r == c.pp - 1 && c.last_stage_layers >= 0));
     if (!fixed) per_rank[r] = free_ranks > 0 ? rest / free_ranks : 0;
   }
-  // Virtual stage j = chunk·pp + rank holds per_rank[rank] / v layers, in model order of j.
+  // Virtual stage j = chunk·pp + rank holds per_rank[rank] / v layers, in model order of j. A
+  // first or last stage whose layers do not divide into v chunks gives the shortfall to its
+  // first chunk (the one with the embedding) or its last chunk (the one with the output layer
+  // and loss), as Llama 3 did (126 layers on 16 stages × 8 chunks: the first chunk of the first
+  // stage holds only the embedding, the last chunk of the last stage only the loss).
   std::vector<ChunkLayers> out(size_t(c.pp) * v);
+  auto chunk_layers = [&](int rank, int chunk) {
+    const int n = per_rank[size_t(rank)];
+    const int base = n / v, extra = n % v;  // `extra` chunks get one more layer
+    if (extra == 0) return base;
+    const bool short_first = rank == 0;  // the first stage's short chunks come first
+    return short_first ? base + (chunk >= v - extra ? 1 : 0) : base + (chunk < extra ? 1 : 0);
+  };
   int next = 0;
   for (int chunk = 0; chunk < v; ++chunk) {
     for (int r = 0; r < c.pp; ++r) {
       ChunkLayers& cl = out[size_t(chunk) * c.pp + r];
       cl.first_layer = next;
-      cl.layers = per_rank[r] / v;
+      cl.layers = chunk_layers(r, chunk);
       next += cl.layers;
     }
   }
@@ -233,18 +244,19 @@ Status ValidateStageLayers(const ModelSpec& m, const ParallelConfig& c) {
         "the " +
         Num(m.num_layers) + " layers");
   }
+  for (int given : {c.first_stage_layers, c.last_stage_layers}) {
+    if (given > 0 && given % v != 0 && given % v != v - 1) {
+      return Status::InvalidArgument("first/last stage layers " + Num(given) +
+                                     " must be a multiple of virtual_stages " + Num(v) +
+                                     ", or one less (an end chunk of only the embedding or loss)");
+    }
+  }
   if (free_ranks > 0 && rest % (int64_t(free_ranks) * v) != 0) {
     return Status::InvalidArgument(
         "the " + Num(rest) +
         " layers left after the first/last stages cannot be split evenly "
         "into " +
         Num(free_ranks) + " stages × " + Num(v) + " virtual stages");
-  }
-  for (int given : {c.first_stage_layers, c.last_stage_layers}) {
-    if (given > 0 && given % v != 0) {
-      return Status::InvalidArgument("first/last stage layers " + Num(given) +
-                                     " must be a multiple of virtual_stages " + Num(v));
-    }
   }
   return Status::Ok();
 }

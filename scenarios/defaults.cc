@@ -158,7 +158,9 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_cp()) p->set_cp(1);
   if (!p->has_cp_comm()) p->set_cp_comm(pb::Parallelism::P2P);
   if (!p->has_ep()) p->set_ep(1);
-  if (!p->has_etp()) p->set_etp(1);
+  // Megatron-LM: --expert-tensor-parallel-size defaults to the tensor-parallel size
+  // (arguments.py), so experts are split over TP unless told otherwise.
+  if (!p->has_etp()) p->set_etp(s->model().has_moe() ? p->tp() : 1);
   if (!p->has_shard_group()) p->set_shard_group(0);
   if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
   if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);

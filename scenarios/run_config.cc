@@ -129,7 +129,9 @@ Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
   }
   c.nodes = r.nodes;
   c.gpus_per_node = r.gpus_per_node;
-  c.tp = r.tp;
+  // A data-parallel replica is tp × cp × pp GPUs (context-parallel ranks of a replica share
+  // its weights and fail with it): the run simulation's "tp" is the GPUs of one stage of it.
+  c.tp = r.tp * r.scenario.parallelism().cp();
   c.pp = r.pp;
   c.dp = r.dp;
   c.nics_per_node = r.nics_per_node;
@@ -242,12 +244,13 @@ rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
     const int live = state.live_dp_replicas > 0 ? state.live_dp_replicas : full_dp;
     if (live != full_dp) {
       const int gpn = base.topology.gpus_per_node;
-      const int64_t gpus = int64_t{base.parallel.tp} * base.parallel.pp * live;
+      const int replica = base.parallel.tp * base.parallel.cp * base.parallel.pp;
+      const int64_t gpus = int64_t{replica} * live;
       if (gpn <= 0 || gpus % gpn != 0) {
         return Status::FailedPrecondition(
-            "ELASTIC recovery needs every data-parallel replica to fill whole nodes (tp × pp = " +
-            std::to_string(base.parallel.tp * base.parallel.pp) + " GPUs, " + std::to_string(gpn) +
-            " per node)");
+            "ELASTIC recovery needs every data-parallel replica to fill whole nodes (tp × cp × pp "
+            "= " +
+            std::to_string(replica) + " GPUs, " + std::to_string(gpn) + " per node)");
       }
       cfg.topology.nodes = static_cast<int>(gpus / gpn);
       cfg.parallel.dp = live;

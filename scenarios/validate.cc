@@ -114,7 +114,8 @@ Error ValidateCluster(const pb::Scenario& s) {
                                   node->gpu() + "); set cluster.node_type to a node with " +
                                   c.gpu() + " or leave it empty");
   }
-  if (auto e = Range("cluster.nics_per_node", c.nics_per_node(), 1, 1024, "NICs per node")) return e;
+  if (auto e = Range("cluster.nics_per_node", c.nics_per_node(), 1, 1024, "NICs per node"))
+    return e;
   if (auto e = Range("cluster.spare_nodes", c.spare_nodes(), 0, 1000000, "spare nodes")) return e;
   const pb::Topology& t = c.topology();
   if (auto e = Finite("cluster.topology.oversubscription", t.oversubscription(), 1.0, 1000.0, false,
@@ -345,10 +346,15 @@ Error ValidateStageLayers(const pb::Scenario& s) {
                           " middle stages do not divide evenly into " + Str(free_ranks) + " x " +
                           Str(v) + " chunks");
   }
+  // With v chunks per stage, an end stage may be one layer short of a multiple of v: its first
+  // (last) chunk then holds only the embedding (the loss), as Llama 3 ran (Megatron's
+  // account_for_embedding/loss_in_pipeline_split).
   for (int given : {p.first_stage_layers(), p.last_stage_layers()}) {
-    if (given > 0 && given % v != 0) {
-      return Err(field,
-                 "stage layers " + Str(given) + " must be a multiple of virtual_stages " + Str(v));
+    if (given % v != 0 && given % v != v - 1) {
+      return Err(field, "stage layers " + Str(given) + " must be a multiple of virtual_stages " +
+                            Str(v) +
+                            ", or one less (the end chunk then holds only the "
+                            "embedding or the loss)");
     }
   }
   return std::nullopt;

@@ -18,12 +18,17 @@ Pipeline::Pipeline(StepState* state, std::vector<ChunkCost> costs, GradientSync*
   if (st_->trace.enabled()) {
     const StepConfig& cfg = st_->cfg;
     const parallelism::GemmCalibration cal = GemmCalibrationOf(cfg);
-    for (const parallelism::KernelOp& op :
-         LayerOps(cfg.model, st_->c.split(), st_->c.micro_batch)) {
-      layer_ops_.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
-                            OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal),
-                            op.selective_recompute});
+    for (bool moe : {false, true}) {
+      if (moe && !cfg.model.moe.enabled()) break;
+      std::vector<KernelTime>& out = moe ? moe_ops_ : layer_ops_;
+      for (const parallelism::KernelOp& op :
+           LayerOps(cfg.model, st_->c.split(), st_->c.micro_batch, moe)) {
+        out.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
+                       OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal),
+                       op.selective_recompute});
+      }
     }
+    ranges_ = parallelism::ChunkLayerRanges(cfg.model, st_->c);
   }
 }
 
@@ -137,30 +142,31 @@ void Pipeline::RunTask(int ei, double gather_s) {
 // The first micro-batch's passes broken into their kernels, layer by layer (nested inside the
 // task's slice; the embedding and head kernels are the rest of the task).
 void Pipeline::KernelSlices(const Executor& e, const Task& t, double start) {
-  const int pp = st_->c.pp;
-  const int layers = st_->cfg.model.num_layers / (pp * st_->v);
+  const int j = t.chunk * st_->c.pp + e.stage;
+  const parallelism::ChunkLayers& range = ranges_[size_t(j)];
   const parallelism::Recompute recompute = st_->c.recompute;
   double at = start;
   auto put = [&](const std::string& name, double dur) {
     st_->trace.Slice(e.gpu, 0, name, "kernel", at, dur * e.slow);
     at += dur * e.slow;
   };
-  for (int l = 0; l < layers; ++l) {
+  for (int l = 0; l < range.layers; ++l) {
+    const int index = range.first_layer + (t.forward ? l : range.layers - 1 - l);
+    const std::vector<KernelTime>& ops = st_->cfg.model.IsMoeLayer(index) ? moe_ops_ : layer_ops_;
     // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
     std::string layer = "L";
-    layer.append(std::to_string(t.chunk * pp * layers + e.stage * layers +
-                                (t.forward ? l : layers - 1 - l)));
+    layer.append(std::to_string(index));
     if (t.forward) {
-      for (const KernelTime& k : layer_ops_) put(layer + " " + k.name, k.fwd_s);
+      for (const KernelTime& k : ops) put(layer + " " + k.name, k.fwd_s);
       continue;
     }
-    for (const KernelTime& k : layer_ops_) {
+    for (const KernelTime& k : ops) {
       if (recompute == parallelism::Recompute::kFull ||
           (recompute == parallelism::Recompute::kSelective && k.selective)) {
         put(layer + " recompute " + k.name, k.fwd_s);
       }
     }
-    for (auto it = layer_ops_.rbegin(); it != layer_ops_.rend(); ++it) {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       put(layer + " " + it->name + " bwd", it->bwd_s);
     }
   }

@@ -53,7 +53,9 @@ class Pipeline {
   std::vector<std::vector<parallelism::Task>> orders_;
   std::vector<Send> sends_;
   std::vector<size_t> free_sends_;
-  std::vector<KernelTime> layer_ops_;  // one layer's kernels, for the trace
+  std::vector<KernelTime> layer_ops_;             // one dense layer's kernels, for the trace
+  std::vector<KernelTime> moe_ops_;               // one MoE layer's kernels
+  std::vector<parallelism::ChunkLayers> ranges_;  // each virtual stage's layers
 };
 
 }  // namespace trainsim::step
