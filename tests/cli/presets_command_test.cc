@@ -195,7 +195,8 @@ TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttention
       {"--context-parallel-size", "2"},
       {"--cp-comm-type", "a2a"},
       {"--expert-model-parallel-size", "32"},
-      {"--expert-tensor-parallel-size", "1"},
+      // Not set in the scenario: Megatron-LM (and trainsim) default it to the TP size.
+      {"--expert-tensor-parallel-size", "2"},
       {"--decoder-first-pipeline-num-layers", "3"},
       {"--decoder-last-pipeline-num-layers", "2"},
       {"--recompute-granularity", "full"},
