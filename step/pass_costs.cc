@@ -302,8 +302,9 @@ ParamSplit StageParams(const StepConfig& cfg, int stage) {
 
 double PipelineSendBytes(const StepConfig& cfg, int nic_share) {
   const ParallelConfig& c = cfg.parallel;
-  double bytes =
-      double(c.micro_batch) * cfg.model.seq_len * cfg.model.hidden * cfg.model.bytes_per_element;
+  // Each CP rank sends the boundary activation of its own s/cp tokens.
+  double bytes = double(c.micro_batch) * cfg.model.seq_len / c.cp * cfg.model.hidden *
+                 cfg.model.bytes_per_element;
   if ((c.pp_scatter_gather || c.sequence_parallel) && c.tp > 1) bytes /= c.tp;
   return bytes * nic_share;
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "step/pass_costs.h"
 #include "step/step_simulation.h"
 
 namespace trainsim::step {
@@ -158,6 +159,16 @@ TEST(ModernLayoutsTest, ContextParallelRanksReduceGradientsTogetherWithoutDataPa
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(TraceHas(*r, "dp grad reduce"));
   EXPECT_GT(r->breakdown.exposed_cp_comm_s + r->breakdown.compute_s, 0);
+}
+
+TEST(ModernLayoutsTest, ContextParallelRanksSendOnlyTheirTokensDownThePipeline) {
+  // A CP rank holds s/cp tokens, so its boundary activation is 1/cp of the sequence's.
+  StepConfig c = Gpt(2, 8, 8, 2, 1, 2);
+  const double whole = PipelineSendBytes(c, 1);
+  c.parallel.cp = 2;
+  EXPECT_DOUBLE_EQ(PipelineSendBytes(c, 1), whole / 2);
+  // 1/tp of b·s·h·2 bytes with Narayanan's scatter/gather: 2048 · 4096 · 2 / 8 over cp 2.
+  EXPECT_DOUBLE_EQ(PipelineSendBytes(c, 1), 2048.0 * 4096 * 2 / 8 / 2);
 }
 
 }  // namespace
