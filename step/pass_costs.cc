@@ -319,7 +319,11 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
   const double bucket_params = c.dp_bucket_bytes > 0
                                    ? c.dp_bucket_bytes / grad_bytes
                                    : std::max(40e6, 1e6 * dense_ranks);  // Megatron-LM default
-  const double chunk_params = params.total() / v;
+  // Only gradients that have a group to be reduced over fill buckets (Megatron keeps dense and
+  // expert parameters in separate bucket groups; an expert-DP group of one reduces nothing).
+  const double chunk_params = ((dense_ranks > 1 ? params.dense : 0.0) +
+                               (expert_ranks > 1 ? params.expert : 0.0)) /
+                              v;
   GradientBuckets b;
   // Without overlap the reduction runs after the last backward over the contiguous gradient
   // buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL pipelines
