@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "parallelism/model.h"
 #include "scenarios/catalogue.h"
 #include "scenarios/scenario.h"
 
@@ -57,8 +61,27 @@ ArchAndSms ArchOf(const pb::GpuSpec& gpu) {
 }
 
 // scenario name → whether its micro-batch size is published.
-Result<std::map<std::string, bool>> ReadPublishedTable(const std::filesystem::path& dir) {
-  std::map<std::string, bool> out;
+// One line of DIR/published.csv.
+struct PublishedEntry {
+  bool micro_batch_published = true;
+  double tokens_per_sec_per_gpu = 0;  // 0: not given
+  double model_tflops_per_gpu = 0;
+};
+
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out(1);
+  for (char ch : line) {
+    if (ch == ',') {
+      out.emplace_back();
+    } else if (ch != '\r') {
+      out.back() += ch;
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, PublishedEntry>> ReadPublishedTable(const std::filesystem::path& dir) {
+  std::map<std::string, PublishedEntry> out;
   std::ifstream in(dir / "published.csv");
   if (!in) return out;  // no table: every row's micro-batch is taken as published
   std::string line;
@@ -71,15 +94,47 @@ Result<std::map<std::string, bool>> ReadPublishedTable(const std::filesystem::pa
       header = false;
       continue;
     }
-    const size_t comma = line.find(',');
-    if (comma == std::string::npos) {
-      return Status::InvalidArgument((dir / "published.csv").string() + ":" +
-                                     std::to_string(line_no) +
-                                     ": expected 'scenario,micro_batch_published'");
+    const std::vector<std::string> f = SplitCsv(line);
+    const std::string where = (dir / "published.csv").string() + ":" + std::to_string(line_no);
+    if (f.size() < 2 || f.size() > 4) {
+      return Status::InvalidArgument(where +
+                                     ": expected 'scenario,micro_batch_published"
+                                     "[,tokens_per_sec_per_gpu,model_tflops_per_sec_per_gpu]'");
     }
-    out[line.substr(0, comma)] = line.substr(comma + 1) == "true";
+    PublishedEntry e;
+    e.micro_batch_published = f[1] == "true";
+    for (size_t i = 2; i < f.size(); ++i) {
+      if (f[i].empty()) continue;
+      char* end = nullptr;
+      const double v = std::strtod(f[i].c_str(), &end);
+      if (end == f[i].c_str() || *end != '\0' || !(v > 0)) {
+        return Status::InvalidArgument(where + ": '" + f[i] + "' is not a positive number");
+      }
+      (i == 2 ? e.tokens_per_sec_per_gpu : e.model_tflops_per_gpu) = v;
+    }
+    out[f[0]] = e;
   }
   return out;
+}
+
+// The fastest of `candidates` micro-batches (invalid or, unless allow_oom, non-fitting ones
+// skipped); the last error when none runs.
+Result<std::pair<step::StepResult, int>> FastestMicroBatch(const step::StepConfig& base,
+                                                           const std::vector<int>& candidates) {
+  std::optional<std::pair<step::StepResult, int>> best;
+  Status last_error = Status::Ok();
+  for (int mb : candidates) {
+    step::StepConfig c = base;
+    c.parallel.micro_batch = mb;
+    Result<step::StepResult> r = step::SimulateStep(c);
+    if (!r.ok()) {
+      last_error = r.status();
+      continue;  // does not divide the batch or does not fit: not a candidate
+    }
+    if (!best || r->time_s < best->first.time_s) best = {std::move(*r), mb};
+  }
+  if (!best) return last_error;
+  return std::move(*best);
 }
 
 }  // namespace
@@ -301,7 +356,7 @@ Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) return Status::NotFound("no *.textproto scenarios in '" + dir + "'");
-  Result<std::map<std::string, bool>> table = ReadPublishedTable(dir);
+  Result<std::map<std::string, PublishedEntry>> table = ReadPublishedTable(dir);
   if (!table.ok()) return table.status();
 
   std::vector<ValidationRow> rows;
@@ -314,7 +369,12 @@ Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
     ValidationRow row;
     row.scenario = resolved->scenario.name();
     row.source = pub.source();
-    if (pub.has_tflops_per_gpu()) {
+    auto it = table->find(row.scenario);
+    const PublishedEntry entry = it != table->end() ? it->second : PublishedEntry{};
+    if (entry.tokens_per_sec_per_gpu > 0) {
+      row.metric = "tokens_per_sec_per_gpu";
+      row.published = entry.tokens_per_sec_per_gpu;
+    } else if (pub.has_tflops_per_gpu()) {
       row.metric = "tflops_per_gpu";
       row.published = pub.tflops_per_gpu();
     } else if (pub.has_iteration_time_s()) {
@@ -325,29 +385,35 @@ Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
     }
     Result<step::StepConfig> base = scenarios::MakeStepConfig(*resolved);
     if (!base.ok()) return base.status().WithPrefix(file.string());
-    auto it = table->find(row.scenario);
-    row.micro_batch_searched = it != table->end() && !it->second;
+    row.micro_batch_searched = !entry.micro_batch_published;
     std::vector<int> candidates = {base->parallel.micro_batch};
-    if (row.micro_batch_searched) candidates = {1, 2, 4, 8};
-    std::optional<step::StepResult> best;
-    Status last_error = Status::Ok();
-    for (int mb : candidates) {
-      step::StepConfig c = *base;
-      c.parallel.micro_batch = mb;
-      Result<step::StepResult> r = step::SimulateStep(c);
-      if (!r.ok()) {
-        last_error = r.status();
-        continue;  // does not divide the batch or does not fit: not a candidate
-      }
-      if (!best || r->time_s < best->time_s) {
-        best = std::move(*r);
-        row.micro_batch = mb;
-      }
+    if (row.micro_batch_searched) {
+      candidates = {1, 2, 4, 8};
+    } else {
+      base->allow_oom = true;  // the published run fitted; memory_fits reports the model's view
     }
-    if (!best) return last_error.WithPrefix(file.string());
-    row.step_time_s = best->time_s;
-    row.mfu = best->mfu;
-    row.predicted = row.metric == "tflops_per_gpu" ? best->tflops_per_gpu : best->time_s;
+    Result<std::pair<step::StepResult, int>> best = FastestMicroBatch(*base, candidates);
+    if (!best.ok()) return best.status().WithPrefix(file.string());
+    const step::StepResult& res = best->first;
+    row.micro_batch = best->second;
+    row.step_time_s = res.time_s;
+    row.mfu = res.mfu;
+    row.memory_fits = res.memory.fits;
+    row.peak_memory_gb = res.memory.peak_bytes / 1e9;
+    row.breakdown = res.breakdown;
+    const double gpus = double(resolved->num_gpus);
+    const double batch = double(base->parallel.global_batch);
+    if (row.metric == "tokens_per_sec_per_gpu") {
+      row.predicted = batch * double(base->model.seq_len) / (res.time_s * gpus);
+    } else {
+      row.predicted = row.metric == "tflops_per_gpu" ? res.tflops_per_gpu : res.time_s;
+    }
+    if (entry.model_tflops_per_gpu > 0) {
+      row.model_tflops_published = entry.model_tflops_per_gpu;
+      row.model_tflops_predicted =
+          parallelism::MegatronModelFlopsPerIteration(base->model, base->parallel.global_batch) /
+          (res.time_s * gpus) / 1e12;
+    }
     row.error = row.predicted / row.published - 1;
     rows.push_back(row);
   }

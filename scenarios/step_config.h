@@ -40,8 +40,9 @@ step::ClusterState MakeFaultedClusterState(const ResolvedScenario& r);
 // One row of `trainsim validate`: a scenario in scenarios/validation/ with a published value.
 struct ValidationRow {
   std::string scenario;
-  std::string source;
-  std::string metric;  // "tflops_per_gpu" or "iteration_time_s"
+  std::string source;  // the table the row belongs to (published.source); MAPE is per source
+  // "tokens_per_sec_per_gpu", "tflops_per_gpu" or "iteration_time_s"
+  std::string metric;
   double predicted = 0;
   double published = 0;
   double error = 0;  // predicted / published − 1
@@ -49,13 +50,26 @@ struct ValidationRow {
   bool micro_batch_searched = false;
   double step_time_s = 0;
   double mfu = 0;
+  // Model TFLOP/s per GPU in Megatron-Core's count (parallelism::MegatronModelFlopsPerIteration
+  // over step time and GPUs), shown where published.csv gives the published figure (else 0).
+  double model_tflops_predicted = 0;
+  double model_tflops_published = 0;
+  // The memory model's verdict on the published layout. A row whose micro-batch is published
+  // ran on real hardware, so it is timed even when the model says it does not fit (the row
+  // then reports the memory model's overestimate rather than failing).
+  bool memory_fits = true;
+  double peak_memory_gb = 0;
+  step::StepBreakdown breakdown;  // of the report GPU (the step's critical stage)
 };
 
 // Runs every *.textproto in `dir` (sorted by name) that has a published value, with `sets`
-// (--set overrides) applied to each. Rows listed in DIR/published.csv as not publishing their
-// micro-batch run with the fastest of 1, 2, 4, 8 that is valid and fits; the others as written.
-// TFLOP/s per GPU is compared when published (hardware FLOPs, Narayanan's convention), else
-// the iteration time.
+// (--set overrides) applied to each. DIR/published.csv (columns scenario,
+// micro_batch_published[, tokens_per_sec_per_gpu, model_tflops_per_sec_per_gpu]) says which
+// rows do not publish their micro-batch (run with the fastest of 1, 2, 4, 8 that is valid and
+// fits; the others as written) and holds the Megatron-Bridge throughput figures, which the
+// scenario proto has no field for. Metric, first published of: tokens/s per GPU (global batch ·
+// seq / (step time · GPUs)), TFLOP/s per GPU (hardware FLOPs, Narayanan's convention), the
+// iteration time.
 Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
                                                  const std::vector<std::string>& sets);
 

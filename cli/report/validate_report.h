@@ -1,6 +1,8 @@
 // cli/report/validate_report.h — `trainsim validate`'s reports: every published run predicted,
-// with its error, and the mean absolute percentage error by source and overall, as a table or
-// as JSON {rows, mape_by_source, mape}.
+// with its error, grouped into one table per source (published.source) with that table's mean
+// absolute percentage error, then the overall MAPE; throughput rows add the step breakdown and,
+// where published, Megatron model TFLOP/s per GPU. JSON: {rows[] (with breakdown, memory verdict,
+// model_tflops_per_gpu), tables[] {source, rows, count, mape}, mape_by_source, mape}.
 #ifndef TRAINSIM_CLI_REPORT_VALIDATE_REPORT_H_
 #define TRAINSIM_CLI_REPORT_VALIDATE_REPORT_H_
 
