@@ -113,11 +113,48 @@ double OpSeconds(const StepConfig& cfg, const GemmCalibration& cal,
   return 0;
 }
 
-double GemmSeconds(const StepConfig& cfg, const GemmCalibration& cal,
-                   const std::vector<KernelOp>& ops, bool forward) {
+// The GEMMs whose input TP all-gathers or whose output TP reduce-scatters under sequence
+// parallelism (column- and row-parallel linears); not the router, the experts (EP all-to-all),
+// MLA's replicated down-projections or the logits.
+bool TpPairedGemm(const KernelOp& op) {
+  if (op.kind != OpKind::kGemm) return false;
+  return op.name != "router" && op.name != "logits" && op.name != "q_down" &&
+         op.name != "kv_down" && op.name.rfind("expert_", 0) != 0;
+}
+
+// Transformer Engine's userbuffers run each TP-paired GEMM as tp chunks of m/tp rows, one per
+// step of the ring exchange (all-gather) or pipelined reduce-scatter: the seconds of the
+// chunked GEMMs, forward or backward (backward: the dgrad is chunked, the wgrad is not).
+double ChunkedGemmSeconds(const StepConfig& cfg, const GemmCalibration& cal,
+                          const std::vector<KernelOp>& ops, bool forward, int tp) {
   double total = 0;
   for (const KernelOp& op : ops) {
-    if (op.kind == OpKind::kGemm) total += OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
+    if (!TpPairedGemm(op)) continue;
+    const double whole = OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
+    if (tp <= 1 || op.m < tp) {
+      total += whole;
+      continue;
+    }
+    KernelOp chunk = op;
+    chunk.m = op.m / tp;
+    const double e = cfg.model.bytes_per_element, b = double(op.batch);
+    const double bytes =
+        b * e * (double(chunk.m) * op.k + double(op.k) * op.n + double(chunk.m) * op.n);
+    chunk.fwd_matmul_flops = op.fwd_matmul_flops / tp;
+    chunk.bwd_matmul_flops = op.bwd_matmul_flops / tp;
+    chunk.fwd_bytes = bytes;
+    chunk.bwd_bytes = 2 * bytes;
+    const double chunked = tp * OpTimeSeconds(cfg.gpu, cfg.compute, chunk, forward, &cal);
+    total += forward ? chunked : 0.5 * (chunked + whole);
+  }
+  return total;
+}
+
+double PairedGemmSeconds(const StepConfig& cfg, const GemmCalibration& cal,
+                         const std::vector<KernelOp>& ops, bool forward) {
+  double total = 0;
+  for (const KernelOp& op : ops) {
+    if (TpPairedGemm(op)) total += OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
   }
   return total;
 }
@@ -187,13 +224,21 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     }
   }
   const double sms = cfg.gpu.num_sms;
-  const UbOverlap f = OverlapTp(ag[0], rs[0], GemmSeconds(cfg, gemm, ops, true), c.tp, sms);
-  const UbOverlap b = OverlapTp(ag[1], rs[1], GemmSeconds(cfg, gemm, ops, false), c.tp, sms);
-  lc.tp_fwd += f.exposed;
-  lc.fwd += f.compute_penalty;
-  lc.tp_bwd += b.exposed;
-  lc.bwd += b.compute_penalty;
-  if (c.recompute == Recompute::kFull) lc.recompute += f.compute_penalty;
+  if (c.tp_comm_overlap && c.tp > 1) {
+    // The chunked GEMMs are what hides the communication, and their lower efficiency (each
+    // chunk has m/tp rows: more wave quantisation) is a cost of the overlap.
+    const double chunked_f = ChunkedGemmSeconds(cfg, gemm, ops, true, c.tp);
+    const double chunked_b = ChunkedGemmSeconds(cfg, gemm, ops, false, c.tp);
+    const double chunk_cost_f = chunked_f - PairedGemmSeconds(cfg, gemm, ops, true);
+    const double chunk_cost_b = chunked_b - PairedGemmSeconds(cfg, gemm, ops, false);
+    const UbOverlap f = OverlapTp(ag[0], rs[0], chunked_f, c.tp, sms);
+    const UbOverlap b = OverlapTp(ag[1], rs[1], chunked_b, c.tp, sms);
+    lc.tp_fwd += f.exposed;
+    lc.fwd += f.compute_penalty + chunk_cost_f;
+    lc.tp_bwd += b.exposed;
+    lc.bwd += b.compute_penalty + chunk_cost_b;
+    if (c.recompute == Recompute::kFull) lc.recompute += f.compute_penalty + chunk_cost_f;
+  }
   return lc;
 }
 
