@@ -252,11 +252,6 @@ Error ValidateExpertAndContext(const pb::Scenario& s) {
   }
   if (m.has_moe()) {
     const int64_t block = static_cast<int64_t>(p.tp()) * p.cp() * p.dp();
-    if (block % (static_cast<int64_t>(p.ep()) * p.etp()) != 0) {
-      return Err("parallelism.ep", "ep x etp = " + Str(p.ep()) + " x " + Str(p.etp()) +
-                                       " must divide tp x cp x dp = " + Str(block) +
-                                       " (Megatron-Core folds experts into the same ranks)");
-    }
     if (m.moe().experts() % p.ep() != 0) {
       return Err("parallelism.ep", "ep " + Str(p.ep()) + " must divide the " +
                                        Str(m.moe().experts()) + " experts (one of " +
@@ -266,6 +261,12 @@ Error ValidateExpertAndContext(const pb::Scenario& s) {
       return Err("parallelism.etp", "etp " + Str(p.etp()) +
                                         " must divide model.moe.expert_ffn_hidden " +
                                         Str(m.moe().expert_ffn_hidden()));
+    }
+    if (block % (static_cast<int64_t>(p.ep()) * p.etp()) != 0) {
+      return Err(p.has_etp() && block % p.ep() == 0 ? "parallelism.etp" : "parallelism.ep",
+                 "ep x etp = " + Str(p.ep()) + " x " + Str(p.etp()) +
+                     " must divide tp x cp x dp = " + Str(block) +
+                     " (Megatron-Core folds experts into the same ranks)");
     }
   }
   if (p.cp() > 1 && m.seq_len() % (2 * p.cp()) != 0) {
@@ -447,6 +448,12 @@ Error ValidateParallelism(const pb::Scenario& s) {
                    Str(p.tp()) + ")");
   }
   if (auto e = Range("parallelism.zero_stage", p.zero_stage(), 0, 3, "zero_stage")) return e;
+  if (p.zero_stage() == 3 && p.pp() > 1) {
+    return Err("parallelism.zero_stage",
+               "ZeRO-3 (FSDP) with pipeline parallelism (pp " + Str(p.pp()) +
+                   ") is not supported: every micro-batch would re-gather each stage's weights; "
+                   "use zero_stage 1 or 2 with pp > 1, or pp 1 with zero_stage 3");
+  }
   if (auto e = Range("parallelism.dp_bucket_bytes", p.dp_bucket_bytes(), 1, int64_t{1} << 40,
                      "dp_bucket_bytes")) {
     return e;

@@ -366,9 +366,8 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
                                    : std::max(40e6, 1e6 * dense_ranks);  // Megatron-LM default
   // Only gradients that have a group to be reduced over fill buckets (Megatron keeps dense and
   // expert parameters in separate bucket groups; an expert-DP group of one reduces nothing).
-  const double chunk_params = ((dense_ranks > 1 ? params.dense : 0.0) +
-                               (expert_ranks > 1 ? params.expert : 0.0)) /
-                              v;
+  const double chunk_params =
+      ((dense_ranks > 1 ? params.dense : 0.0) + (expert_ranks > 1 ? params.expert : 0.0)) / v;
   GradientBuckets b;
   // Without overlap the reduction runs after the last backward over the contiguous gradient
   // buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL pipelines

@@ -201,7 +201,7 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
       : r.virtual_stages > 1
           ? "interleaved 1F1B (" + std::to_string(r.virtual_stages) + " chunks per rank)"
           : "1F1B";
-  out += CheckLine("PipelineSchedule", schedule + ", recompute " +
+  out += CheckLine("Schedule", schedule + ", recompute " +
                                            pb::Parallelism::Recompute_Name(p.recompute()) +
                                            ", sequence parallel " + OnOff(p.sequence_parallel()) +
                                            ", ZeRO-" + std::to_string(p.zero_stage()));

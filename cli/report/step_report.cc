@@ -96,9 +96,15 @@ std::string CalibrationLines(const step::CalibrationUse& u) {
 
 std::string LayoutText(const step::StepConfig& c) {
   const par::ParallelConfig& p = c.parallel;
-  std::string s = "TP " + std::to_string(p.tp) + " x PP " + std::to_string(p.pp) + " x DP " +
-                  std::to_string(p.dp) + " = " + std::to_string(p.num_gpus()) + " GPUs, " +
-                  par::ScheduleName(p.schedule);
+  std::string s = "TP " + std::to_string(p.tp) +
+                  (p.cp > 1 ? " x CP " + std::to_string(p.cp) : std::string()) + " x PP " +
+                  std::to_string(p.pp) + " x DP " + std::to_string(p.dp) + " = " +
+                  std::to_string(p.num_gpus()) + " GPUs";
+  if (p.ep > 1 || p.etp > 1) {
+    s += ", EP " + std::to_string(p.ep) + " x ETP " + std::to_string(p.etp);
+  }
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) s += ", uneven stages";
+  s += ", " + par::ScheduleName(p.schedule);
   if (p.virtual_stages > 1) s += " (" + std::to_string(p.virtual_stages) + " chunks)";
   s += ", micro-batch " + std::to_string(p.micro_batch) + " x " +
        std::to_string(p.num_micro_batches()) + " per pipeline, global batch " +
