@@ -160,6 +160,10 @@ void DataParallelArgs(const pb::Parallelism& p, Args* a) {
   }
   if (p.overlap_grad_reduce()) a->Add("--overlap-grad-reduce");
   if (p.overlap_param_gather()) a->Add("--overlap-param-gather");
+  if (p.moe_a2a_overlap()) {
+    a->Add("--overlap-moe-expert-parallel-comm");
+    a->Add("--delay-wgrad-compute");
+  }
 }
 
 void LayoutArgs(const pb::Scenario& s, Args* a) {

@@ -54,6 +54,10 @@ struct ParallelConfig {
   // Distributed optimizer's parameter all-gather overlapped with the next step's forward
   // (--overlap-param-gather).
   bool overlap_param_gather = false;
+  // Megatron-Core's --overlap-moe-expert-parallel-comm (with --delay-wgrad-compute): in the
+  // steady state of 1F1B a micro-batch's forward and another's backward run as one combined
+  // step, each one's expert all-to-alls under the other's compute.
+  bool moe_a2a_overlap = false;
   int micro_batch = 1;
   int64_t global_batch = 1;  // sequences per iteration, all replicas together
   PipelineSchedule schedule = PipelineSchedule::k1F1B;

@@ -164,6 +164,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_shard_group()) p->set_shard_group(0);
   if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
   if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
+  if (!p->has_moe_a2a_overlap()) p->set_moe_a2a_overlap(false);
   int64_t gpus = static_cast<int64_t>(cl->nodes()) * cl->gpus_per_node();
   int64_t tp_pp = static_cast<int64_t>(p->tp()) * p->pp() * p->cp();
   if (!p->has_dp() && tp_pp > 0 && gpus > 0 && gpus % tp_pp == 0) {

@@ -260,6 +260,7 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.shard_group = p.shard_group();
   c.parallel.tp_comm_overlap = p.tp_comm_overlap();
   c.parallel.overlap_param_gather = p.overlap_param_gather();
+  c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
   c.parallel.micro_batch = p.micro_batch();
   c.parallel.global_batch = p.global_batch();
   c.parallel.virtual_stages = r.virtual_stages;

@@ -224,6 +224,15 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     }
   }
   const double sms = cfg.gpu.num_sms;
+  if (c.moe_a2a_overlap && moe && lc.ep_fwd + lc.ep_bwd > 0) {
+    // The combined 1F1B step runs one micro-batch's forward beside another's backward: the
+    // all-to-alls of each hide under the other's compute. What the pair's compute cannot
+    // cover stays exposed, split between the passes as their traffic is.
+    const double ep = lc.ep_fwd + lc.ep_bwd;
+    const double exposed = std::max(0.0, ep - (lc.fwd + lc.bwd));
+    lc.ep_fwd *= exposed / ep;
+    lc.ep_bwd *= exposed / ep;
+  }
   if (c.tp_comm_overlap && c.tp > 1) {
     // The chunked GEMMs are what hides the communication, and their lower efficiency (each
     // chunk has m/tp rows: more wave quantisation) is a cost of the overlap.

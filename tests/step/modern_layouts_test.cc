@@ -171,5 +171,30 @@ TEST(ModernLayoutsTest, ContextParallelRanksSendOnlyTheirTokensDownThePipeline) 
   EXPECT_DOUBLE_EQ(PipelineSendBytes(c, 1), 2048.0 * 4096 * 2 / 8 / 2);
 }
 
+TEST(ModernLayoutsTest, MoeAllToAllOverlapHidesTheTokenExchangeUnderTheOtherPassCompute) {
+  // A Mixtral-like MoE layer (8 experts, top 2) with EP 8 over two nodes: the all-to-alls cross
+  // the network. Overlapped (Megatron-Core's combined 1F1B), only the traffic beyond the pair's
+  // compute stays exposed: less than before, never more than before, and the compute unchanged.
+  StepConfig c = Gpt(2, 4, 1, 1, 16, 16);
+  c.model.swiglu = true;
+  c.model.ffn_hidden = 14336;
+  c.model.moe.experts = 8;
+  c.model.moe.top_k = 2;
+  c.parallel.ep = 8;
+  c.parallel.zero_stage = 1;
+  Result<StepResult> exposed = SimulateStep(c);
+  c.parallel.moe_a2a_overlap = true;
+  Result<StepResult> overlapped = SimulateStep(c);
+  ASSERT_TRUE(exposed.ok()) << exposed.status().message();
+  ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
+  ASSERT_GT(exposed->breakdown.exposed_ep_comm_s, 0);
+  EXPECT_LT(overlapped->breakdown.exposed_ep_comm_s, exposed->breakdown.exposed_ep_comm_s);
+  // Exposed = max(0, a2a − compute) per layer: at most the traffic beyond the compute.
+  EXPECT_LE(overlapped->breakdown.exposed_ep_comm_s,
+            std::max(0.0, exposed->breakdown.exposed_ep_comm_s - exposed->breakdown.compute_s) +
+                1e-9);
+  EXPECT_DOUBLE_EQ(overlapped->breakdown.compute_s, exposed->breakdown.compute_s);
+}
+
 }  // namespace
 }  // namespace trainsim::step
