@@ -505,6 +505,15 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
     std::string fix = "GPUs with at least " + Gb(best->memory_bytes_per_gpu) + " of memory";
     // More GPUs: the smallest multiple (up to 64×) of the largest count on which a layout fits.
     SweepProblem bigger = problem;
+    // The least memory a degree split can take: the smallest micro-batch, full recomputation
+    // when the sweep may use it (no other technique lowers activations further), so a split that
+    // fits nowhere else is skipped after one memory check instead of fifteen.
+    bigger.micro_batches = {
+        *std::min_element(problem.micro_batches.begin(), problem.micro_batches.end())};
+    if (std::find(problem.recompute_modes.begin(), problem.recompute_modes.end(),
+                  par::Recompute::kFull) != problem.recompute_modes.end()) {
+      bigger.recompute_modes = {par::Recompute::kFull};
+    }
     const int largest = *std::max_element(problem.gpu_counts.begin(), problem.gpu_counts.end());
     for (int k = 2; k <= 64; k *= 2) {
       bigger.gpu_counts = {largest * k};
