@@ -1,6 +1,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -25,6 +26,9 @@ struct SweepOptions {
   bool tp_across_nodes = false;
   std::vector<int> micro_batches;
   int64_t trials = 0;
+  std::vector<int> cp, ep, etp, zero;
+  bool no_uneven = false;
+  bool no_overlaps = false;
 };
 
 int RunSweepCommand(const SweepOptions& opts) {
@@ -54,6 +58,25 @@ int RunSweepCommand(const SweepOptions& opts) {
   if (!problem.ok()) return fail(problem.status());
   problem->tp_across_nodes = opts.tp_across_nodes;
   if (!opts.micro_batches.empty()) problem->micro_batches = opts.micro_batches;
+  for (const auto& [name, list] :
+       {std::pair{"--cp", &opts.cp}, std::pair{"--ep", &opts.ep}, std::pair{"--etp", &opts.etp}}) {
+    for (int d : *list) {
+      if (d < 1) return fail(Status::InvalidArgument(std::string(name) + " degrees must be >= 1"));
+    }
+  }
+  for (int z : opts.zero) {
+    if (z < 0 || z > 3) return fail(Status::InvalidArgument("--zero stages are 0, 1, 2 or 3"));
+  }
+  if ((!opts.ep.empty() || !opts.etp.empty()) && !problem->base.model.moe.enabled()) {
+    return fail(Status::InvalidArgument(
+        "--ep/--etp need a mixture-of-experts model (model.moe.experts > 0)"));
+  }
+  problem->cp_degrees = opts.cp;
+  problem->ep_degrees = opts.ep;
+  problem->etp_degrees = opts.etp;
+  if (!opts.zero.empty()) problem->zero_stages = opts.zero;
+  problem->uneven_pipelines = !opts.no_uneven;
+  problem->modern_overlaps = !opts.no_overlaps;
 
   sweep::SweepOptions so;
   so.objective = *objective;
@@ -88,7 +111,8 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand(
       "sweep",
-      "Every valid parallel layout (TP, PP, DP, micro-batch, schedule, recompute, SP, ZeRO) of "
+      "Every valid parallel layout (TP, CP, EP, ETP, PP with uneven stages, DP, micro-batch, "
+      "schedule, recompute, SP, ZeRO/FSDP, shard group) of "
       "the scenario's model on its cluster or on --gpus counts: memory, step time, MFU, "
       "expected goodput under failures, time and cost to train; top K and the time-cost Pareto "
       "front. Splits the work across ranks under mpirun.");
@@ -109,6 +133,28 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--micro-batches", opts->micro_batches,
                   "Micro-batch sizes to try, comma-separated (default 1,2,4,8,16)")
       ->delimiter(',');
+  cmd->add_option("--cp", opts->cp,
+                  "Context-parallel degrees to try, comma-separated (default: powers of two up to "
+                  "16 that split the sequence into 2·cp chunks)")
+      ->delimiter(',');
+  cmd->add_option("--ep", opts->ep,
+                  "Expert-parallel degrees to try (MoE models; default: every divisor of the "
+                  "experts)")
+      ->delimiter(',');
+  cmd->add_option("--etp", opts->etp,
+                  "Expert tensor-parallel degrees to try (MoE models; default: 1 and the TP "
+                  "degree)")
+      ->delimiter(',');
+  cmd->add_option("--zero", opts->zero,
+                  "ZeRO stages to try, comma-separated (default 0,1,2,3; 3 = FSDP, only with "
+                  "pp 1, also with hybrid sharding over a node)")
+      ->delimiter(',');
+  cmd->add_flag("--no-uneven", opts->no_uneven,
+                "Only pipelines whose stages split the layers evenly (no first/last stage "
+                "layers)");
+  cmd->add_flag("--no-overlaps", opts->no_overlaps,
+                "Take tp_comm_overlap, overlap_param_gather and overlap_p2p from the scenario "
+                "instead of assuming them where today's Megatron-Core recipes turn them on");
   cmd->add_option("--trials", opts->trials,
                   "Monte Carlo trials of the run simulation (failures, checkpoints at Daly's "
                   "interval) for each of the top layouts; split across MPI ranks (default 0)");

@@ -32,8 +32,9 @@ std::string Gb(double bytes) {
 
 auto Tuple(const Candidate& c) {
   const par::ParallelConfig& p = c.parallel;
-  return std::make_tuple(c.gpus, p.tp, p.pp, p.dp, p.micro_batch, int(p.schedule), p.virtual_stages,
-                         int(p.recompute), p.sequence_parallel, p.zero_stage);
+  return std::make_tuple(c.gpus, p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.first_stage_layers,
+                         p.last_stage_layers, p.micro_batch, int(p.schedule), p.virtual_stages,
+                         int(p.recompute), p.sequence_parallel, p.zero_stage, p.shard_group);
 }
 
 // --- serialisation of evaluations for the all-gather ------------------------------------------
@@ -166,14 +167,6 @@ Status Distribute(Communicator* comm, const std::vector<size_t>& indices,
   return Status::Ok();
 }
 
-std::vector<int> Divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(d);
-  }
-  return out;
-}
-
 // Fills the derived metrics from a step time.
 void Finalise(const SweepProblem& problem, const GoodputEstimate& g, Evaluation* e) {
   const int64_t tokens_per_step =
@@ -272,12 +265,20 @@ bool LayoutLess(const Candidate& a, const Candidate& b) { return Tuple(a) < Tupl
 
 std::string DescribeLayout(const Candidate& c) {
   const par::ParallelConfig& p = c.parallel;
-  std::string s = "tp " + Num(p.tp) + " pp " + Num(p.pp) + " dp " + Num(p.dp) + " mb " +
-                  Num(p.micro_batch) + " " + par::ScheduleName(p.schedule);
+  std::string s = "tp " + Num(p.tp);
+  if (p.cp > 1) s += " cp " + Num(p.cp);
+  if (p.ep > 1) s += " ep " + Num(p.ep);
+  if (p.etp > 1) s += " etp " + Num(p.etp);
+  s += " pp " + Num(p.pp);
+  if (p.first_stage_layers >= 0 || p.last_stage_layers >= 0) {
+    s += " (first " + Num(p.first_stage_layers) + " last " + Num(p.last_stage_layers) + ")";
+  }
+  s += " dp " + Num(p.dp) + " mb " + Num(p.micro_batch) + " " + par::ScheduleName(p.schedule);
   if (p.virtual_stages > 1) s += " v " + Num(p.virtual_stages);
   s += " recompute " + par::RecomputeName(p.recompute);
   if (p.sequence_parallel) s += " sp";
   s += " zero " + Num(p.zero_stage);
+  if (p.shard_group > 0) s += " shard " + Num(p.shard_group);
   return s;
 }
 
@@ -343,66 +344,6 @@ Status ValidateProblem(const SweepProblem& problem) {
     if (mb < 1) return Status::InvalidArgument("micro-batch sizes must be >= 1");
   }
   return Status::Ok();
-}
-
-std::vector<Candidate> EnumerateLayouts(const SweepProblem& problem) {
-  std::vector<Candidate> out;
-  const int gpn = problem.base.topology.gpus_per_node;
-  const int layers = problem.base.model.num_layers;
-  std::vector<int> counts = problem.gpu_counts;
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  for (int n : counts) {
-    std::vector<int> tps;
-    const int tp_max = problem.tp_across_nodes ? n : std::min(n, gpn);
-    for (int tp = 1; tp <= tp_max; tp *= 2) {
-      if (n % tp == 0) tps.push_back(tp);
-    }
-    for (int tp : tps) {
-      for (int pp : Divisors(std::max(layers, 1))) {
-        if ((n / tp) % pp != 0) continue;
-        const int dp = n / tp / pp;
-        for (int mb : problem.micro_batches) {
-          struct Sched {
-            par::PipelineSchedule s;
-            int v;
-          };
-          std::vector<Sched> scheds = {{par::PipelineSchedule::k1F1B, 1}};
-          if (pp > 1 && problem.gpipe) scheds.push_back({par::PipelineSchedule::kGpipe, 1});
-          if (pp > 1 && problem.interleaving) {
-            for (int v : Divisors(layers / pp)) {
-              if (v > 1) scheds.push_back({par::PipelineSchedule::kInterleaved1F1B, v});
-            }
-          }
-          for (const Sched& sc : scheds) {
-            for (par::Recompute rc : problem.recompute_modes) {
-              for (bool sp : problem.sequence_parallel) {
-                if (sp && tp == 1) continue;  // nothing to split
-                const int zmax = std::min(problem.max_zero_stage, dp == 1 ? 0 : (pp > 1 ? 1 : 3));
-                for (int z = 0; z <= zmax; ++z) {
-                  Candidate c;
-                  c.gpus = n;
-                  c.parallel = problem.base.parallel;
-                  c.parallel.tp = tp;
-                  c.parallel.tp_across_nodes = problem.tp_across_nodes;
-                  c.parallel.pp = pp;
-                  c.parallel.dp = dp;
-                  c.parallel.micro_batch = mb;
-                  c.parallel.schedule = sc.s;
-                  c.parallel.virtual_stages = sc.v;
-                  c.parallel.recompute = rc;
-                  c.parallel.sequence_parallel = sp;
-                  c.parallel.zero_stage = z;
-                  out.push_back(c);
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  return out;
 }
 
 step::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& c) {
@@ -564,6 +505,15 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
     std::string fix = "GPUs with at least " + Gb(best->memory_bytes_per_gpu) + " of memory";
     // More GPUs: the smallest multiple (up to 64×) of the largest count on which a layout fits.
     SweepProblem bigger = problem;
+    // The least memory a degree split can take: the smallest micro-batch, full recomputation
+    // when the sweep may use it (no other technique lowers activations further), so a split that
+    // fits nowhere else is skipped after one memory check instead of fifteen.
+    bigger.micro_batches = {
+        *std::min_element(problem.micro_batches.begin(), problem.micro_batches.end())};
+    if (std::find(problem.recompute_modes.begin(), problem.recompute_modes.end(),
+                  par::Recompute::kFull) != problem.recompute_modes.end()) {
+      bigger.recompute_modes = {par::Recompute::kFull};
+    }
     const int largest = *std::max_element(problem.gpu_counts.begin(), problem.gpu_counts.end());
     for (int k = 2; k <= 64; k *= 2) {
       bigger.gpu_counts = {largest * k};

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parallelism/layout.h"
@@ -46,9 +47,29 @@ struct SweepProblem {
                                                          parallelism::Recompute::kSelective,
                                                          parallelism::Recompute::kFull};
   std::vector<bool> sequence_parallel = {false, true};  // true applies only with TP > 1
-  int max_zero_stage = 3;  // ZeRO ≥ 2 only without PP (ValidateLayout)
+  int max_zero_stage = 3;  // caps zero_stages; ZeRO-3 only without PP (ValidateLayout)
+  std::vector<int> zero_stages = {0, 1, 2, 3};  // ZeRO ≥ 1 only with DP × CP > 1
   bool interleaving = true;
   bool gpipe = true;
+  // Context parallelism: the CP degrees to try; empty = every power of two up to max_cp that
+  // divides GPUs / TP and splits seq_len into 2·cp equal chunks (Megatron-Core's causal load
+  // balancing). cp_comm comes from the base (P2P ring by default).
+  std::vector<int> cp_degrees;
+  // Meta's largest published CP degree (Llama 3 405B, 128k context, Dubey et al. 2024 §3.3.2).
+  int max_cp = 16;
+  // MoE models only: EP degrees (empty = every divisor of the expert count) and ETP degrees
+  // (empty = {1, tp}: Megatron-Core runs experts either untensored or on the dense TP group).
+  std::vector<int> ep_degrees;
+  std::vector<int> etp_degrees;
+  // Layers that do not divide pp·v: try the first/last stage splits that make the middle stages
+  // even (Megatron's --decoder-first/last-pipeline-num-layers); see StageSplits.
+  bool uneven_pipelines = true;
+  // ZeRO-3 with pp 1: also hybrid sharding over one node's DP ranks (shard_group).
+  bool hybrid_sharding = true;
+  // The overlaps 2025 Megatron-Core/NeMo recipes turn on: tp_comm_overlap with sequence
+  // parallelism, overlap_param_gather with the distributed optimizer (ZeRO ≥ 1), overlap_p2p
+  // under interleaving. false: the base's flags, as a scenario sets them.
+  bool modern_overlaps = true;
   // Layouts to confirm with the step simulation beyond the top K: the Pareto front too.
   bool confirm_pareto = true;
   // Step time per cluster state for the Monte Carlo run simulation of the top layouts
@@ -62,10 +83,12 @@ struct Candidate {
   parallelism::ParallelConfig parallel;
 };
 
-// The layout tuple every ordering falls back on: (gpus, tp, pp, dp, micro_batch, schedule,
-// virtual_stages, recompute, sequence_parallel, zero_stage).
+// The layout tuple every ordering falls back on: (gpus, tp, cp, ep, etp, pp, dp, first/last stage
+// layers, micro_batch, schedule, virtual_stages, recompute, sequence_parallel, zero_stage,
+// shard_group).
 bool LayoutLess(const Candidate& a, const Candidate& b);
-// "tp 8 pp 8 dp 2 mb 1 1f1b recompute selective sp zero 1"
+// "tp 8 pp 8 dp 2 mb 1 1f1b recompute selective sp zero 1"; cp, ep, etp, first/last stage
+// layers and shard_group appear when they differ from the default.
 std::string DescribeLayout(const Candidate& c);
 
 struct Evaluation {
@@ -108,8 +131,17 @@ Result<GoodputEstimate> ExpectedGoodput(const run::RunConfig& run, int64_t param
 // budget > 0. Messages name the value and what would be valid.
 Status ValidateProblem(const SweepProblem& problem);
 
-// Every layout, in a deterministic order (GPU count, then the nested loops above).
+// Every layout ValidateLayout accepts, in a deterministic order (GPU count, then the nested
+// loops of sweep/enumerate.cc). Layouts it would reject (batch not divisible into micro-batches
+// × DP, interleaving with m not a multiple of pp, …) are not listed.
 std::vector<Candidate> EnumerateLayouts(const SweepProblem& problem);
+
+// (first_stage_layers, last_stage_layers) to try for `layers` on pp stages × v chunks:
+// {(-1, -1)} when they split evenly; else, with `uneven`, the splits that give the pp − 2
+// middle stages L layers each (L a multiple of v, the two smallest such L that leave the first
+// and last stages between 0 and L layers), the first and last sharing the rest as evenly as
+// multiples of v allow (126 layers on pp 16: (7, 7) and (0, 0)); else none.
+std::vector<std::pair<int, int>> StageSplits(int layers, int pp, int v, bool uneven);
 
 // Rejects or evaluates one layout with the estimator (no step simulation).
 Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& candidate,

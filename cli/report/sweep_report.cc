@@ -19,23 +19,32 @@ std::string Row(const sweep::Evaluation& e, size_t rank) {
   const par::ParallelConfig& p = e.layout.parallel;
   std::string sched = par::ScheduleName(p.schedule);
   if (p.virtual_stages > 1) sched.append("/").append(std::to_string(p.virtual_stages));
+  // Uneven pipelines: "first/last" stage layers; "-" for an even split.
+  const std::string stages =
+      p.first_stage_layers >= 0 || p.last_stage_layers >= 0
+          ? std::to_string(p.first_stage_layers) + "/" + std::to_string(p.last_stage_layers)
+          : "-";
+  std::string zero = std::to_string(p.zero_stage);
+  if (p.shard_group > 0) zero.append("/").append(std::to_string(p.shard_group));
   std::string s =
       Col(std::to_string(rank), 3) + Col(std::to_string(e.layout.gpus), 8) +
-      Col(std::to_string(p.tp), 4) + Col(std::to_string(p.pp), 4) + Col(std::to_string(p.dp), 6) +
-      Col(std::to_string(p.micro_batch), 4) + Col(sched, 15) +
+      Col(std::to_string(p.tp), 4) + Col(std::to_string(p.cp), 4) + Col(std::to_string(p.ep), 4) +
+      Col(std::to_string(p.etp), 4) + Col(std::to_string(p.pp), 4) + Col(stages, 9) +
+      Col(std::to_string(p.dp), 6) + Col(std::to_string(p.micro_batch), 4) + Col(sched, 15) +
       Col(par::RecomputeName(p.recompute), 11) + Col(p.sequence_parallel ? "yes" : "no", 4) +
-      Col(std::to_string(p.zero_stage), 5) + Col(Fmt("%.3f", e.step_time_s), 9) +
-      Col(Fmt("%.1f%%", 100 * e.mfu), 7) + Col(Fmt("%.1f", e.memory_bytes_per_gpu / 1e9), 7) +
-      Col(Fmt("%.2f%%", 100 * e.goodput), 8) + Col(Fmt("%.2f", e.time_to_train_s / 86400), 8) +
-      Col(Fmt("%.0f", e.gpu_hours), 10) + Col(Fmt("%.0f", e.cost_usd), 12);
+      Col(zero, 8) + Col(Fmt("%.3f", e.step_time_s), 9) + Col(Fmt("%.1f%%", 100 * e.mfu), 7) +
+      Col(Fmt("%.1f", e.memory_bytes_per_gpu / 1e9), 7) + Col(Fmt("%.2f%%", 100 * e.goodput), 8) +
+      Col(Fmt("%.2f", e.time_to_train_s / 86400), 8) + Col(Fmt("%.0f", e.gpu_hours), 10) +
+      Col(Fmt("%.0f", e.cost_usd), 12);
   s += e.confirmed ? "\n" : "  (estimate)\n";
   return s;
 }
 
 std::string Header() {
-  return Col("#", 3) + Col("GPUs", 8) + Col("TP", 4) + Col("PP", 4) + Col("DP", 6) + Col("mb", 4) +
-         Col("schedule", 15) + Col("recompute", 11) + Col("SP", 4) + Col("ZeRO", 5) +
-         Col("step s", 9) + Col("MFU", 7) + Col("mem GB", 7) + Col("goodput", 8) + Col("days", 8) +
+  return Col("#", 3) + Col("GPUs", 8) + Col("TP", 4) + Col("CP", 4) + Col("EP", 4) + Col("ETP", 4) +
+         Col("PP", 4) + Col("1st/last", 9) + Col("DP", 6) + Col("mb", 4) + Col("schedule", 15) +
+         Col("recompute", 11) + Col("SP", 4) + Col("ZeRO/sh", 8) + Col("step s", 9) +
+         Col("MFU", 7) + Col("mem GB", 7) + Col("goodput", 8) + Col("days", 8) +
          Col("GPU-hours", 10) + Col("cost USD", 12) + "\n";
 }
 
@@ -52,6 +61,15 @@ nlohmann::ordered_json EvalJson(const sweep::Evaluation& e) {
   j["recompute"] = par::RecomputeName(p.recompute);
   j["sequence_parallel"] = p.sequence_parallel;
   j["zero_stage"] = p.zero_stage;
+  j["cp"] = p.cp;
+  j["ep"] = p.ep;
+  j["etp"] = p.etp;
+  j["first_stage_layers"] = p.first_stage_layers;
+  j["last_stage_layers"] = p.last_stage_layers;
+  j["shard_group"] = p.shard_group;
+  j["tp_comm_overlap"] = p.tp_comm_overlap;
+  j["overlap_param_gather"] = p.overlap_param_gather;
+  j["overlap_p2p"] = p.overlap_p2p;
   j["step_time_s"] = e.step_time_s;
   j["estimated_step_time_s"] = e.estimated_step_time_s;
   j["confirmed"] = e.confirmed;
@@ -80,6 +98,8 @@ std::string CsvField(const std::string& s) {
   }
   return out + "\"";
 }
+
+std::string Bool(bool b) { return b ? "true" : "false"; }
 
 // %.17g: the CSV keeps every double exactly.
 std::string Exact(double v) { return Fmt("%.17g", v); }
@@ -140,7 +160,9 @@ std::string FormatSweepJson(const sweep::SweepResult& result, sweep::Objective o
 std::string FormatSweepCsv(const sweep::SweepResult& result) {
   std::string out =
       "index,gpus,tp,pp,dp,micro_batch,schedule,virtual_stages,recompute,sequence_parallel,"
-      "zero_stage,status,memory_bytes_per_gpu,step_time_s,estimated_step_time_s,confirmed,mfu,"
+      "zero_stage,cp,ep,etp,first_stage_layers,last_stage_layers,shard_group,tp_comm_overlap,"
+      "overlap_param_gather,overlap_p2p,status,memory_bytes_per_gpu,step_time_s,estimated_step_"
+      "time_s,confirmed,mfu,"
       "goodput,checkpoint_interval_s,time_to_train_s,gpu_hours,cost_usd,reason\n";
   for (const sweep::Evaluation& e : result.evaluations) {
     const par::ParallelConfig& p = e.layout.parallel;
@@ -149,6 +171,10 @@ std::string FormatSweepCsv(const sweep::SweepResult& result) {
            std::to_string(p.micro_batch) + "," + par::ScheduleName(p.schedule) + "," +
            std::to_string(p.virtual_stages) + "," + par::RecomputeName(p.recompute) + "," +
            (p.sequence_parallel ? "true" : "false") + "," + std::to_string(p.zero_stage) + "," +
+           std::to_string(p.cp) + "," + std::to_string(p.ep) + "," + std::to_string(p.etp) + "," +
+           std::to_string(p.first_stage_layers) + "," + std::to_string(p.last_stage_layers) + "," +
+           std::to_string(p.shard_group) + "," + Bool(p.tp_comm_overlap) + "," +
+           Bool(p.overlap_param_gather) + "," + Bool(p.overlap_p2p) + "," +
            (e.rejected ? "rejected" : "evaluated") + "," + Exact(e.memory_bytes_per_gpu) + ",";
     if (e.rejected) {
       out += ",,,,,,,,,";

@@ -126,6 +126,145 @@ TEST(EstimatorTest, WithinTwoPercentOfTheStepSimulationOverASpreadOfLayouts) {
   std::printf("worst |error| %.2f%%\n", 100 * worst);
 }
 
+// Today's dimensions: context parallelism, experts (EP and ETP), uneven first/last stages,
+// ZeRO-2 with PP, hybrid-sharded FSDP and the TP / parameter-gather / pipeline-send overlaps, on
+// H100 nodes (989 TFLOP/s dense BF16, 3.35 TB/s, NVLink 4 450 GB/s per direction, NDR-400 NICs).
+struct NewCase {
+  const char* name;
+  step::StepConfig config;
+};
+
+step::StepConfig H100(int layers, int hidden, int heads, int kv, int ffn, int seq, int nodes) {
+  step::StepConfig c = Base(layers, hidden, heads, nodes, 1);
+  c.model.kv_heads = kv;
+  c.model.ffn_hidden = ffn;
+  c.model.swiglu = true;
+  c.model.flash_attention = true;
+  c.model.seq_len = seq;
+  c.model.vocab = 128256;
+  c.model.tied_embeddings = false;
+  c.model.learned_position_embedding = false;
+  c.model.linear_bias = false;
+  c.model.rmsnorm = true;
+  c.model.dropout = false;
+  c.gpu.name = "H100";
+  c.gpu.peak_flops = 989e12;
+  c.gpu.hbm_bytes_per_s = 3.35e12;
+  c.gpu.num_sms = 132;
+  c.topology.nvlink_GBps = 450;
+  c.topology.nic_Gbps = 400;
+  c.allow_oom = true;  // timing is compared; memory is the sweep's separate check
+  return c;
+}
+
+void SetLayout(step::StepConfig* c, int tp, int cp, int pp, int dp, int mb, int64_t m) {
+  par::ParallelConfig& p = c->parallel;
+  p.tp = tp;
+  p.cp = cp;
+  p.pp = pp;
+  p.dp = dp;
+  p.micro_batch = mb;
+  p.global_batch = m * mb * dp;
+  p.sequence_parallel = tp > 1;
+  p.recompute = par::Recompute::kSelective;
+}
+
+std::vector<NewCase> NewDimensionCases() {
+  std::vector<NewCase> out;
+  // Llama 3 70B shapes (80 layers, hidden 8192, 64 heads / 8 KV, FFN 28672), seq 8192.
+  step::StepConfig c = H100(80, 8192, 64, 8, 28672, 8192, 16);
+  SetLayout(&c, 8, 2, 4, 2, 1, 16);
+  c.parallel.zero_stage = 1;
+  out.push_back({"70B t8 cp2 p4 d2 z1", c});
+  c = H100(80, 8192, 64, 8, 28672, 8192, 16);
+  SetLayout(&c, 8, 4, 2, 2, 1, 8);
+  c.parallel.cp_comm = par::CpComm::kAllGather;
+  out.push_back({"70B t8 cp4(all-gather) p2 d2", c});
+  // Uneven pipelines: 30 layers on 4 stages as 6 + 9 + 9 + 6; 126 on 16 as 7 + 14·8 + 7.
+  c = H100(30, 8192, 64, 8, 28672, 4096, 8);
+  SetLayout(&c, 8, 1, 4, 2, 1, 8);
+  c.parallel.first_stage_layers = c.parallel.last_stage_layers = 6;
+  out.push_back({"30L t8 p4(6/6) d2", c});
+  c = H100(126, 16384, 128, 8, 53248, 8192, 32);
+  SetLayout(&c, 8, 1, 16, 2, 1, 16);
+  c.parallel.first_stage_layers = c.parallel.last_stage_layers = 7;
+  c.parallel.zero_stage = 2;
+  out.push_back({"405B t8 p16(7/7) d2 z2", c});
+  // The 405B sweep's pick (docs/sweep.md): CP 2, 126 layers on 32 stages × 2 chunks as
+  // 4 + 30·4 + 2, interleaved with overlapped sends; here on DP 2.
+  c = H100(126, 16384, 128, 8, 53248, 8192, 128);
+  SetLayout(&c, 8, 2, 32, 2, 1, 32);
+  c.parallel.first_stage_layers = 4;
+  c.parallel.last_stage_layers = 2;
+  c.parallel.schedule = par::PipelineSchedule::kInterleaved1F1B;
+  c.parallel.virtual_stages = 2;
+  c.parallel.zero_stage = 1;
+  c.parallel.tp_comm_overlap = c.parallel.overlap_param_gather = c.parallel.overlap_p2p = true;
+  out.push_back({"405B t8 cp2 p32(4/2) v2 d2 overlaps", c});
+  // Interleaved with every overlap today's recipes turn on; ZeRO-2 with PP.
+  c = H100(80, 8192, 64, 8, 28672, 4096, 16);
+  SetLayout(&c, 8, 1, 4, 4, 1, 16);
+  c.parallel.schedule = par::PipelineSchedule::kInterleaved1F1B;
+  c.parallel.virtual_stages = 2;
+  c.parallel.zero_stage = 1;
+  c.parallel.tp_comm_overlap = c.parallel.overlap_param_gather = c.parallel.overlap_p2p = true;
+  out.push_back({"70B t8 p4 d4 interleaved v2 overlaps", c});
+  c = H100(32, 4096, 32, 8, 14336, 4096, 8);
+  SetLayout(&c, 4, 1, 2, 8, 1, 8);
+  c.parallel.zero_stage = 2;
+  out.push_back({"8B t4 p2 d8 z2", c});
+  // FSDP over all of DP and hybrid-sharded over one node.
+  c = H100(32, 4096, 32, 8, 14336, 4096, 8);
+  SetLayout(&c, 2, 1, 1, 32, 1, 4);
+  c.parallel.zero_stage = 3;
+  out.push_back({"8B t2 d32 z3", c});
+  c.parallel.shard_group = 4;
+  out.push_back({"8B t2 d32 z3 shard 4", c});
+  // Mixtral 8x7B shapes (32 layers, hidden 4096, 32 / 8 heads, 8 experts of FFN 14336, top 2).
+  c = H100(32, 4096, 32, 8, 14336, 4096, 4);
+  c.model.vocab = 32000;
+  c.model.moe.experts = 8;
+  c.model.moe.top_k = 2;
+  SetLayout(&c, 2, 1, 2, 8, 1, 8);
+  c.parallel.ep = 8;
+  c.parallel.zero_stage = 1;
+  out.push_back({"8x7B t2 ep8 p2 d8 z1", c});
+  c.parallel.ep = 2;
+  c.parallel.etp = 2;
+  out.push_back({"8x7B t2 ep2 etp2 p2 d8 z1", c});
+  c = H100(32, 4096, 32, 8, 14336, 4096, 8);
+  c.model.vocab = 32000;
+  c.model.moe.experts = 8;
+  c.model.moe.top_k = 2;
+  SetLayout(&c, 4, 2, 1, 8, 1, 4);
+  c.parallel.ep = 8;
+  c.parallel.zero_stage = 1;
+  out.push_back({"8x7B t4 cp2 ep8 d8 (EP across nodes)", c});
+  return out;
+}
+
+TEST(EstimatorTest, WithinTwoPercentOfTheStepSimulationOnCpEpUnevenAndFsdpLayouts) {
+  EstimatorCache cache;
+  double worst = 0;
+  for (const NewCase& k : NewDimensionCases()) {
+    const int gpus = k.config.topology.nodes * 8;
+    ASSERT_TRUE(par::ValidateLayout(k.config.model, k.config.parallel, gpus, 8).ok())
+        << k.name << ": "
+        << par::ValidateLayout(k.config.model, k.config.parallel, gpus, 8).message();
+    Result<step::StepResult> sim = step::SimulateStep(k.config);
+    ASSERT_TRUE(sim.ok()) << k.name << ": " << sim.status().message();
+    Result<StepEstimate> est = EstimateStep(k.config, &cache);
+    ASSERT_TRUE(est.ok()) << k.name << ": " << est.status().message();
+    const double err = est->time_s / sim->time_s - 1;
+    worst = std::max(worst, std::abs(err));
+    std::printf("%-40s %10.4f %10.4f %+7.2f%%%s\n", k.name, sim->time_s, est->time_s, 100 * err,
+                std::abs(err) > 0.02 ? "  <-- outside 2%" : "");
+    EXPECT_LE(std::abs(err), 0.02)
+        << k.name << ": simulated " << sim->time_s << " s, estimated " << est->time_s << " s";
+  }
+  std::printf("worst |error| %.2f%%\n", 100 * worst);
+}
+
 // Random valid layouts: models from 1.3B to 70B, A100/H100/H200 nodes, every schedule,
 // recomputation mode, ZeRO stage, bucketed or not, blocking or overlapped pipeline sends. The
 // generator is seeded, so the same 60 layouts run every time.

@@ -93,6 +93,10 @@ Result<Row> SweepRow(const std::string& file) {
   p.sequence_parallel = {false};
   p.max_zero_stage = 0;
   p.gpipe = false;
+  // Nor did they have context parallelism, uneven stages or today's overlaps.
+  p.cp_degrees = {1};
+  p.uneven_pipelines = false;
+  p.modern_overlaps = false;
   p.confirm_pareto = false;
   LocalCommunicator comm;
   // The five best by the estimator are confirmed; the fastest confirmed one is the answer.

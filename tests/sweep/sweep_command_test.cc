@@ -43,9 +43,26 @@ TEST(SweepCommandTest, JsonHasTheIssuesKeys) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   ASSERT_EQ(j["top"].size(), 3u);
-  for (const char* k : {"tp", "pp", "dp", "micro_batch", "virtual_stages", "recompute",
-                        "sequence_parallel", "zero_stage", "step_time_s", "mfu",
-                        "memory_bytes_per_gpu", "goodput", "time_to_train_s", "cost_usd"}) {
+  for (const char* k : {"tp",
+                        "pp",
+                        "dp",
+                        "micro_batch",
+                        "virtual_stages",
+                        "recompute",
+                        "sequence_parallel",
+                        "zero_stage",
+                        "step_time_s",
+                        "mfu",
+                        "memory_bytes_per_gpu",
+                        "goodput",
+                        "time_to_train_s",
+                        "cost_usd",
+                        "cp",
+                        "ep",
+                        "etp",
+                        "first_stage_layers",
+                        "last_stage_layers",
+                        "shard_group"}) {
     EXPECT_TRUE(j["top"][0].contains(k)) << k;
   }
   EXPECT_GT(j["evaluated"].get<int>(), 0);
@@ -65,6 +82,8 @@ TEST(SweepCommandTest, CsvHoldsEveryEvaluatedAndRejectedLayout) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line.rfind("index,gpus,tp,pp,dp,micro_batch,", 0), 0u) << line;
+  EXPECT_TRUE(Contains(line, ",cp,ep,etp,first_stage_layers,last_stage_layers,shard_group,"))
+      << line;
   int evaluated = 0, rejected = 0;
   while (std::getline(in, line)) {
     if (Contains(line, ",evaluated,")) ++evaluated;
@@ -76,6 +95,25 @@ TEST(SweepCommandTest, CsvHoldsEveryEvaluatedAndRejectedLayout) {
   fs::remove(csv);
 }
 
+// The new dimensions restricted from the command line: only the listed CP degrees and ZeRO
+// stages appear, and the text table has their columns.
+TEST(SweepCommandTest, CpAndZeroListsRestrictTheSweep) {
+  RunResult r = RunCommand({}, {"sweep", kSmall, "--top", "3", "--json", "--cp", "1", "--zero", "1",
+                                "--no-uneven", "--no-overlaps"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& row : j["top"]) {
+    EXPECT_EQ(row["cp"].get<int>(), 1);
+    EXPECT_EQ(row["zero_stage"].get<int>(), 1);
+    EXPECT_EQ(row["first_stage_layers"].get<int>(), -1);
+  }
+  RunResult t = RunCommand({}, {"sweep", kSmall, "--top", "1", "--zero", "1"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  for (const char* col : {" CP ", " EP ", "ETP", "1st/last", "ZeRO/sh"}) {
+    EXPECT_TRUE(Contains(t.out, col)) << col << "\n" << t.out;
+  }
+}
+
 TEST(SweepCommandTest, BadInputExitsTwoWithOneMessage) {
   struct Case {
     std::vector<std::string> args;
@@ -85,6 +123,9 @@ TEST(SweepCommandTest, BadInputExitsTwoWithOneMessage) {
       {{"sweep", kSmall, "--objective", "fastest"}, "unknown objective 'fastest'"},
       {{"sweep", kSmall, "--gpus", "12"}, "multiple of 8"},
       {{"sweep", kSmall, "--top", "0"}, "--top"},
+      {{"sweep", kSmall, "--zero", "4"}, "--zero"},
+      {{"sweep", kSmall, "--cp", "0"}, "--cp"},
+      {{"sweep", kSmall, "--ep", "2"}, "mixture-of-experts"},
       // training.duration gives no token budget.
       {{"sweep", kDemo}, "--tokens"},
       // GPT-3 175B on one DGX H100: nothing fits.

@@ -43,32 +43,143 @@ SweepProblem Problem(std::vector<int> gpus) {
 }
 
 TEST(SweepTest, EnumeratesEveryDegreeSplitOnce) {
-  const SweepProblem p = Problem({32, 64});
+  SweepProblem p = Problem({32, 64});
+  p.cp_degrees = {1};  // the TP × PP × DP splits alone; CP has its own test below
   const std::vector<Candidate> all = EnumerateLayouts(p);
-  std::set<std::tuple<int, int, int, int, int, int, int, int, bool, int>> seen;
+  std::set<std::string> seen;
   std::set<std::tuple<int, int, int>> degrees[2];
   for (const Candidate& c : all) {
     const par::ParallelConfig& q = c.parallel;
-    EXPECT_EQ(q.tp * q.pp * q.dp, c.gpus);
+    EXPECT_EQ(q.tp * q.cp * q.pp * q.dp, c.gpus);
     EXPECT_LE(q.tp, 8);
     EXPECT_EQ(q.tp & (q.tp - 1), 0) << "TP is a power of two";
-    EXPECT_EQ(36 % q.pp, 0) << "PP divides the layers";
-    if (q.virtual_stages > 1) {
-      EXPECT_EQ(36 / q.pp % q.virtual_stages, 0);
+    if (q.first_stage_layers < 0 && q.last_stage_layers < 0) {
+      EXPECT_EQ(36 % (q.pp * q.virtual_stages), 0) << "even stages divide the layers";
     }
     EXPECT_FALSE(q.sequence_parallel && q.tp == 1);
-    EXPECT_TRUE(q.zero_stage <= 1 || q.pp == 1);
-    EXPECT_TRUE(seen.insert({c.gpus, q.tp, q.pp, q.dp, q.micro_batch, int(q.schedule),
-                             q.virtual_stages, int(q.recompute), q.sequence_parallel, q.zero_stage})
-                    .second)
-        << "duplicate " << DescribeLayout(c);
+    EXPECT_TRUE(q.zero_stage <= 2 || q.pp == 1) << "FSDP only without PP";
+    EXPECT_TRUE(seen.insert(DescribeLayout(c)).second) << "duplicate " << DescribeLayout(c);
     degrees[c.gpus == 64].insert({q.tp, q.pp, q.dp});
   }
-  // 32 GPUs: TP ∈ {1,2,4,8} and PP ∈ divisors of 36 that divide 32/TP: {1,2,4} for TP ≤ 8
-  // (32/8 = 4), so 4 × 3 = 12 splits, minus TP=… none: every pair divides. 64 GPUs: PP up to 4
-  // as well (36 has no divisor 8): 12 splits.
-  EXPECT_EQ(degrees[0].size(), 12u);
-  EXPECT_EQ(degrees[1].size(), 12u);
+  // PP: divisors of GPUs / TP up to 8. 36 layers split evenly on 1, 2 and 4 stages, and on 8
+  // as 3 + 6·5 + 3; on 16 or 32 stages the middle ones would hold 2 or 1 layers and leave the
+  // ends 8 or 6, more than a middle stage, which StageSplits does not try. 32 GPUs: TP 1, 2, 4
+  // take PP {1, 2, 4, 8}, TP 8 (4 GPUs left) {1, 2, 4}: 15 splits; 64 GPUs: 4 × 4 = 16.
+  EXPECT_EQ(degrees[0].size(), 15u);
+  EXPECT_EQ(degrees[1].size(), 16u);
+}
+
+TEST(SweepTest, StageSplitsMakeTheMiddleStagesEvenAsMegatronsFirstLastStageLayers) {
+  using Split = std::pair<int, int>;
+  // Layers that divide pp · v: the even split only.
+  EXPECT_EQ(StageSplits(96, 8, 1, true), (std::vector<Split>{{-1, -1}}));
+  // Llama 3 405B (Dubey et al. 2024 §3.3.2): 126 layers on 16 stages, one layer fewer on the
+  // first and last: 7 + 14·8 + 7; the next middle share is 9, leaving 0 + 14·9 + 0.
+  EXPECT_EQ(StageSplits(126, 16, 1, true), (std::vector<Split>{{7, 7}, {0, 0}}));
+  // Two chunks per rank: the middle 14 stages take 8 (two chunks of 4), the ends share 14 as
+  // multiples of 2: 6 and 8, either way round; then middle 9 is no multiple of 2, so 10: none
+  // (14·10 > 126).
+  EXPECT_EQ(StageSplits(126, 16, 2, true), (std::vector<Split>{{6, 8}, {8, 6}}));
+  // pp 2: the two stages hold everything.
+  EXPECT_EQ(StageSplits(35, 2, 1, true), (std::vector<Split>{{17, 18}, {18, 17}}));
+  // Without uneven pipelines, nothing when the layers do not divide.
+  EXPECT_TRUE(StageSplits(126, 16, 1, false).empty());
+}
+
+// A small Mixtral-style MoE (8 experts, top 2; Jiang et al. 2024 shapes scaled down to 8 layers)
+// on 4 DGX H100 nodes, sequence 4096, 14 layers: CP, EP/ETP, uneven and ZeRO-2 with PP all occur.
+SweepProblem MoeProblem() {
+  SweepProblem p = Problem({32});
+  par::ModelSpec& m = p.base.model;
+  m.num_layers = 14;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.swiglu = true;
+  m.flash_attention = true;
+  m.seq_len = 4096;
+  m.vocab = 32000;
+  m.tied_embeddings = false;
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  p.base.gpu.peak_flops = 989e12;  // H100 SXM dense BF16
+  p.base.gpu.hbm_bytes_per_s = 3.35e12;
+  p.base.topology.nvlink_GBps = 450;
+  p.base.topology.nic_Gbps = 400;
+  p.base.parallel.global_batch = 256;
+  p.parameters = par::ParameterCount(m);
+  p.micro_batches = {1};
+  p.recompute_modes = {par::Recompute::kSelective};
+  return p;
+}
+
+TEST(SweepTest, EnumerationHoldsCpEpUnevenAndZero2WithPpAndNothingValidateLayoutRejects) {
+  const SweepProblem p = MoeProblem();
+  bool cp = false, ep = false, etp = false, uneven = false, zero2_pp = false, fsdp_hybrid = false;
+  for (const Candidate& c : EnumerateLayouts(p)) {
+    const par::ParallelConfig& q = c.parallel;
+    EXPECT_TRUE(par::ValidateLayout(p.base.model, q, c.gpus, 8).ok())
+        << DescribeLayout(c) << ": " << par::ValidateLayout(p.base.model, q, c.gpus, 8).message();
+    EXPECT_TRUE(q.etp == 1 || q.etp == q.tp) << "ETP is 1 or the dense TP";
+    EXPECT_EQ(8 % q.ep, 0) << "EP divides the experts";
+    EXPECT_EQ(p.base.model.seq_len % (2 * q.cp), 0) << "2·cp chunks of the sequence";
+    // Today's overlaps, where the recipes turn them on.
+    EXPECT_EQ(q.tp_comm_overlap, q.sequence_parallel);
+    EXPECT_EQ(q.overlap_param_gather, q.zero_stage >= 1);
+    EXPECT_EQ(q.overlap_p2p, q.schedule == par::PipelineSchedule::kInterleaved1F1B);
+    cp |= q.cp > 1;
+    ep |= q.ep > 1;
+    etp |= q.etp > 1;
+    uneven |= q.first_stage_layers >= 0;
+    zero2_pp |= q.zero_stage == 2 && q.pp > 1;
+    fsdp_hybrid |= q.zero_stage == 3 && q.shard_group > 0;
+  }
+  EXPECT_TRUE(cp);
+  EXPECT_TRUE(ep);
+  EXPECT_TRUE(etp);
+  EXPECT_TRUE(uneven) << "14 layers on 4 stages need first/last stage layers";
+  EXPECT_TRUE(zero2_pp);
+  EXPECT_TRUE(fsdp_hybrid);
+}
+
+TEST(SweepTest, OverlapsOffLeaveTheBaseFlags) {
+  SweepProblem p = MoeProblem();
+  p.modern_overlaps = false;
+  for (const Candidate& c : EnumerateLayouts(p)) {
+    EXPECT_FALSE(c.parallel.tp_comm_overlap || c.parallel.overlap_param_gather ||
+                 c.parallel.overlap_p2p)
+        << DescribeLayout(c);
+  }
+}
+
+// The MoE sweep ranks expert-parallel layouts, and the ones it confirms run in the step
+// simulation: restricted to EP 8 (one expert per GPU of a node), every ranked row has it.
+TEST(SweepTest, MoeSweepRanksAnExpertParallelLayout) {
+  SweepProblem p = MoeProblem();
+  p.zero_stages = {1};
+  p.cp_degrees = {1};
+  p.sequence_parallel = {true};
+  p.confirm_pareto = false;
+  LocalCommunicator comm;
+  Result<SweepResult> all = RunSweep(p, {Objective::kTime, 1, false}, &comm);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  bool ranked_ep = false;
+  for (size_t i : Rank(all->evaluations, Objective::kTime)) {
+    ranked_ep |= all->evaluations[i].layout.parallel.ep > 1;
+  }
+  EXPECT_TRUE(ranked_ep);
+  p.ep_degrees = {8};
+  Result<SweepResult> ep8 = RunSweep(p, {Objective::kTime, 2, false}, &comm);
+  ASSERT_TRUE(ep8.ok()) << ep8.status().message();
+  ASSERT_FALSE(ep8->top.empty());
+  for (size_t i : ep8->top) {
+    const Evaluation& e = ep8->evaluations[i];
+    EXPECT_EQ(e.layout.parallel.ep, 8);
+    EXPECT_TRUE(e.confirmed);
+    EXPECT_GT(e.mfu, 0);
+    EXPECT_LT(e.mfu, 1);
+  }
 }
 
 TEST(SweepTest, EveryLayoutIsEvaluatedOrRejectedWithAReason) {
