@@ -74,7 +74,10 @@ int RunSweepCommand(const SweepOptions& opts) {
   problem->cp_degrees = opts.cp;
   problem->ep_degrees = opts.ep;
   problem->etp_degrees = opts.etp;
-  if (!opts.zero.empty()) problem->zero_stages = opts.zero;
+  if (!opts.zero.empty()) {
+    problem->zero_stages = opts.zero;
+    problem->zero2_with_pp = true;  // asked for by name
+  }
   problem->uneven_pipelines = !opts.no_uneven;
   problem->modern_overlaps = !opts.no_overlaps;
 

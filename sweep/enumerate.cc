@@ -119,6 +119,7 @@ void AddTechniques(const SweepProblem& problem, int n, int tp, int cp, int pp, i
             if (z < 0 || z > problem.max_zero_stage) continue;
             if (z > 0 && dp * cp == 1) continue;  // nothing to shard over
             if (z == 3 && pp > 1) continue;       // ValidateLayout: FSDP without PP
+            if (z == 2 && pp > 1 && !problem.zero2_with_pp) continue;
             for (int shard : ShardGroups(problem, z, tp, cp, dp)) {
               Candidate c;
               c.gpus = n;

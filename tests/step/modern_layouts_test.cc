@@ -190,9 +190,9 @@ TEST(ModernLayoutsTest, MoeAllToAllOverlapHidesTheTokenExchangeUnderTheOtherPass
   ASSERT_GT(exposed->breakdown.exposed_ep_comm_s, 0);
   EXPECT_LT(overlapped->breakdown.exposed_ep_comm_s, exposed->breakdown.exposed_ep_comm_s);
   // Exposed = max(0, a2a − compute) per layer: at most the traffic beyond the compute.
-  EXPECT_LE(overlapped->breakdown.exposed_ep_comm_s,
-            std::max(0.0, exposed->breakdown.exposed_ep_comm_s - exposed->breakdown.compute_s) +
-                1e-9);
+  EXPECT_LE(
+      overlapped->breakdown.exposed_ep_comm_s,
+      std::max(0.0, exposed->breakdown.exposed_ep_comm_s - exposed->breakdown.compute_s) + 1e-9);
   EXPECT_DOUBLE_EQ(overlapped->breakdown.compute_s, exposed->breakdown.compute_s);
 }
 

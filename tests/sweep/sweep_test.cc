@@ -115,7 +115,8 @@ SweepProblem MoeProblem() {
 }
 
 TEST(SweepTest, EnumerationHoldsCpEpUnevenAndZero2WithPpAndNothingValidateLayoutRejects) {
-  const SweepProblem p = MoeProblem();
+  SweepProblem p = MoeProblem();
+  p.zero2_with_pp = true;  // opt-in (as --zero does)
   bool cp = false, ep = false, etp = false, uneven = false, zero2_pp = false, fsdp_hybrid = false;
   for (const Candidate& c : EnumerateLayouts(p)) {
     const par::ParallelConfig& q = c.parallel;
@@ -435,6 +436,21 @@ TEST(SweepTest, MonteCarloTrialsSplitOverRanksGiveTheSameMeans) {
     EXPECT_EQ(m.mc_time_to_train_s, e.mc_time_to_train_s);
     EXPECT_EQ(m.mc_cost_usd, e.mc_cost_usd);
   }
+}
+
+TEST(SweepTest, ZeroTwoWithPipelinesIsTriedOnlyWhenAskedFor) {
+  // Megatron's distributed optimizer keeps whole gradients under pipelining; per-micro-batch
+  // reduce-scatters (ZeRO-2 with PP) are opt-in.
+  SweepProblem p = MoeProblem();
+  for (const Candidate& c : EnumerateLayouts(p)) {
+    EXPECT_FALSE(c.parallel.zero_stage == 2 && c.parallel.pp > 1) << DescribeLayout(c);
+  }
+  p.zero2_with_pp = true;
+  bool found = false;
+  for (const Candidate& c : EnumerateLayouts(p)) {
+    found |= c.parallel.zero_stage == 2 && c.parallel.pp > 1;
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace
