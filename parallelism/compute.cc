@@ -119,9 +119,9 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
     case OpKind::kFlashAttention: {
       const double flops = forward ? op.fwd_matmul_flops : op.bwd_matmul_flops + op.bwd_other_flops;
       const AttentionCurve& c = AttentionCurveOf(gpu.arch, p.attention_backend);
-      double eff =
-          FlashAttentionEfficiency(gpu, p.attention_backend, op.causal, double(op.k), double(op.m)) *
-          (forward ? 1.0 : c.bwd_ratio);
+      double eff = FlashAttentionEfficiency(gpu, p.attention_backend, op.causal, double(op.k),
+                                            double(op.m)) *
+                   (forward ? 1.0 : c.bwd_ratio);
       // FP8 attention reaches a smaller fraction of its (doubled) peak: FA3 paper abstract,
       // BF16 up to 740 TFLOP/s (75% of 989) and FP8 "close to 1.2 PFLOPS" (61% of 1,979).
       if (RunsInFp8(p, op)) eff *= kFp8AttentionFactor;

@@ -202,9 +202,9 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
           ? "interleaved 1F1B (" + std::to_string(r.virtual_stages) + " chunks per rank)"
           : "1F1B";
   out += CheckLine("Schedule", schedule + ", recompute " +
-                                           pb::Parallelism::Recompute_Name(p.recompute()) +
-                                           ", sequence parallel " + OnOff(p.sequence_parallel()) +
-                                           ", ZeRO-" + std::to_string(p.zero_stage()));
+                                   pb::Parallelism::Recompute_Name(p.recompute()) +
+                                   ", sequence parallel " + OnOff(p.sequence_parallel()) +
+                                   ", ZeRO-" + std::to_string(p.zero_stage()));
 
   out += "Training\n";
   if (r.total_steps) {

@@ -3,9 +3,9 @@
 // A100-80GB DGX nodes, micro-batch 4. An independent check of the compute and TP-communication
 // models below the step simulation: nothing here was fitted to it.
 #include <gtest/gtest.h>
-#include <cstdio>
 
 #include <cmath>
+#include <cstdio>
 
 #include "comm/collective.h"
 #include "comm/topology.h"
