@@ -13,16 +13,9 @@ GradientSync::GradientSync(StepState* state) : st_(state) {
   for (int s = 0; s < pp; ++s) {
     Channel& ch = channels_[size_t(s)];
     const int gpu = st_->layout->GpuOf({0, s, 0});
-    const std::vector<int> dense = st_->layout->DpCpGroup(gpu);
-    const int shard = st_->c.shard_group > 0 ? st_->c.shard_group * st_->c.cp : 0;
-    if (shard > 0 && shard < int(dense.size())) {
-      ch.group.assign(dense.begin(), dense.begin() + shard);
-      for (size_t i = 0; i < dense.size(); i += size_t(shard)) ch.replica_group.push_back(dense[i]);
-    } else {
-      ch.group = dense;
-    }
-    ch.expert_group =
-        st_->layout->EpGroup(gpu).size() > 0 ? st_->layout->ExpertDpGroup(gpu) : std::vector<int>{};
+    ch.group = DenseShardGroup(*st_->layout, gpu);
+    ch.replica_group = ShardReplicaGroup(*st_->layout, gpu);
+    ch.expert_group = st_->layout->ExpertDpGroup(gpu);
     ch.plan = PlanGradientBuckets(st_->cfg, s, st_->nic_share);
     ch.produced.assign(st_->replicas.size(), 0);
   }
@@ -69,22 +62,29 @@ void GradientSync::BeforePass(int ei, double pass_s, std::function<void(double)>
   // end only by what exceeds it.
   Executor& e = st_->exec(ei);
   const double now = st_->now();
-  const double bytes = Zero3PassGatherBytes(st_->cfg, e.stage, st_->nic_share);
-  const std::vector<int> group = channels_[size_t(e.stage)].group;
+  const Zero3Gather bytes = Zero3PassGather(st_->cfg, e.stage, st_->nic_share);
+  const Channel& ch = channels_[size_t(e.stage)];
   const int layers =
       std::max(1, int(std::lround(double(st_->cfg.model.num_layers) / (st_->c.pp * st_->v))));
-  comm::CollectiveSpec first{comm::Op::kAllGather, comm::Algo::kAuto, group,
-                             uint64_t(bytes / layers)};
-  comm::CollectiveSpec rest{comm::Op::kAllGather, comm::Algo::kAuto, group,
-                            uint64_t(bytes - bytes / layers)};
-  Result<comm::CollectiveEstimate> rest_t =
-      layers > 1 ? comm::EstimateCollectiveOnNetwork(st_->net, rest)
-                 : Result<comm::CollectiveEstimate>(comm::CollectiveEstimate{});
-  if (!rest_t.ok()) {
-    st_->error = rest_t.status();
-    return;
+  comm::CollectiveSpec first{comm::Op::kAllGather, comm::Algo::kAuto, ch.group,
+                             uint64_t(bytes.dense / layers)};
+  // The other layers' dense shards and every layer's expert shards (over expert-DP), one after
+  // another on the same NICs.
+  double rest_s = 0;
+  const std::pair<const std::vector<int>*, double> rest[] = {
+      {&ch.group, layers > 1 ? bytes.dense - bytes.dense / layers : 0.0},
+      {&ch.expert_group, bytes.expert}};
+  for (const auto& [group, b] : rest) {
+    if (group->size() <= 1 || b <= 0) continue;
+    Result<comm::CollectiveEstimate> t = comm::EstimateCollectiveOnNetwork(
+        st_->net, {comm::Op::kAllGather, comm::Algo::kAuto, *group, uint64_t(b)});
+    if (!t.ok()) {
+      st_->error = t.status();
+      return;
+    }
+    rest_s += t->time.seconds();
   }
-  const double extra = std::max(0.0, rest_t->time.seconds() - pass_s);
+  const double extra = std::max(0.0, rest_s - pass_s);
   Result<comm::CollectiveEstimate> r =
       StartCollective(first, [this, ei, now, extra, then = std::move(then)] {
         Executor& x = st_->exec(ei);

@@ -406,8 +406,33 @@ double ZeroExpertWeightGatherBytes(const StepConfig& cfg, int stage, int nic_sha
   return 2.0 * StageParams(cfg, stage).expert * nic_share;
 }
 
-double Zero3PassGatherBytes(const StepConfig& cfg, int stage, int nic_share) {
-  return 2.0 * StageParams(cfg, stage).total() / ChunksPerRank(cfg.parallel) * nic_share;
+Zero3Gather Zero3PassGather(const StepConfig& cfg, int stage, int nic_share) {
+  const ParallelConfig& c = cfg.parallel;
+  const ParamSplit p = StageParams(cfg, stage);
+  const double v = ChunksPerRank(c);
+  Zero3Gather g;
+  g.dense = 2.0 * p.dense / v * nic_share;
+  g.expert = c.expert_dp() > 1 ? 2.0 * p.expert / v * nic_share : 0.0;
+  return g;
+}
+
+std::vector<int> DenseShardGroup(const Layout& layout, int gpu) {
+  const ParallelConfig& c = layout.config();
+  std::vector<int> dense = layout.DpCpGroup(gpu);
+  const int shard = c.shard_group > 0 ? c.shard_group * c.cp : 0;
+  if (shard > 0 && shard < int(dense.size())) dense.resize(size_t(shard));
+  return dense;
+}
+
+std::vector<int> ShardReplicaGroup(const Layout& layout, int gpu) {
+  const ParallelConfig& c = layout.config();
+  const std::vector<int> dense = layout.DpCpGroup(gpu);
+  const int shard = c.shard_group > 0 ? c.shard_group * c.cp : 0;
+  std::vector<int> out;
+  if (shard > 0 && shard < int(dense.size())) {
+    for (size_t i = 0; i < dense.size(); i += size_t(shard)) out.push_back(dense[i]);
+  }
+  return out;
 }
 
 double TiedEmbeddingBytes(const StepConfig& cfg, int nic_share) {

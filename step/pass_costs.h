@@ -120,8 +120,18 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
 // over DP × CP; the expert part over expert-DP: ZeroExpertWeightGatherBytes).
 double ZeroWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share);
 double ZeroExpertWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share);
-// ZeRO-3: the all-gather of one chunk's weights before each pass.
-double Zero3PassGatherBytes(const StepConfig& cfg, int stage, int nic_share);
+// ZeRO-3 / FSDP: the all-gathers of one chunk's weights before each pass, the dense part over
+// the dense group (DenseShardGroup), the expert part over expert-DP (0 when that group is one
+// rank: the experts are then not sharded).
+struct Zero3Gather {
+  double dense = 0, expert = 0;
+};
+Zero3Gather Zero3PassGather(const StepConfig& cfg, int stage, int nic_share);
+// The group a stage's dense gradients are reduced (and ZeRO-3 weights gathered) over for the
+// replica holding `gpu`: DP × CP, or with hybrid sharding the shard group of it; and with
+// hybrid sharding the ranks holding the same shard in the other groups (else empty).
+std::vector<int> DenseShardGroup(const parallelism::Layout& layout, int gpu);
+std::vector<int> ShardReplicaGroup(const parallelism::Layout& layout, int gpu);
 // PP > 1: the tied word embedding's gradient all-reduce between the first and last stage.
 double TiedEmbeddingBytes(const StepConfig& cfg, int nic_share);
 // The optimizer step of one GPU of `stage` at full speed.

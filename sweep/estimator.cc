@@ -130,16 +130,20 @@ Status EstimatePasses(Estimate& e) {
   if (e.c.zero_stage >= 3 && e.c.dp * e.c.cp > 1) {
     const int layers = std::max(1, int(std::lround(double(cfg.model.num_layers) / e.vstages)));
     for (int s = 0; s < e.p; ++s) {
-      const std::vector<int> group = e.layout.DpCpGroup(e.layout.GpuOf({0, s, 0}));
-      const double bytes = step::Zero3PassGatherBytes(cfg, s, e.nic_share);
+      const int gpu = e.layout.GpuOf({0, s, 0});
+      const std::vector<int> group = step::DenseShardGroup(e.layout, gpu);
+      const step::Zero3Gather bytes = step::Zero3PassGather(cfg, s, e.nic_share);
       Result<double> first =
-          e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather, group, bytes / layers);
+          e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather, group, bytes.dense / layers);
       if (!first.ok()) return first.status();
-      Result<double> rest =
-          e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather, group, bytes - bytes / layers);
+      Result<double> rest = e.cache->CollectiveSeconds(
+          e.topo, comm::Op::kAllGather, group, layers > 1 ? bytes.dense - bytes.dense / layers : 0);
       if (!rest.ok()) return rest.status();
+      Result<double> experts = e.cache->CollectiveSeconds(
+          e.topo, comm::Op::kAllGather, e.layout.ExpertDpGroup(gpu), bytes.expert);
+      if (!experts.ok()) return experts.status();
       gather_first[size_t(s)] = *first;
-      gather_rest[size_t(s)] = layers > 1 ? *rest : 0.0;
+      gather_rest[size_t(s)] = *rest + *experts;
     }
   }
   e.zero3_gather = gather_first;
@@ -263,15 +267,8 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
     const double done = e.compute_done[size_t(s)];
     double reduced = done;
     const int gpu = e.layout.GpuOf({0, s, 0});
-    std::vector<int> dp_group = e.layout.DpCpGroup(gpu);
-    std::vector<int> replica_group;
-    const int shard = c.shard_group > 0 ? c.shard_group * c.cp : 0;
-    if (shard > 0 && shard < int(dp_group.size())) {
-      for (size_t i = 0; i < dp_group.size(); i += size_t(shard)) {
-        replica_group.push_back(dp_group[i]);
-      }
-      dp_group.resize(size_t(shard));
-    }
+    const std::vector<int> dp_group = step::DenseShardGroup(e.layout, gpu);
+    const std::vector<int> replica_group = step::ShardReplicaGroup(e.layout, gpu);
     const std::vector<int> expert_group = e.layout.ExpertDpGroup(gpu);
     const step::GradientBuckets buckets = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
     if (buckets.count > 0) {
