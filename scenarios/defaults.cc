@@ -71,10 +71,12 @@ std::optional<FieldError> FillModelDefaults(pb::Model* m) {
       moe->set_expert_ffn_hidden(m->ffn_hidden());
     }
     if (!moe->has_shared_experts()) moe->set_shared_experts(0);
-    if (!moe->has_shared_expert_ffn_hidden() && moe->has_expert_ffn_hidden() &&
-        int64_t(moe->shared_experts()) * moe->expert_ffn_hidden() <=
-            std::numeric_limits<int32_t>::max()) {
-      moe->set_shared_expert_ffn_hidden(moe->shared_experts() * moe->expert_ffn_hidden());
+    // Computed in 64 bits and set only when it is a valid width: hostile inputs (negative
+    // counts) are left for validation to reject.
+    const int64_t shared = int64_t(moe->shared_experts()) * moe->expert_ffn_hidden();
+    if (!moe->has_shared_expert_ffn_hidden() && moe->has_expert_ffn_hidden() && shared >= 0 &&
+        shared <= std::numeric_limits<int32_t>::max()) {
+      moe->set_shared_expert_ffn_hidden(static_cast<int32_t>(shared));
     }
     if (!moe->has_first_dense_layers()) moe->set_first_dense_layers(0);
     if (!moe->has_capacity_factor()) moe->set_capacity_factor(0);
