@@ -3,6 +3,9 @@
 // mixture-of-experts layers and context parallelism. Each term and its reasoning: docs/memory.md.
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
 
 #include "parallelism/memory.h"
 #include "parallelism/schedule.h"
@@ -131,9 +134,51 @@ double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_paralle
 namespace {
 
 // One rank's peak over its task order (see StageActivationBytes).
+// The schedule's candidate peaks for one rank: the in-flight count of each chunk after every
+// forward, keeping only vectors no other one dominates (a dominated point can never be the
+// peak, whatever the chunks' sizes). The live activation bytes at their peak are then the
+// largest dot product with the chunks' bytes. Memoised per (schedule, pp, v, m, rank): a sweep
+// checks the memory of hundreds of thousands of layouts over a few dozen schedules, and
+// building and walking the schedule each time was most of a large sweep's time.
+const std::vector<std::vector<int>>& PeakCandidates(PipelineSchedule schedule, int pp, int v,
+                                                    int64_t m, int stage) {
+  using Key = std::tuple<int, int, int, int64_t>;
+  thread_local std::map<Key, std::vector<std::vector<std::vector<int>>>> cache;
+  const Key key{int(schedule), pp, v, m};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() > 256) cache.clear();  // bounds memory over long sweeps
+    const auto orders = BuildSchedule(schedule, pp, v, m);
+    std::vector<std::vector<std::vector<int>>> per_rank(static_cast<size_t>(pp));
+    for (int r = 0; r < pp; ++r) {
+      std::vector<int> counts(static_cast<size_t>(v), 0);
+      std::vector<std::vector<int>> points;
+      for (const Task& t : orders[size_t(r)]) {
+        counts[size_t(t.chunk)] += t.forward ? 1 : -1;
+        if (t.forward) points.push_back(counts);
+      }
+      std::sort(points.begin(), points.end());
+      points.erase(std::unique(points.begin(), points.end()), points.end());
+      auto dominated = [&](const std::vector<int>& a) {
+        for (const std::vector<int>& b : points) {
+          if (&a == &b || a == b) continue;
+          bool ge = true;
+          for (size_t i = 0; i < a.size() && ge; ++i) ge = b[i] >= a[i];
+          if (ge) return true;
+        }
+        return false;
+      };
+      for (const std::vector<int>& a : points) {
+        if (!dominated(a)) per_rank[size_t(r)].push_back(a);
+      }
+    }
+    it = cache.emplace(key, std::move(per_rank)).first;
+  }
+  return it->second[size_t(stage)];
+}
+
 double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
-                           const std::vector<ChunkLayers>& ranges, const std::vector<Task>& order,
-                           const MemoryParams& p) {
+                           const std::vector<ChunkLayers>& ranges, const MemoryParams& p) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
   const double dense = LayerBytes(m, c, c.recompute, false);
   const double moe = m.moe.enabled() ? LayerBytes(m, c, c.recompute, true) : dense;
@@ -149,9 +194,11 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
     }
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
-  double live = 0, act = 0;
-  for (const Task& t : order) {
-    live += (t.forward ? 1.0 : -1.0) * chunk_bytes[size_t(t.chunk)];
+  double act = 0;
+  for (const std::vector<int>& n : PeakCandidates(c.schedule, c.pp, v, c.num_micro_batches(),
+                                                  stage)) {
+    double live = 0;
+    for (int chunk = 0; chunk < v; ++chunk) live += n[size_t(chunk)] * chunk_bytes[size_t(chunk)];
     act = std::max(act, live);
   }
   // Transients of a backward. Full recompute: the layer being recomputed holds its full
@@ -180,12 +227,10 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
 
 std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelConfig& c,
                                             const MemoryParams& p) {
-  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
   const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
-  const auto orders = BuildSchedule(c.schedule, c.pp, v, c.num_micro_batches());
   std::vector<double> out;
   for (int stage = 0; stage < c.pp; ++stage) {
-    out.push_back(RankActivationBytes(m, c, stage, ranges, orders[size_t(stage)], p));
+    out.push_back(RankActivationBytes(m, c, stage, ranges, p));
   }
   return out;
 }
