@@ -195,8 +195,8 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
   double act = 0;
-  for (const std::vector<int>& n : PeakCandidates(c.schedule, c.pp, v, c.num_micro_batches(),
-                                                  stage)) {
+  for (const std::vector<int>& n :
+       PeakCandidates(c.schedule, c.pp, v, c.num_micro_batches(), stage)) {
     double live = 0;
     for (int chunk = 0; chunk < v; ++chunk) live += n[size_t(chunk)] * chunk_bytes[size_t(chunk)];
     act = std::max(act, live);
