@@ -13,6 +13,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev     # distributed sweeps (optional at run time)
   clang libclang-rt-14-dev       # make fuzz: libFuzzer with ASan/UBSan
   python3                        # scripts/function_lengths.py (the SourceSizeLimits test)
+  python3-dev pybind11-dev       # the Python module (import trainsim)
+  chromium                       # headless browser tests of the --html reports
 )
 
 missing=()
