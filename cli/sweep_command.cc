@@ -44,9 +44,12 @@ int RunSweepCommand(const SweepOptions& opts) {
         "--mpi-timeout must be a number of seconds >= 0 (0 = wait for ever)"));
   }
   comm->SetTimeout(opts.mpi_timeout);
-  // Every rank sees the same input and takes the same path; only rank 0 speaks.
+  // Every rank sees the same input and takes the same path; only rank 0 speaks of it. What one
+  // rank alone may meet (a bug, a timeout waiting for the others) that rank says itself.
   auto fail = [&](const Status& s) {
-    if (root) return ReportError(s);
+    if (root || s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kInternal) {
+      return ReportError(s);
+    }
     switch (s.code()) {
       case Status::Code::kUnavailable:
         return kExitUnavailable;
