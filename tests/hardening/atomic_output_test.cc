@@ -258,6 +258,23 @@ TEST(AtomicOutputTest, FileSizeLimitUnderAShellIsReportedAndLeavesNoTemporary) {
   fs::remove_all(d);
 }
 
+// The CSV is opened before the sweep, so its temporary file exists while the sweep runs: SIGTERM
+// then (here as soon as the temporary file appears) must remove it, and the process must still
+// die of SIGTERM so the shell or scheduler sees what happened.
+TEST(AtomicOutputTest, SigtermDuringASweepRemovesTheOpenCsvTemporary) {
+  fs::path d = ScratchDir("sigterm");
+  const std::string csv = (d / "out.csv").string();
+  const std::string script =
+      "\"$0\" sweep \"$1\" --tokens 300e9 --csv \"$2\" & pid=$!; i=0; "
+      "while [ $i -lt 600 ] && ! ls \"$3\" | grep -q tmp; do sleep 0.05; i=$((i+1)); done; "
+      "kill -TERM $pid; wait $pid; echo \"exit=$?\"";
+  RunResult r = RunProgram({"/bin/sh", "-c", script, kBinary, kDemo, csv, d.string()});
+  // 128 + 15: the sweep died of SIGTERM (the handler re-raises it after the cleanup).
+  EXPECT_TRUE(Contains(r.out, "exit=143")) << r.out << r.err;
+  EXPECT_TRUE(Entries(d).empty()) << "left behind: " << (Entries(d).empty() ? "" : Entries(d)[0]);
+  fs::remove_all(d);
+}
+
 // Text that is not UTF-8 once made nlohmann::json throw out of `run --json` (type_error 316)
 // and abort. Whatever the loader does with such a name now, no exception may end the process:
 // the top-level handler turns it into one message and a non-zero exit.
