@@ -132,7 +132,18 @@ int Run(const ScenarioOptions& so, const CalibrateOptions& co, bool dry_run) {
   // The runner writes the file; its path is checked here, before minutes of measuring.
   Status out_ok = CheckOutput("--output", output, {{"the input scenario", so.path}});
   if (!out_ok.ok()) return ReportError(out_ok);
-  auto args = scenarios::CalibrateRunnerArgs(*resolved, co.request, output);
+  // The runner writes a temporary file and renames it over the name it is given, and the file is
+  // read back afterwards: so it gets the final target of a link (the link is kept), and a device
+  // or FIFO, which it would replace and which cannot be read back, is refused.
+  Result<sim::OutputTarget> target = sim::ClassifyOutput(output);
+  if (!target.ok()) return ReportError(target.status().WithPrefix("--output"));
+  if (target->kind != sim::OutputTarget::Kind::kReplace) {
+    return ReportError(Status::InvalidArgument(
+        "--output " + output +
+        ": a calibration is read back after it is measured, so it must be a regular file, not "
+        "a device, FIFO or standard stream"));
+  }
+  auto args = scenarios::CalibrateRunnerArgs(*resolved, co.request, target->path);
   if (!args.ok()) return ReportError(args.status());
   if (dry_run) {
     std::cout << ShellQuote(co.runner.empty() ? kRunnerName : co.runner);
