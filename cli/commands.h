@@ -46,7 +46,9 @@ Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& 
 // Prints "trainsim: error: MESSAGE" to stderr and returns the exit code for the status
 // (kExitBadInput for user errors, kExitUnavailable, or kExitFailure for kInternal). A run of
 // more than 32 digits in MESSAGE (a 3,000-digit number the parser echoes) is shortened to its
-// first 20 and its length (ElideLongNumbers), so the message stays one readable line.
+// first 20 and its length (ElideLongNumbers), so the message stays one readable line. Under
+// mpirun only rank 0 prints input errors (every rank meets the same ones); kInternal and
+// kUnavailable (a bug, a rank that stopped answering) print on every rank, with "(rank N)".
 int ReportError(const Status& status);
 std::string ElideLongNumbers(const std::string& message);
 
