@@ -1,7 +1,16 @@
 #include "cli/commands.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <new>
+#include <stdexcept>
 #include <string>
+
+#include "sweep/distributed.h"
 
 namespace trainsim::cli {
 
@@ -45,8 +54,19 @@ std::string ElideLongNumbers(const std::string& msg) {
   return out;
 }
 
+bool IsMessageRank() { return sweep::LaunchRank() == 0; }
+
 int ReportError(const Status& status) {
-  std::cerr << "trainsim: error: " << ElideLongNumbers(status.message()) << "\n";
+  // Under mpirun every rank reads the same input and meets the same bad input: rank 0 says it.
+  // What only one rank may see (a bug, a rank that stopped answering) every rank says.
+  const bool rank_specific =
+      status.code() == Status::Code::kInternal || status.code() == Status::Code::kUnavailable;
+  if (IsMessageRank()) {
+    std::cerr << "trainsim: error: " << ElideLongNumbers(status.message()) << "\n";
+  } else if (rank_specific) {
+    std::cerr << "trainsim: error: (rank " << sweep::LaunchRank() << ") "
+              << ElideLongNumbers(status.message()) << "\n";
+  }
   switch (status.code()) {
     case Status::Code::kOk:
       return kExitOk;
@@ -57,6 +77,81 @@ int ReportError(const Status& status) {
     default:
       return kExitBadInput;
   }
+}
+
+Status CheckOutput(const std::string& option, const std::string& path,
+                   const std::vector<InputFile>& inputs) {
+  if (path.empty()) {
+    return Status::InvalidArgument(option +
+                                   " was given an empty file name; name the file to write");
+  }
+  Result<sim::OutputTarget> target = sim::ClassifyOutput(path);
+  if (!target.ok()) return target.status().WithPrefix(option);
+  // The same file as an input, whatever the spelling (a link, ./x, a hard link): writing it
+  // would destroy the input. stat follows links, so a link to the scenario is caught too.
+  struct stat out;
+  if (::stat(path.c_str(), &out) != 0) return Status::Ok();  // a new file is no input
+  for (const InputFile& in : inputs) {
+    struct stat st;
+    if (in.path.empty() || ::stat(in.path.c_str(), &st) != 0) continue;
+    if (st.st_dev == out.st_dev && st.st_ino == out.st_ino && S_ISREG(st.st_mode)) {
+      return Status::InvalidArgument(option + " names " + in.what + " (" + path +
+                                     "); write the output to another file");
+    }
+  }
+  return Status::Ok();
+}
+
+Status OpenOutput(const std::string& option, const std::string& path,
+                  const std::vector<InputFile>& inputs, sim::AtomicFileWriter* writer) {
+  TRAINSIM_RETURN_IF_ERROR(CheckOutput(option, path, inputs));
+  return writer->Open(path).WithPrefix(option);
+}
+
+namespace {
+
+int ReportException(const std::string& message, int code) {
+  if (IsMessageRank() || code == kExitFailure) {
+    std::cerr << "trainsim: error: " << ElideLongNumbers(message) << "\n";
+  }
+  return code;
+}
+
+}  // namespace
+
+int RunGuarded(const std::function<int()>& body) {
+  int code = kExitFailure;
+  try {
+    code = body();
+  } catch (const std::bad_alloc& e) {
+    code = ReportException(std::string("out of memory (") + e.what() +
+                               "): the input asks for more memory than this machine has; make "
+                               "the cluster, the model or --trials smaller",
+                           kExitBadInput);
+  } catch (const std::length_error& e) {
+    code = ReportException(std::string("a size too large for this machine (") + e.what() +
+                               "); make the cluster, the model or --trials smaller",
+                           kExitBadInput);
+  } catch (const std::exception& e) {
+    code = ReportException(std::string("internal error: ") + e.what() +
+                               " (a bug in trainsim; please report it with the command line)",
+                           kExitFailure);
+  } catch (...) {
+    code =
+        ReportException("internal error: an unknown exception (a bug in trainsim)", kExitFailure);
+  }
+  // Standard output is buffered: the last writes happen here, and so do their errors.
+  // errno is not cleared first: when stdio already met the error while printing (and dropped
+  // its buffer), the failed write's errno (ENOSPC) is still the last one set.
+  std::cout.flush();
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int err = errno;
+  if (flush_failed || std::ferror(stdout) || !std::cout.good()) {
+    std::cerr << "trainsim: error: cannot write standard output: "
+              << std::strerror(err != 0 ? err : EIO) << "\n";
+    if (code == kExitOk) code = kExitBadInput;
+  }
+  return code;
 }
 
 }  // namespace trainsim::cli

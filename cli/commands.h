@@ -12,10 +12,12 @@
 #define TRAINSIM_CLI_COMMANDS_H_
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "scenarios/scenario.h"
+#include "sim/atomic_file.h"
 #include "sim/status.h"
 
 namespace trainsim::cli {
@@ -44,9 +46,42 @@ Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& 
 // Prints "trainsim: error: MESSAGE" to stderr and returns the exit code for the status
 // (kExitBadInput for user errors, kExitUnavailable, or kExitFailure for kInternal). A run of
 // more than 32 digits in MESSAGE (a 3,000-digit number the parser echoes) is shortened to its
-// first 20 and its length (ElideLongNumbers), so the message stays one readable line.
+// first 20 and its length (ElideLongNumbers), so the message stays one readable line. Under
+// mpirun only rank 0 prints input errors (every rank meets the same ones); kInternal and
+// kUnavailable (a bug, a rank that stopped answering) print on every rank, with "(rank N)".
 int ReportError(const Status& status);
 std::string ElideLongNumbers(const std::string& message);
+
+// Output files (docs/commands.md, "Output files"). An output option is checked and opened
+// before the long work starts, so a bad path fails in milliseconds, not after the sweep:
+//  - OpenOutput: refuses an empty name ("--csv ''"), any file in `inputs` (the same file by
+//    device and inode, through links: "--csv names the input scenario"), then opens `writer`
+//    (sim::AtomicFileWriter: a regular file is replaced atomically, keeping its mode, through
+//    symbolic links; a device or FIFO is written directly; a read-only file is refused).
+//  - CheckOutput: the same checks without creating anything, for a file another program writes
+//    (calibrate -o).
+// Errors are kInvalidArgument or kNotFound (exit 2), prefixed with `option`.
+struct InputFile {
+  std::string what;  // "the input scenario", "the calibration file"
+  std::string path;
+};
+Status CheckOutput(const std::string& option, const std::string& path,
+                   const std::vector<InputFile>& inputs);
+Status OpenOutput(const std::string& option, const std::string& path,
+                  const std::vector<InputFile>& inputs, sim::AtomicFileWriter* writer);
+
+// Everything main() does after registering the commands runs inside this: an exception that
+// escapes (std::bad_alloc, std::length_error, a library's exception) becomes one
+// "trainsim: error: " line and an exit code instead of an abort — kExitBadInput for
+// bad_alloc/length_error (a size the input asked for: a scenario or option too large for this
+// machine's memory), kExitFailure for anything else (a bug). Then standard output is flushed and
+// checked: a failed write (a full disk, /dev/full) prints a message and returns kExitBadInput
+// (the same code as an output file that cannot be written), never 0 with truncated output.
+int RunGuarded(const std::function<int()>& body);
+
+// True when this process is rank 0 of an MPI launch, or not launched by mpirun. Only rank 0
+// prints messages every rank would print alike (bad input), so mpirun -np 8 says it once.
+bool IsMessageRank();
 
 // The subcommands, registered by main.cc.
 void AddCheckCommand(CLI::App& app, int* exit_code);

@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "sim/atomic_file.h"
 
 #ifndef TRAINSIM_VERSION
 #define TRAINSIM_VERSION "unknown"
 #endif
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   CLI::App app{
       "trainsim: a discrete-event simulator of distributed LLM training on GPU clusters "
       "(TP x PP x DP layouts, collectives, checkpoints, faults, recovery).",
@@ -40,8 +43,10 @@ int main(int argc, char** argv) {
   // A first word that is neither an option nor a command is the commonest slip; say so plainly.
   if (argc > 1 && argv[1][0] != '-' &&
       std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-    std::cerr << "trainsim: error: unknown command \"" << argv[1]
-              << "\" (commands: " << command_list << ")\nRun 'trainsim --help' for usage.\n";
+    if (trainsim::cli::IsMessageRank()) {
+      std::cerr << "trainsim: error: unknown command \"" << argv[1]
+                << "\" (commands: " << command_list << ")\nRun 'trainsim --help' for usage.\n";
+    }
     return trainsim::cli::kExitBadInput;
   }
 
@@ -51,13 +56,28 @@ int main(int argc, char** argv) {
     // --help and --version arrive as "errors" with exit code 0; everything else is bad input
     // (exit 2), not CLI11's own codes (100+).
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "trainsim: error: " << e.what() << "\nRun 'trainsim --help' for usage.\n";
+    // Under mpirun every rank parses the same command line: rank 0 says what is wrong.
+    if (trainsim::cli::IsMessageRank()) {
+      std::cerr << "trainsim: error: " << e.what() << "\nRun 'trainsim --help' for usage.\n";
+    }
     return trainsim::cli::kExitBadInput;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "trainsim: error: a command is required (commands: " << command_list
-              << ")\nRun 'trainsim --help' for usage.\n";
+    if (trainsim::cli::IsMessageRank()) {
+      std::cerr << "trainsim: error: a command is required (commands: " << command_list
+                << ")\nRun 'trainsim --help' for usage.\n";
+    }
     return trainsim::cli::kExitBadInput;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any output file is opened: a signal removes the temporary files, SIGXFSZ is ignored
+  // so a write over the file-size limit fails and is reported (sim/atomic_file.h).
+  trainsim::sim::InstallTempFileCleanup();
+  // Any exception becomes one message; standard output is checked at the end (cli/commands.h).
+  return trainsim::cli::RunGuarded([&] { return Main(argc, argv); });
 }

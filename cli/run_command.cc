@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/report/run_report.h"
@@ -14,23 +15,37 @@
 namespace trainsim::cli {
 namespace {
 
-// Both trace files through temporary files renamed into place (sim/atomic_file.h): a failed
-// write leaves the previous files, never a truncated trace. Both are written before either is
-// committed, and the step's (the larger) is committed first.
-Status WriteTraces(const std::string& path, const step::StepResult& step_result,
+// Both trace files through temporary files renamed into place (sim/atomic_file.h), opened before
+// the simulation so a bad path fails at once. A --trace that names a device or FIFO
+// (/dev/null, /dev/stdout) gets the step trace only: the run trace's name next to it would be a
+// new file in /dev.
+struct TraceFiles {
+  sim::AtomicFileWriter step, run;
+};
+
+Status OpenTraces(const std::string& path, const std::vector<InputFile>& inputs,
+                  TraceFiles* files) {
+  TRAINSIM_RETURN_IF_ERROR(OpenOutput("--trace", path, inputs, &files->step));
+  Result<sim::OutputTarget> target = sim::ClassifyOutput(path);
+  if (target.ok() && target->kind == sim::OutputTarget::Kind::kDirect) return Status::Ok();
+  return OpenOutput("--trace", report::RunTracePath(path), inputs, &files->run);
+}
+
+// Both are written out completely before either is renamed into place: an error while writing
+// the second (a full disk, the file-size limit) leaves the first file as it was.
+Status WriteTraces(TraceFiles* files, const step::StepResult& step_result,
                    const scenarios::RunOutcome& run) {
   std::ostringstream step_trace;
   step::WriteChromeTrace(step_result, step_trace);
-  sim::AtomicFileWriter step_file, run_file;
-  Status st = step_file.Open(path);
-  if (st.ok()) st = run_file.Open(report::RunTracePath(path));
-  if (st.ok()) {
-    step_file.Append(step_trace.str());
-    run_file.Append(report::RunTraceJson(run.run, run.config.checkpoint.policy));
-    st = step_file.Commit();
+  files->step.Append(step_trace.str());
+  TRAINSIM_RETURN_IF_ERROR(files->step.Prepare().WithPrefix("--trace"));
+  if (files->run.is_open()) {
+    files->run.Append(report::RunTraceJson(run.run, run.config.checkpoint.policy));
+    TRAINSIM_RETURN_IF_ERROR(files->run.Prepare().WithPrefix("--trace"));
   }
-  if (st.ok()) st = run_file.Commit();
-  return st;
+  TRAINSIM_RETURN_IF_ERROR(files->step.Publish().WithPrefix("--trace"));
+  if (files->run.is_open()) TRAINSIM_RETURN_IF_ERROR(files->run.Publish().WithPrefix("--trace"));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -39,6 +54,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   struct Options {
     ScenarioOptions scenario;
     std::string trace;
+    CLI::Option* trace_option = nullptr;  // to tell --trace '' from no --trace
     bool allow_oom = false;
     int gpu = 0;
     bool events = false;
@@ -53,9 +69,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "Simulate one training step (time, throughput, MFU, memory, where time goes), then the "
       "whole run with its checkpoints and failures (wall time, goodput, ETTR, lost work, cost)");
   AddScenarioOptions(cmd, &opts->scenario);
-  cmd->add_option("--trace", opts->trace,
-                  "Write a Chrome/Perfetto trace of the step to FILE and of the run's phases to "
-                  "FILE with .run before the extension (open in ui.perfetto.dev)");
+  opts->trace_option = cmd->add_option(
+      "--trace", opts->trace,
+      "Write a Chrome/Perfetto trace of the step to FILE and of the run's phases to FILE with "
+      ".run before the extension (open in ui.perfetto.dev); a device or FIFO gets the step "
+      "trace only");
   cmd->add_flag("--allow-oom", opts->allow_oom,
                 "Simulate a layout that does not fit in GPU memory anyway");
   cmd->add_option("--gpu", opts->gpu, "GPU whose step breakdown to show (default 0)");
@@ -78,11 +96,24 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(resolved.status());
       return;
     }
+    const bool tracing = opts->trace_option->count() > 0;
+    TraceFiles traces;
+    if (tracing) {
+      Status st = OpenTraces(opts->trace,
+                             {{"the input scenario", opts->scenario.path},
+                              {"the calibration file", opts->calibration},
+                              {"the calibration file", resolved->scenario.cluster().calibration()}},
+                             &traces);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
+    }
     scenarios::StepRequest step_request;
     step_request.allow_oom = opts->allow_oom;
     step_request.report_gpu = opts->gpu;
     step_request.calibration_path = opts->calibration;
-    step_request.record_trace = !opts->trace.empty();
+    step_request.record_trace = tracing;
     Result<scenarios::StepOutcome> step = scenarios::SimulateScenarioStep(*resolved, step_request);
     if (!step.ok()) {
       *exit_code = ReportError(step.status());
@@ -99,10 +130,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(run.status());
       return;
     }
-    if (!opts->trace.empty()) {
-      Status st = WriteTraces(opts->trace, step->result, *run);
+    if (tracing) {
+      Status st = WriteTraces(&traces, step->result, *run);
       if (!st.ok()) {
-        *exit_code = ReportError(st.WithPrefix("--trace"));
+        *exit_code = ReportError(st);
         return;
       }
     }

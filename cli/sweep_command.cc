@@ -1,3 +1,4 @@
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -22,6 +23,8 @@ struct SweepOptions {
   std::string objective = "time";
   int top = 10;
   std::string csv;
+  CLI::Option* csv_option = nullptr;  // to tell --csv '' from no --csv
+  double mpi_timeout = 0;
   double tokens = 0;
   bool tp_across_nodes = false;
   std::vector<int> micro_batches;
@@ -36,9 +39,17 @@ int RunSweepCommand(const SweepOptions& opts) {
   if (!comm_or.ok()) return ReportError(comm_or.status());
   sweep::Communicator* comm = comm_or->get();
   const bool root = comm->rank() == 0;
-  // Every rank sees the same input and takes the same path; only rank 0 speaks.
+  if (!std::isfinite(opts.mpi_timeout) || opts.mpi_timeout < 0) {
+    return ReportError(Status::InvalidArgument(
+        "--mpi-timeout must be a number of seconds >= 0 (0 = wait for ever)"));
+  }
+  comm->SetTimeout(opts.mpi_timeout);
+  // Every rank sees the same input and takes the same path; only rank 0 speaks of it. What one
+  // rank alone may meet (a bug, a timeout waiting for the others) that rank says itself.
   auto fail = [&](const Status& s) {
-    if (root) return ReportError(s);
+    if (root || s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kInternal) {
+      return ReportError(s);
+    }
     switch (s.code()) {
       case Status::Code::kUnavailable:
         return kExitUnavailable;
@@ -88,13 +99,33 @@ int RunSweepCommand(const SweepOptions& opts) {
   if (opts.trials < 0) return fail(Status::InvalidArgument("--trials must be >= 0"));
   so.trials = opts.trials;
   problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
+
+  // The CSV is opened (by rank 0, which writes it) before the sweep, so an unwritable path
+  // fails now and not after the sweep; every rank learns the outcome so all stop together.
+  sim::AtomicFileWriter csv;
+  Status csv_status;
+  if (root && opts.csv_option != nullptr && opts.csv_option->count() > 0) {
+    csv_status = OpenOutput("--csv", opts.csv,
+                            {{"the input scenario", opts.scenario.path},
+                             {"the calibration file", resolved->scenario.cluster().calibration()}},
+                            &csv);
+  }
+  if (comm->size() > 1) {
+    Result<std::vector<std::string>> agreed = comm->AllGather(csv_status.ok() ? "" : "x");
+    if (!agreed.ok()) return fail(agreed.status());
+    if (!(*agreed)[0].empty()) return fail(csv_status);
+  } else if (!csv_status.ok()) {
+    return fail(csv_status);
+  }
+
   Result<sweep::SweepResult> result = sweep::RunSweep(*problem, so, comm);
   if (!result.ok()) return fail(result.status());
   if (!root) return kExitOk;
 
-  if (!opts.csv.empty()) {
-    Status s = sim::WriteFileAtomically(opts.csv, report::FormatSweepCsv(*result));
-    if (!s.ok()) return ReportError(s.WithPrefix("--csv " + opts.csv));
+  if (csv.is_open()) {
+    csv.Append(report::FormatSweepCsv(*result));
+    Status s = csv.Commit();
+    if (!s.ok()) return ReportError(s.WithPrefix("--csv"));
   }
   if (opts.scenario.json) {
     std::cout << report::FormatSweepJson(*result, *objective);
@@ -127,7 +158,10 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--objective", opts->objective,
                   "Rank by 'time' to train or 'cost' (default time)");
   cmd->add_option("--top", opts->top, "How many layouts to list and confirm (default 10)");
-  cmd->add_option("--csv", opts->csv, "Write every layout, evaluated or rejected, to FILE");
+  opts->csv_option = cmd->add_option(
+      "--csv", opts->csv,
+      "Write every layout, evaluated or rejected, to FILE (a file is replaced atomically; "
+      "/dev/stdout, /dev/null and FIFOs are written directly)");
   cmd->add_option("--tokens", opts->tokens,
                   "Token budget (default: the scenario's training.tokens or steps)");
   cmd->add_flag("--tp-across-nodes", opts->tp_across_nodes,
@@ -161,6 +195,11 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--trials", opts->trials,
                   "Monte Carlo trials of the run simulation (failures, checkpoints at Daly's "
                   "interval) for each of the top layouts; split across MPI ranks (default 0)");
+  cmd->add_option("--mpi-timeout", opts->mpi_timeout,
+                  "Under mpirun: how long a rank that finished its share waits for the others "
+                  "before it gives up with a message (a rank stopped or hangs); default 0, wait "
+                  "for ever")
+      ->type_name("SECONDS");
   cmd->callback([opts, exit_code] { *exit_code = RunSweepCommand(*opts); });
 }
 

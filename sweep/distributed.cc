@@ -1,8 +1,10 @@
 #include "sweep/distributed.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #ifdef TRAINSIM_HAVE_MPI
 #include <mpi.h>
@@ -32,20 +34,24 @@ class MpiCommunicator : public Communicator {
   ~MpiCommunicator() override {
     int finalised = 0;
     MPI_Finalized(&finalised);
-    if (owns_ && !finalised) MPI_Finalize();
+    if (owns_ && !finalised && !broken_) MPI_Finalize();
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  void SetTimeout(double seconds) override { timeout_s_ = seconds; }
 
   Result<std::vector<std::string>> AllGather(const std::string& mine) override {
     // Lengths first (as 64-bit), then the bytes in chunks of at most 1 GiB per call so the
     // int counts of MPI-3 cannot overflow.
     long long len = static_cast<long long>(mine.size());
     std::vector<long long> lens(static_cast<size_t>(size_));
-    if (MPI_Allgather(&len, 1, MPI_LONG_LONG, lens.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD) !=
-        MPI_SUCCESS) {
+    if (broken_) return Status::Unavailable("the MPI ranks stopped answering earlier");
+    MPI_Request req;
+    if (MPI_Iallgather(&len, 1, MPI_LONG_LONG, lens.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD,
+                       &req) != MPI_SUCCESS) {
       return Status::Internal("MPI_Allgather of result sizes failed");
     }
+    TRAINSIM_RETURN_IF_ERROR(Wait(&req, "the result sizes"));
     std::vector<std::string> out(static_cast<size_t>(size_));
     for (int r = 0; r < size_; ++r) out[size_t(r)].resize(size_t(lens[size_t(r)]));
     constexpr long long kChunk = 1LL << 30;
@@ -62,10 +68,11 @@ class MpiCommunicator : public Communicator {
       }
       std::string recv(size_t(total), '\0');
       const char* send = mine.data() + std::min<long long>(off, len);
-      if (MPI_Allgatherv(send, counts[size_t(rank_)], MPI_CHAR, recv.data(), counts.data(),
-                         displs.data(), MPI_CHAR, MPI_COMM_WORLD) != MPI_SUCCESS) {
+      if (MPI_Iallgatherv(send, counts[size_t(rank_)], MPI_CHAR, recv.data(), counts.data(),
+                          displs.data(), MPI_CHAR, MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
         return Status::Internal("MPI_Allgatherv of results failed");
       }
+      TRAINSIM_RETURN_IF_ERROR(Wait(&req, "the results"));
       for (int r = 0; r < size_; ++r) {
         if (counts[size_t(r)] > 0) {
           out[size_t(r)].replace(size_t(off), size_t(counts[size_t(r)]), recv,
@@ -77,12 +84,57 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
+  // Waits for `req`; with a timeout, polls it until it completes or the timeout passes. The poll
+  // interval grows from 1 µs to 10 ms: a prompt answer costs nothing, a long wait (ranks
+  // finishing their shares at different times) costs about 1% of a core.
+  Status Wait(MPI_Request* req, const char* what) {
+    using Clock = std::chrono::steady_clock;
+    if (timeout_s_ <= 0) {  // no timeout: MPI's own wait, as fast as the library makes it
+      if (MPI_Wait(req, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        return Status::Internal(std::string("MPI all-gather of ") + what + " failed");
+      }
+      return Status::Ok();
+    }
+    const Clock::time_point start = Clock::now();
+    auto pause = std::chrono::microseconds(1);
+    for (;;) {
+      int done = 0;
+      if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        return Status::Internal(std::string("MPI all-gather of ") + what + " failed");
+      }
+      if (done) return Status::Ok();
+      if (std::chrono::duration<double>(Clock::now() - start).count() > timeout_s_) {
+        broken_ = true;
+        return Status::Unavailable("waited " + FormatSeconds(timeout_s_) +
+                                   " s (--mpi-timeout) for the other ranks to send " + what +
+                                   "; a rank stopped or hangs, so the sweep is abandoned");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(10000));
+    }
+  }
+  static std::string FormatSeconds(double s) {
+    std::string t = std::to_string(s);
+    while (!t.empty() && t.back() == '0') t.pop_back();
+    if (!t.empty() && t.back() == '.') t.pop_back();
+    return t;
+  }
+
   int rank_ = 0, size_ = 1;
   bool owns_ = false;
+  bool broken_ = false;
+  double timeout_s_ = 0;
 };
 #endif
 
 }  // namespace
+
+int LaunchRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (std::getenv(name) != nullptr) return EnvInt(name);
+  }
+  return 0;
+}
 
 bool LaunchedUnderMpi() { return EnvInt("OMPI_COMM_WORLD_SIZE") > 0 || EnvInt("PMI_SIZE") > 0; }
 

@@ -9,7 +9,10 @@
 //
 // What it promises: AllGather returns every rank's bytes in rank order on every rank, so code
 // that orders gathered results by a global index gives byte-identical output whatever the number
-// of ranks.
+// of ranks. With SetTimeout(s > 0) a rank waits at most s seconds in one AllGather for the
+// others (a rank that was stopped or hangs); it then returns kUnavailable and the communicator
+// is broken: it does not call MPI_Finalize (which would wait for the lost rank too), and
+// mpirun ends the job when this rank exits.
 #ifndef TRAINSIM_SWEEP_DISTRIBUTED_H_
 #define TRAINSIM_SWEEP_DISTRIBUTED_H_
 
@@ -28,6 +31,8 @@ class Communicator {
   virtual int size() const = 0;
   // Collective: every rank calls it with its bytes; returns all ranks' bytes, index = rank.
   virtual Result<std::vector<std::string>> AllGather(const std::string& mine) = 0;
+  // Bounds the wait of each later AllGather; 0 (the default) waits for ever.
+  virtual void SetTimeout(double seconds) { (void)seconds; }
 };
 
 class LocalCommunicator : public Communicator {
@@ -41,6 +46,9 @@ class LocalCommunicator : public Communicator {
 
 // True when the environment says mpirun (Open MPI or a PMI launcher) started this process.
 bool LaunchedUnderMpi();
+// This process's rank as the launcher's environment gives it (OMPI_COMM_WORLD_RANK, PMI_RANK,
+// PMIX_RANK), readable before MPI is initialised; 0 when not launched by mpirun.
+int LaunchRank();
 // True when this build has MPI support.
 bool BuiltWithMpi();
 
