@@ -141,6 +141,9 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   res.flows = st.net.flows_started();
   if (options.record_trace) res.trace = std::move(st.trace.slices());
   res.calibration = DescribeCalibration(cfg, tp);
+  res.loader_s_per_micro_batch = st.loader_s_per_micro_batch;
+  res.loader_queued = st.loader_queued;
+  res.loader_replicas = st.loader_replicas;
   return res;
 }
 
