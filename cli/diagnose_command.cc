@@ -141,7 +141,7 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
            (ls.worst_memory_op.empty() ? "" : "; largest: " + ls.worst_memory_op) +
            " (trainsim run --ops)"});
   out.push_back({"small-GEMM inefficiency", compute_share * ls.small_gemm,
-                 std::string("GEMM time beyond the large-GEMM ceiling; least efficient: " + ls.worst_gemm +
+                 "GEMM time beyond the large-GEMM ceiling; least efficient: " + ls.worst_gemm +
                      Fmt(" at %.0f%% of the roofline", 100 * ls.worst_gemm_fraction) +
                      Fmt(" (micro-batch %g)", cfg.parallel.micro_batch)});
   out.push_back({"exposed TP comm",
@@ -246,7 +246,7 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
     out.push_back({"overlap pipeline sends", {"parallelism.overlap_p2p_comm=true"}});
   }
   if (matters("pipeline bubble") && c.pp > 1 && c.virtual_stages == 1 &&
-      cfg.model.layers % (2 * c.pp) == 0) {
+      cfg.model.num_layers % (2 * c.pp) == 0) {
     out.push_back({"interleaved schedule, 2 chunks per rank", {"parallelism.virtual_stages=2"}});
   }
   if (matters("checkpoint stalls") && s.checkpoint().policy() == pb::Checkpoint::SYNC) {
