@@ -7,6 +7,7 @@
 // compared group by group with the prediction. docs/diagnose.md describes the method.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -27,7 +28,14 @@ namespace {
 namespace par = trainsim::parallelism;
 using report::DiagnoseCause;
 using report::DiagnoseProposal;
-using report::Fmt;
+
+// One printf conversion of `v` in `format` (report::Fmt's buffer is 64 bytes; these sentences
+// are longer).
+std::string Fmt(const char* format, double v) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
 
 // A cause worth a proposal: at least this share of the step (below it a change moves the step
 // by less than run-to-run noise on real clusters, a few percent).

@@ -117,23 +117,34 @@ void Pipeline::TryStart(int ei) {
 // (host overhead, then input stall) and TryStart runs again when they are.
 bool Pipeline::Held(int ei, const Task& t, int j) {
   Executor& e = st_->exec(ei);
+  if (e.released) {  // the wait scheduled below has ended
+    e.released = false;
+    e.held = false;
+    return false;
+  }
+  if (e.held) return true;
   const double now = st_->now();
-  const double host_ready = st_->cfg.host.step_s;
+  const double host_ready = e.next == 0 ? st_->cfg.host.step_s : 0.0;
   double input_ready = 0;
   if (t.forward && j == 0) {
-    input_ready = host_ready + MicroBatchReadyS(st_->loader_s_per_micro_batch, st_->loader_queued,
-                                                t.micro_batch);
+    input_ready = st_->cfg.host.step_s + MicroBatchReadyS(st_->loader_s_per_micro_batch,
+                                                          st_->loader_queued, t.micro_batch);
   }
-  const double ready = std::max(e.next == 0 ? host_ready : 0.0, input_ready);
+  const double ready = std::max(host_ready, input_ready);
   if (!(now < ready)) return false;
-  if (e.held_until == ready) return true;
-  e.held_until = ready;
-  const double host = std::max(0.0, std::min(ready, e.next == 0 ? host_ready : 0.0) - now);
+  // The wait in the engine's own ticks, so the breakdown adds up to the step exactly.
+  const sim::Time delay = StepState::Delay(ready - now);
+  const double wait = delay.seconds();
+  const double host = std::min(wait, std::max(0.0, host_ready - now));
   e.b.host_overhead_s += host;
-  e.b.input_stall_s += ready - now - host;
+  e.b.input_stall_s += wait - host;
   st_->trace.Slice(e.gpu, 0, "host framework", "host", now, host);
-  st_->trace.Slice(e.gpu, 0, "input stall", "input", now + host, ready - now - host);
-  st_->engine.Schedule(StepState::Delay(ready - now), [this, ei] { TryStart(ei); });
+  st_->trace.Slice(e.gpu, 0, "input stall", "input", now + host, wait - host);
+  e.held = true;
+  st_->engine.Schedule(delay, [this, ei] {
+    st_->exec(ei).released = true;
+    TryStart(ei);
+  });
   return true;
 }
 

@@ -51,7 +51,9 @@ struct Executor {
   bool computing = false;               // inside a task (kernels, TP collectives, ZeRO-3 gather)
   std::vector<size_t> pending_in;       // blocking sends to it waiting for its task to end
   double wait_since = -1;
-  double held_until = -1;  // a TryStart is scheduled then (input or host not ready before)
+  // Waiting for the host's framework time or the loader's micro-batch (Pipeline::Held): held
+  // until the scheduled wake-up, which sets released.
+  bool held = false, released = false;
   struct Msg {
     bool arrived = false;
     double produced_s = 0;  // when the producer finished computing it (the send started)
