@@ -95,6 +95,9 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code);
 void AddImportCommand(CLI::App& app, int* exit_code);
 // `export megatron SCENARIO`: the Megatron-LM arguments of a scenario (cli/export_command.cc).
 void AddExportCommand(CLI::App& app, int* exit_code);
+// `diagnose SCENARIO`: causes of the gap to peak, re-simulated proposals, a measured profile
+// against the model (cli/diagnose_command.cc).
+void AddDiagnoseCommand(CLI::App& app, int* exit_code);
 
 }  // namespace trainsim::cli
 

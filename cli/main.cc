@@ -33,6 +33,7 @@ int Main(int argc, char** argv) {
   trainsim::cli::AddSweepCommand(app, &exit_code);
   trainsim::cli::AddImportCommand(app, &exit_code);
   trainsim::cli::AddExportCommand(app, &exit_code);
+  trainsim::cli::AddDiagnoseCommand(app, &exit_code);
 
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report/diagnose_report.h"
 #include "cli/report/run_report.h"
 #include "cli/report/step_report.h"
+#include "parallelism/roofline.h"
 #include "scenarios/session.h"
 #include "sim/atomic_file.h"
 
@@ -48,6 +50,15 @@ Status WriteTraces(TraceFiles* files, const step::StepResult& step_result,
   return Status::Ok();
 }
 
+// --ops: the roofline of every op of one transformer layer (and of an MoE layer), as the step
+// simulated them: the layout's split and micro-batch, the calibration where it covers a GEMM.
+std::vector<parallelism::OpRoofline> LayerRoofline(const step::StepConfig& cfg, bool moe) {
+  const parallelism::GemmCalibration cal{cfg.calibration.get(), cfg.gemm_dtype};
+  return parallelism::RooflineOfOps(
+      cfg.gpu, cfg.compute,
+      parallelism::LayerOps(cfg.model, cfg.parallel.split(), cfg.parallel.micro_batch, moe), &cal);
+}
+
 }  // namespace
 
 void AddRunCommand(CLI::App& app, int* exit_code) {
@@ -62,6 +73,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     std::optional<uint64_t> seed;
     bool optimize_interval = false;
     std::string calibration;
+    bool ops = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -90,6 +102,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Calibration file (trainsim calibrate) whose measured GEMM rates and TP "
                   "collective curves replace the model where they cover (default: "
                   "cluster.calibration)");
+  cmd->add_flag("--ops", opts->ops,
+                "Also show the roofline of every op of one layer: FLOPs, bytes, arithmetic "
+                "intensity against the GPU's ridge point, compute- or memory-bound, achieved "
+                "fraction of the bound");
   cmd->callback([opts, exit_code] {
     Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
     if (!resolved.ok()) {
@@ -141,10 +157,24 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       nlohmann::json doc =
           report::StepJsonDocument(*resolved, step->config, step->result, step->faulted);
       report::AddRunJson(*run, opts->events, doc);
+      if (opts->ops) {
+        doc["ops"] = report::OpsJson(LayerRoofline(step->config, false));
+        if (step->config.model.moe.enabled()) {
+          doc["moe_ops"] = report::OpsJson(LayerRoofline(step->config, true));
+        }
+      }
       std::cout << doc.dump(2) << "\n";
     } else {
       std::cout << report::FormatStepReport(*resolved, step->config, step->result, step->faulted)
                 << report::FormatRunReport(*resolved, *run, opts->events);
+      if (opts->ops) {
+        std::cout << report::FormatOpsTable("roofline of one layer's ops, per micro-batch",
+                                            LayerRoofline(step->config, false));
+        if (step->config.model.moe.enabled()) {
+          std::cout << report::FormatOpsTable("roofline of one MoE layer's ops",
+                                              LayerRoofline(step->config, true));
+        }
+      }
     }
     *exit_code = kExitOk;
   });

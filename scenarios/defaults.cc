@@ -35,6 +35,23 @@ void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count
   c->set_needs_replacement(replace);
 }
 
+// The data loader's and the host's defaults (scenario.proto Input, Host; step/input_pipeline.h
+// and step/host_overhead.h carry the sources). The loader's never bind: no CPU time, no bytes.
+void FillInputAndHostDefaults(pb::Scenario* s) {
+  pb::Input* in = s->mutable_input();
+  if (!in->has_workers()) in->set_workers(8);  // one DataLoader of 8 workers per 8-GPU node
+  if (!in->has_cpu_ms_per_sample()) in->set_cpu_ms_per_sample(0);
+  if (!in->has_prefetch()) in->set_prefetch(2);  // PyTorch DataLoader prefetch_factor
+  const pb::Cluster& cl = s->cluster();
+  if (!in->has_read_gbyte_per_s() && cl.nodes() > 0 && cl.storage().has_read_gbyte_per_s()) {
+    in->set_read_gbyte_per_s(cl.storage().read_gbyte_per_s() / cl.nodes());
+  }
+  if (!in->has_bytes_per_sample()) in->set_bytes_per_sample(0);
+  pb::Host* h = s->mutable_host();
+  if (!h->has_launch_us()) h->set_launch_us(5);  // cudaLaunchKernel + dispatch, a few µs
+  if (!h->has_step_ms()) h->set_step_ms(0);      // in published step times already
+}
+
 // The model's defaults: first the preset's values for every field the scenario leaves unset
 // (scenarios/presets.h), then the documented defaults for what is still unset.
 std::optional<FieldError> FillModelDefaults(pb::Model* m) {
@@ -167,6 +184,8 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
   if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
   if (!p->has_moe_a2a_overlap()) p->set_moe_a2a_overlap(false);
+  if (!p->has_cuda_graphs()) p->set_cuda_graphs(false);
+  FillInputAndHostDefaults(s);
   int64_t gpus = static_cast<int64_t>(cl->nodes()) * cl->gpus_per_node();
   int64_t tp_pp = static_cast<int64_t>(p->tp()) * p->pp() * p->cp();
   if (!p->has_dp() && tp_pp > 0 && gpus > 0 && gpus % tp_pp == 0) {

@@ -321,6 +321,15 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
                                    " has no tensor-core peak at this precision");
   }
   c.topology = MakeTopologySpec(r);
+  const pb::Input& in = s.input();
+  c.input.workers = in.workers();
+  c.input.cpu_s_per_sample = in.cpu_ms_per_sample() * 1e-3;
+  c.input.prefetch = in.prefetch();
+  c.input.read_bytes_per_s = in.read_gbyte_per_s() * 1e9;
+  c.input.bytes_per_sample = double(in.bytes_per_sample());
+  c.host.launch_s = s.host().launch_us() * 1e-6;
+  c.host.step_s = s.host().step_ms() * 1e-3;
+  c.host.cuda_graphs = p.cuda_graphs();
   return c;
 }
 

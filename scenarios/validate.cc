@@ -599,11 +599,40 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
   return std::nullopt;
 }
 
+Error ValidateInputAndHost(const pb::Scenario& s) {
+  const pb::Input& in = s.input();
+  if (auto e = Range("input.workers", in.workers(), 1, 4096, "loader workers per node")) return e;
+  if (auto e = Finite("input.cpu_ms_per_sample", in.cpu_ms_per_sample(), 0, 1e7, false,
+                      "CPU time per sample (ms)")) {
+    return e;
+  }
+  if (auto e = Range("input.prefetch", in.prefetch(), 0, 1000000, "micro-batches per worker")) {
+    return e;
+  }
+  if (s.input().has_read_gbyte_per_s()) {
+    if (auto e = Finite("input.read_gbyte_per_s", in.read_gbyte_per_s(), 0, 1e9, true,
+                        "read bandwidth per node (GB/s)")) {
+      return e;
+    }
+  }
+  if (auto e = Range("input.bytes_per_sample", in.bytes_per_sample(), 0, int64_t(1) << 50,
+                     "bytes per sample")) {
+    return e;
+  }
+  if (auto e = Finite("host.launch_us", s.host().launch_us(), 0, 1e6, false,
+                      "host time per kernel launch (us)")) {
+    return e;
+  }
+  return Finite("host.step_ms", s.host().step_ms(), 0, 1e9, false,
+                "host framework time per step (ms)");
+}
+
 std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
   if (auto e = CheckEnums(s, "")) return e;
   if (auto e = ValidateCluster(s)) return e;
   if (auto e = ValidateModel(s)) return e;
   if (auto e = ValidateParallelism(s)) return e;
+  if (auto e = ValidateInputAndHost(s)) return e;
   std::optional<sim::Time> end;
   if (auto e = ValidateTraining(s, &end)) return e;
   if (auto e = ValidateCheckpoint(s)) return e;

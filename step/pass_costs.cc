@@ -28,6 +28,16 @@ comm::Op ToCommOp(TpCollectiveKind k) {
   return comm::Op::kAllReduce;
 }
 
+// Kernels `ops` launch in one pass (forward, or backward).
+double SumKernels(const std::vector<KernelOp>& ops, bool forward, bool selective_only = false) {
+  double n = 0;
+  for (const KernelOp& op : ops) {
+    if (selective_only && !op.selective_recompute) continue;
+    n += forward ? op.fwd_kernels : op.bwd_kernels;
+  }
+  return n;
+}
+
 double SumOps(const StepConfig& cfg, const GemmCalibration& cal, const std::vector<KernelOp>& ops,
               bool forward, bool selective_only = false) {
   double total = 0;
@@ -101,7 +111,8 @@ namespace {
 
 // One transformer layer's costs for one micro-batch (unslowed seconds).
 struct LayerCost {
-  double fwd = 0, bwd = 0, recompute = 0;  // compute
+  double fwd = 0, bwd = 0, recompute = 0;   // compute
+  double fwd_kernels = 0, bwd_kernels = 0;  // backward includes the recomputed kernels
   double tp_fwd = 0, tp_bwd = 0, cp_fwd = 0, cp_bwd = 0, ep_fwd = 0, ep_bwd = 0;
 };
 
@@ -191,6 +202,11 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
   lc.bwd = SumOps(cfg, gemm, ops, false);
   if (c.recompute == Recompute::kFull) lc.recompute = lc.fwd;
   if (c.recompute == Recompute::kSelective) lc.recompute = SumOps(cfg, gemm, ops, true, true);
+  lc.fwd_kernels = SumKernels(ops, true);
+  lc.bwd_kernels =
+      SumKernels(ops, false) + (c.recompute == Recompute::kFull        ? lc.fwd_kernels
+                                : c.recompute == Recompute::kSelective ? SumKernels(ops, true, true)
+                                                                       : 0.0);
   double ag[2] = {0, 0}, rs[2] = {0, 0};  // TP all-gathers / reduce-scatters, [fwd, bwd]
   for (const TpCollective& col : LayerTpCollectives(m, c.split(), c.micro_batch, moe)) {
     TpCollectiveTimer* timer = timers.For(col.group);
@@ -322,6 +338,8 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
       k.bwd_cp_s += n * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
       k.fwd_ep_s += n * lc.ep_fwd;
       k.bwd_ep_s += n * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
+      k.fwd_kernels += n * lc.fwd_kernels;
+      k.bwd_kernels += n * lc.bwd_kernels;
     };
     add(*dense, n_dense);
     if (n_moe > 0) add(moe, n_moe);
@@ -329,6 +347,8 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
       k.fwd_compute_s += SumOps(cfg, gemm, emb, true);
       k.bwd_compute_s += SumOps(cfg, gemm, emb, false);
       k.fwd_tp_s += *emb_tp;
+      k.fwd_kernels += SumKernels(emb, true);
+      k.bwd_kernels += SumKernels(emb, false);
     } else {
       k.fwd_tp_s += pp_gather;
     }
@@ -337,9 +357,15 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
       k.bwd_compute_s += SumOps(cfg, gemm, head, false);
       k.fwd_tp_s += *head_tp_fwd;
       k.bwd_tp_s += *head_tp_bwd;
+      k.fwd_kernels += SumKernels(head, true);
+      k.bwd_kernels += SumKernels(head, false);
     } else {
       k.bwd_tp_s += pp_gather;
     }
+    // The host issues the pass's kernels while the GPU runs them; it falls behind only when
+    // the launches take longer than the pass (step/host_overhead.h).
+    k.fwd_host_s = LaunchBoundSeconds(cfg.host, k.fwd_kernels, k.fwd_compute_s + k.fwd_comm_s());
+    k.bwd_host_s = LaunchBoundSeconds(cfg.host, k.bwd_kernels, k.bwd_compute_s + k.bwd_comm_s());
   }
   return out;
 }

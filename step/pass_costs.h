@@ -58,6 +58,10 @@ struct ChunkCost {
   double bwd_compute_s = 0, bwd_tp_s = 0;
   double fwd_cp_s = 0, bwd_cp_s = 0;
   double fwd_ep_s = 0, bwd_ep_s = 0;
+  // Kernels one pass launches, and how long the GPU waits for the host to launch them beyond
+  // the pass's own time (step/host_overhead.h: 0 unless the pass is launch-bound).
+  double fwd_kernels = 0, bwd_kernels = 0;
+  double fwd_host_s = 0, bwd_host_s = 0;
   double fwd_comm_s() const { return fwd_tp_s + fwd_cp_s + fwd_ep_s; }
   double bwd_comm_s() const { return bwd_tp_s + bwd_cp_s + bwd_ep_s; }
 };

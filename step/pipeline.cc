@@ -1,13 +1,31 @@
 #include "step/pipeline.h"
 
+#include <cstdio>
 #include <utility>
 
 #include "parallelism/compute.h"
 #include "parallelism/model.h"
+#include "parallelism/roofline.h"
+#include "step/input_pipeline.h"
 
 namespace trainsim::step {
 
 using parallelism::Task;
+
+namespace {
+
+// A kernel slice's args: its roofline (parallelism/roofline.h).
+std::string RooflineArgs(const parallelism::OpRoofline& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "{\"flops\":%.6g,\"bytes\":%.6g,\"intensity\":%.4g,\"ridge\":%.4g,"
+                "\"bound\":\"%s\",\"achieved_fraction\":%.4f}",
+                r.flops, r.bytes, r.intensity, r.ridge, r.compute_bound ? "compute" : "memory",
+                r.achieved_fraction);
+  return buf;
+}
+
+}  // namespace
 
 Pipeline::Pipeline(StepState* state, std::vector<ChunkCost> costs, GradientSync* sync)
     : st_(state),
@@ -24,8 +42,9 @@ Pipeline::Pipeline(StepState* state, std::vector<ChunkCost> costs, GradientSync*
       for (const parallelism::KernelOp& op :
            LayerOps(cfg.model, st_->c.split(), st_->c.micro_batch, moe)) {
         out.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
-                       OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal),
-                       op.selective_recompute});
+                       OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal), op.selective_recompute,
+                       RooflineArgs(RooflineOf(cfg.gpu, cfg.compute, op, true, &cal)),
+                       RooflineArgs(RooflineOf(cfg.gpu, cfg.compute, op, false, &cal))});
       }
     }
     ranges_ = parallelism::ChunkLayerRanges(cfg.model, st_->c);
@@ -61,6 +80,7 @@ void Pipeline::TryStart(int ei) {
   const int j = t.chunk * pp + e.stage;
   const int last = pp * st_->v - 1;
   const bool needs_input = t.forward ? j > 0 : j < last;
+  if (Held(ei, t, j)) return;
   if (needs_input) {
     const Executor::Msg& msg = e.inbox[MsgIndex(t.forward, t.chunk, t.micro_batch)];
     if (!msg.arrived) {
@@ -92,6 +112,42 @@ void Pipeline::TryStart(int ei) {
   }
 }
 
+// The host's per-step framework time before a stage's first task, and the data loader's
+// micro-batch before the first stage's forward: until both are ready the executor waits
+// (host overhead, then input stall) and TryStart runs again when they are.
+bool Pipeline::Held(int ei, const Task& t, int j) {
+  Executor& e = st_->exec(ei);
+  if (e.released) {  // the wait scheduled below has ended
+    e.released = false;
+    e.held = false;
+    return false;
+  }
+  if (e.held) return true;
+  const double now = st_->now();
+  const double host_ready = e.next == 0 ? st_->cfg.host.step_s : 0.0;
+  double input_ready = 0;
+  if (t.forward && j == 0) {
+    input_ready = st_->cfg.host.step_s + MicroBatchReadyS(st_->loader_s_per_micro_batch,
+                                                          st_->loader_queued, t.micro_batch);
+  }
+  const double ready = std::max(host_ready, input_ready);
+  if (!(now < ready)) return false;
+  // The wait in the engine's own ticks, so the breakdown adds up to the step exactly.
+  const sim::Time delay = StepState::Delay(ready - now);
+  const double wait = delay.seconds();
+  const double host = std::min(wait, std::max(0.0, host_ready - now));
+  e.b.host_overhead_s += host;
+  e.b.input_stall_s += wait - host;
+  st_->trace.Slice(e.gpu, 0, "host framework", "host", now, host);
+  st_->trace.Slice(e.gpu, 0, "input stall", "input", now + host, wait - host);
+  e.held = true;
+  st_->engine.Schedule(delay, [this, ei] {
+    st_->exec(ei).released = true;
+    TryStart(ei);
+  });
+  return true;
+}
+
 // `gather_s`: FSDP gathers that outlast the pass (already counted as exposed DP comm).
 void Pipeline::RunTask(int ei, double gather_s) {
   Executor& e = st_->exec(ei);
@@ -102,7 +158,9 @@ void Pipeline::RunTask(int ei, double gather_s) {
   const double tp = t.forward ? k.fwd_tp_s : k.bwd_tp_s;
   const double cp = t.forward ? k.fwd_cp_s : k.bwd_cp_s;
   const double ep = t.forward ? k.fwd_ep_s : k.bwd_ep_s;
+  const double host = t.forward ? k.fwd_host_s : k.bwd_host_s;
   const double start = st_->now();
+  e.b.host_overhead_s += host;
   e.b.compute_s += compute;
   e.b.exposed_tp_comm_s += tp;
   e.b.exposed_cp_comm_s += cp;
@@ -119,8 +177,10 @@ void Pipeline::RunTask(int ei, double gather_s) {
       st_->trace.Slice(e.gpu, 1, "ep all_to_all " + name, "ep", start + compute + tp + cp, ep);
     }
     if (t.micro_batch == 0) KernelSlices(e, t, start);
+    st_->trace.Slice(e.gpu, 0, "launch-bound " + name, "host", start + compute + tp + cp + ep,
+                     host);
   }
-  const double dur = compute + tp + cp + ep + gather_s;
+  const double dur = compute + tp + cp + ep + host + gather_s;
   // Gradient buckets of this chunk become final during its last backward (overlap) or in
   // every backward (ZeRO-2/3).
   const bool last_b = !t.forward && t.micro_batch == st_->m - 1;
@@ -146,8 +206,8 @@ void Pipeline::KernelSlices(const Executor& e, const Task& t, double start) {
   const parallelism::ChunkLayers& range = ranges_[size_t(j)];
   const parallelism::Recompute recompute = st_->c.recompute;
   double at = start;
-  auto put = [&](const std::string& name, double dur) {
-    st_->trace.Slice(e.gpu, 0, name, "kernel", at, dur * e.slow);
+  auto put = [&](const std::string& name, double dur, const std::string& args) {
+    st_->trace.Slice(e.gpu, 0, name, "kernel", at, dur * e.slow, args);
     at += dur * e.slow;
   };
   for (int l = 0; l < range.layers; ++l) {
@@ -157,17 +217,17 @@ void Pipeline::KernelSlices(const Executor& e, const Task& t, double start) {
     std::string layer = "L";
     layer.append(std::to_string(index));
     if (t.forward) {
-      for (const KernelTime& k : ops) put(layer + " " + k.name, k.fwd_s);
+      for (const KernelTime& k : ops) put(layer + " " + k.name, k.fwd_s, k.fwd_args);
       continue;
     }
     for (const KernelTime& k : ops) {
       if (recompute == parallelism::Recompute::kFull ||
           (recompute == parallelism::Recompute::kSelective && k.selective)) {
-        put(layer + " recompute " + k.name, k.fwd_s);
+        put(layer + " recompute " + k.name, k.fwd_s, k.fwd_args);
       }
     }
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      put(layer + " " + it->name + " bwd", it->bwd_s);
+      put(layer + " " + it->name + " bwd", it->bwd_s, it->bwd_args);
     }
   }
 }

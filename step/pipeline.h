@@ -30,6 +30,7 @@ class Pipeline {
     std::string name;
     double fwd_s = 0, bwd_s = 0;
     bool selective = false;
+    std::string fwd_args, bwd_args;  // the op's roofline as trace-event args
   };
   struct Send {  // a pipeline send: from executor src to dst's inbox[idx]
     int src = 0, dst = 0;
@@ -40,6 +41,7 @@ class Pipeline {
 
   size_t MsgIndex(bool forward, int chunk, int64_t mb) const;
   void TryStart(int ei);
+  bool Held(int ei, const parallelism::Task& t, int j);
   void RunTask(int ei, double gather_s);
   void KernelSlices(const Executor& e, const parallelism::Task& t, double start);
   void TaskDone(int ei, parallelism::Task t, int j);

@@ -23,7 +23,8 @@ Status CheckStepLength(const ParallelConfig& c, const std::vector<ChunkCost>& co
                        double max_slowdown) {
   double total = 0;
   for (const ChunkCost& k : costs) {
-    total += k.fwd_compute_s + k.fwd_comm_s() + k.bwd_compute_s + k.bwd_comm_s();
+    total += k.fwd_compute_s + k.fwd_comm_s() + k.bwd_compute_s + k.bwd_comm_s() + k.fwd_host_s +
+             k.bwd_host_s;
   }
   total *= double(c.num_micro_batches()) * max_slowdown;
   if (!(total < 1e9)) {
@@ -105,6 +106,15 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
 
   StepState st(cfg, &*topo, &layout, plan->replicas, plan->slowdown, options.record_trace);
   for (const auto& [link, factor] : plan->link_factor) st.net.SetLinkBandwidthFactor(link, factor);
+  // The loader's time per step must fit sim::Time as the compute's does (CheckStepLength).
+  const double loading =
+      st.loader_s_per_micro_batch * double(c.num_micro_batches()) + cfg.host.step_s;
+  if (!(loading < 1e9)) {
+    return Status::OutOfRange("the data loader would take about " + FormatNumber("%.3g", loading) +
+                              " s per step, beyond what trainsim simulates; check input.workers, "
+                              "input.cpu_ms_per_sample, input.read_gbyte_per_s and "
+                              "input.bytes_per_sample");
+  }
   st.forward_s.assign(size_t(c.pp), 0.0);
   for (size_t j = 0; j < costs->size(); ++j) {
     st.forward_s[j % size_t(c.pp)] += (*costs)[j].fwd_compute_s + (*costs)[j].fwd_comm_s();
@@ -141,6 +151,9 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   res.flows = st.net.flows_started();
   if (options.record_trace) res.trace = std::move(st.trace.slices());
   res.calibration = DescribeCalibration(cfg, tp);
+  res.loader_s_per_micro_batch = st.loader_s_per_micro_batch;
+  res.loader_queued = st.loader_queued;
+  res.loader_replicas = st.loader_replicas;
   return res;
 }
 

@@ -25,6 +25,8 @@
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
 #include "sim/status.h"
+#include "step/host_overhead.h"
+#include "step/input_pipeline.h"
 
 namespace trainsim::step {
 
@@ -55,6 +57,10 @@ struct StepConfig {
   // the closed form's, so the line sits at 32.
   // 0 = always closed form; a very large value = always flows.
   int flow_collective_max_nodes = 32;
+  // The data loader of each node (step/input_pipeline.h; the default never binds) and the
+  // host's launch and per-step overheads (step/host_overhead.h).
+  InputPipelineSpec input;
+  HostOverheadSpec host;
 };
 
 // What a step took from its calibration (all zero/empty without one).
@@ -95,9 +101,15 @@ struct StepBreakdown {
   double bubble_s = 0;
   double optimizer_s = 0;
   double other_s = 0;
+  // The first stage waiting for the data loader's next micro-batch (step/input_pipeline.h).
+  double input_stall_s = 0;
+  // The GPU waiting for the host: passes whose kernel launches outlast their kernels, and the
+  // per-step framework time (step/host_overhead.h).
+  double host_overhead_s = 0;
   double total_s() const {
     return compute_s + exposed_tp_comm_s + exposed_cp_comm_s + exposed_ep_comm_s +
-           exposed_dp_comm_s + pp_wait_s + bubble_s + optimizer_s + other_s;
+           exposed_dp_comm_s + pp_wait_s + bubble_s + optimizer_s + other_s + input_stall_s +
+           host_overhead_s;
   }
 };
 
@@ -109,6 +121,7 @@ struct TraceSlice {
   std::string category;
   double start_s = 0;
   double duration_s = 0;
+  std::string args;  // a JSON object for the event's args (kernels: their roofline), or empty
 };
 
 struct StepResult {
@@ -134,6 +147,11 @@ struct StepResult {
   uint64_t flows = 0;
   std::vector<TraceSlice> trace;  // when SimulateOptions::record_trace
   CalibrationUse calibration;
+  // The data loader of the busiest node (all 0 when it never binds): seconds per micro-batch of
+  // all the replicas it feeds, micro-batches queued at the step's start, replicas fed.
+  double loader_s_per_micro_batch = 0;
+  int64_t loader_queued = 0;
+  int loader_replicas = 0;
 };
 
 struct SimulateOptions {

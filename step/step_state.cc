@@ -1,6 +1,7 @@
 #include "step/step_state.h"
 
 #include <cstdio>
+#include <limits>
 
 #include "step/pass_costs.h"
 
@@ -35,6 +36,18 @@ StepState::StepState(const StepConfig& config, const comm::Topology* topology,
       e.inbox.assign(size_t(2 * v * m), Executor::Msg{});
       execs.push_back(std::move(e));
     }
+  }
+  // The busiest node's loader: it loads a micro-batch for every replica whose first stage
+  // (TP and CP rank 0, which loads and shares with its peers) sits on it.
+  if (LoaderSamplesPerSecond(cfg.input) < std::numeric_limits<double>::infinity()) {
+    std::map<int, int> per_node;
+    int most = 0;
+    for (int d = 0; d < c.dp; ++d) {
+      most = std::max(most, ++per_node[topo->node_of(layout->GpuOf({0, 0, d}))]);
+    }
+    loader_s_per_micro_batch = LoaderSecondsPerMicroBatch(cfg.input, double(c.micro_batch) * most);
+    loader_queued = QueuedMicroBatches(cfg.input, most);
+    loader_replicas = most;
   }
 }
 

@@ -31,9 +31,10 @@ class TraceRecorder {
   explicit TraceRecorder(bool enabled) : enabled_(enabled) {}
   bool enabled() const { return enabled_; }
   void Slice(int gpu, int track, std::string name, const char* category, double start_s,
-             double duration_s) {
+             double duration_s, std::string args = {}) {
     if (!enabled_ || duration_s <= 0) return;
-    slices_.push_back({gpu, track, std::move(name), category, start_s, duration_s});
+    slices_.push_back(
+        {gpu, track, std::move(name), category, start_s, duration_s, std::move(args)});
   }
   std::vector<TraceSlice>& slices() { return slices_; }
 
@@ -50,6 +51,9 @@ struct Executor {
   bool computing = false;               // inside a task (kernels, TP collectives, ZeRO-3 gather)
   std::vector<size_t> pending_in;       // blocking sends to it waiting for its task to end
   double wait_since = -1;
+  // Waiting for the host's framework time or the loader's micro-batch (Pipeline::Held): held
+  // until the scheduled wake-up, which sets released.
+  bool held = false, released = false;
   struct Msg {
     bool arrived = false;
     double produced_s = 0;  // when the producer finished computing it (the send started)
@@ -79,6 +83,12 @@ struct StepState {
   // Per stage: one micro-batch's forward over all its chunks (what the next step's forward
   // offers to hide an overlapped parameter all-gather under).
   std::vector<double> forward_s;
+  // The data loader's seconds per micro-batch of the busiest node (step/input_pipeline.h; 0
+  // when it never binds).
+  double loader_s_per_micro_batch = 0;
+  int64_t loader_queued = 0;
+  int loader_replicas = 0;  // replicas the busiest node's loader feeds  // micro-batches its
+                            // prefetch queue holds at the step's start
   TraceRecorder trace;
   Status error;
 

@@ -43,9 +43,11 @@ void WriteChromeTrace(const StepResult& result, std::ostream& out) {
     sep();
     out << "{\"name\":\"" << JsonEscape(s.name) << "\",\"cat\":\"" << s.category
         << "\",\"ph\":\"X\",\"pid\":" << s.gpu << ",\"tid\":" << s.track;
-    std::snprintf(buf, sizeof buf, ",\"ts\":%.3f,\"dur\":%.3f}", s.start_s * 1e6,
+    std::snprintf(buf, sizeof buf, ",\"ts\":%.3f,\"dur\":%.3f", s.start_s * 1e6,
                   s.duration_s * 1e6);
     out << buf;
+    if (!s.args.empty()) out << ",\"args\":" << s.args;
+    out << "}";
   }
   out << "]}\n";
 }

@@ -42,7 +42,9 @@ nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
           {"pp_wait", b.pp_wait_s},
           {"bubble", b.bubble_s},
           {"optimizer", b.optimizer_s},
-          {"other", b.other_s}};
+          {"other", b.other_s},
+          {"input_stall", b.input_stall_s},
+          {"host_overhead", b.host_overhead_s}};
 }
 
 nlohmann::json StepJson(const step::StepResult& r) {
@@ -177,6 +179,8 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   row("pipeline bubble", b.bubble_s);
   row("optimizer", b.optimizer_s);
   row("other", b.other_s);
+  if (b.input_stall_s > 0) row("input stall", b.input_stall_s);
+  if (b.host_overhead_s > 0) row("host overhead", b.host_overhead_s);
   row("total", b.total_s());
 
   if (faulted) {

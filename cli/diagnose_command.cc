@@ -1,0 +1,421 @@
+// `trainsim diagnose SCENARIO [--measured-step S | --measured-mfu F] [--profile TRACE.json]`:
+// why the job reaches the MFU it does. The step (and the run, for checkpoint stalls and
+// failures) is simulated; the causes of the gap to peak are listed in the order an expert
+// checks them, each with its share of the step and its evidence; for the causes that matter
+// the changes that address them are re-simulated (each alone, then all together). A measured
+// step time or MFU gives the share the model does not explain; a PyTorch profiler trace is
+// compared group by group with the prediction. docs/diagnose.md describes the method.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/report/diagnose_report.h"
+#include "cli/report/format.h"
+#include "parallelism/compute.h"
+#include "parallelism/roofline.h"
+#include "profile/kineto_profile.h"
+#include "scenarios/session.h"
+
+namespace trainsim::cli {
+namespace {
+
+namespace par = trainsim::parallelism;
+using report::DiagnoseCause;
+using report::DiagnoseProposal;
+
+// One printf conversion of `v` in `format` (report::Fmt's buffer is 64 bytes; these sentences
+// are longer).
+std::string Fmt(const char* format, double v) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// A cause worth a proposal: at least this share of the step (below it a change moves the step
+// by less than run-to-run noise on real clusters, a few percent).
+constexpr double kProposalShare = 0.02;
+// The loader proposal keeps 20% headroom over the rate the GPUs consume (a loader at 100% of
+// the needed rate stalls at every hiccup).
+constexpr double kLoaderHeadroom = 1.25;
+// Profile findings: a group this far from the model (either way) is named; GPU idle above this
+// share of the step is named (a healthy step's idle is its bubble and a few percent).
+constexpr double kRatioFlag = 1.5;
+constexpr double kIdleFlag = 0.2;
+
+struct Sim {
+  scenarios::ResolvedScenario resolved;
+  scenarios::StepOutcome step;
+};
+
+Result<Sim> Simulate(const ScenarioOptions& base, const std::vector<std::string>& extra,
+                     const std::string& calibration) {
+  ScenarioOptions o = base;
+  o.sets.insert(o.sets.end(), extra.begin(), extra.end());
+  Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(o);
+  if (!r.ok()) return r.status();
+  scenarios::StepRequest req;
+  req.calibration_path = calibration;
+  Result<scenarios::StepOutcome> s = scenarios::SimulateScenarioStep(*r, req);
+  if (!s.ok()) return s.status();
+  return Sim{std::move(*r), std::move(*s)};
+}
+
+// How one layer's kernel time splits (fractions of its forward + backward time).
+struct LayerShares {
+  double memory_bound = 0;  // ops under the ridge point
+  double small_gemm = 0;    // GEMM time beyond the architecture's large-GEMM ceiling
+  double gemm = 0, attention = 0, other = 0;
+  std::string worst_memory_op, worst_gemm;
+  double worst_gemm_fraction = 1;
+};
+
+LayerShares SharesOf(const step::StepConfig& cfg) {
+  const par::ParallelConfig& c = cfg.parallel;
+  const std::vector<par::KernelOp> ops =
+      par::LayerOps(cfg.model, c.split(), c.micro_batch, cfg.model.moe.enabled());
+  const par::ArchEfficiency& arch = par::ArchEfficiencyOf(cfg.gpu.arch);
+  LayerShares s;
+  double total = 0, worst_mem = 0;
+  for (bool fwd : {true, false}) {
+    for (const par::KernelOp& op : ops) {
+      const par::OpRoofline r = par::RooflineOf(cfg.gpu, cfg.compute, op, fwd);
+      total += r.time_s;
+      if (!r.compute_bound) {
+        s.memory_bound += r.time_s;
+        if (r.time_s > worst_mem) worst_mem = r.time_s, s.worst_memory_op = op.name;
+      }
+      if (op.kind == par::OpKind::kGemm) {
+        s.gemm += r.time_s;
+        const double ceiling =
+            par::RunsInFp8(cfg.compute, op) ? arch.gemm_ceiling_fp8 : arch.gemm_ceiling_16bit;
+        const double ideal = r.flops / (r.peak_flops * ceiling);
+        s.small_gemm += std::max(0.0, r.time_s - std::max(ideal, r.bound_s));
+        if (r.achieved_fraction < s.worst_gemm_fraction) {
+          s.worst_gemm_fraction = r.achieved_fraction;
+          s.worst_gemm = op.name + " " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" +
+                         std::to_string(op.k);
+        }
+      } else if (op.kind == par::OpKind::kMemoryBound) {
+        s.other += r.time_s;
+      } else {
+        s.attention += r.time_s;
+      }
+    }
+  }
+  if (total > 0) {
+    for (double* x : {&s.memory_bound, &s.small_gemm, &s.gemm, &s.attention, &s.other}) {
+      *x /= total;
+    }
+  }
+  return s;
+}
+
+std::string InputEvidence(const Sim& sim) {
+  const step::StepConfig& cfg = sim.step.config;
+  const step::StepResult& r = sim.step.result;
+  if (r.loader_s_per_micro_batch <= 0) return "the loader is not modelled as binding (input { })";
+  const double per_step = r.loader_s_per_micro_batch * double(cfg.parallel.num_micro_batches());
+  return Fmt("loader: %g workers per node", cfg.input.workers) +
+         Fmt(" at %.0f ms CPU per sample", cfg.input.cpu_s_per_sample * 1e3) +
+         Fmt(" = %.1f samples/s", step::LoaderSamplesPerSecond(cfg.input)) +
+         Fmt(" for %g replicas per node: ", r.loader_replicas) +
+         Fmt("%.2f s of loading per step", per_step) +
+         Fmt(" against %.2f s of GPU work", r.time_s - r.breakdown.input_stall_s);
+}
+
+std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios::RunOutcome>& run) {
+  const step::StepConfig& cfg = sim.step.config;
+  const step::StepResult& r = sim.step.result;
+  const step::StepBreakdown& b = r.breakdown;
+  const double t = r.time_s;
+  const LayerShares ls = SharesOf(cfg);
+  const double compute_share = b.compute_s / t;
+  std::vector<DiagnoseCause> out;
+  out.push_back({"input stall", b.input_stall_s / t, InputEvidence(sim)});
+  out.push_back({"host/launch overhead", b.host_overhead_s / t,
+                 Fmt("%.1f us per kernel launch", cfg.host.launch_s * 1e6) +
+                     (cfg.host.cuda_graphs ? ", CUDA graphs on" : ", eager (no CUDA graphs)") +
+                     Fmt(", %.0f ms framework time per step", cfg.host.step_s * 1e3)});
+  out.push_back(
+      {"memory-bound ops", compute_share * ls.memory_bound,
+       Fmt("%.0f%% of a layer's kernel time is under the ridge point", 100 * ls.memory_bound) +
+           Fmt(" (%.0f FLOP/B)", par::RidgePoint(cfg.gpu, cfg.gpu.peak_flops)) +
+           (ls.worst_memory_op.empty() ? "" : "; largest: " + ls.worst_memory_op) +
+           " (trainsim run --ops)"});
+  out.push_back({"small-GEMM inefficiency", compute_share * ls.small_gemm,
+                 "GEMM time beyond the large-GEMM ceiling; least efficient: " + ls.worst_gemm +
+                     Fmt(" at %.0f%% of the roofline", 100 * ls.worst_gemm_fraction) +
+                     Fmt(" (micro-batch %g)", cfg.parallel.micro_batch)});
+  out.push_back({"exposed TP comm",
+                 (b.exposed_tp_comm_s + b.exposed_cp_comm_s + b.exposed_ep_comm_s) / t,
+                 Fmt("TP %g", cfg.parallel.tp) +
+                     (cfg.parallel.sequence_parallel ? ", sequence parallel" : "") +
+                     (cfg.parallel.tp_comm_overlap ? ", TP overlap on" : ", TP overlap off") +
+                     Fmt("; CP %g", cfg.parallel.cp) + Fmt(", EP %g", cfg.parallel.ep)});
+  out.push_back({"exposed DP comm", b.exposed_dp_comm_s / t,
+                 Fmt("DP %g", cfg.parallel.dp) + Fmt(", ZeRO-%g", cfg.parallel.zero_stage) +
+                     (cfg.parallel.overlap_dp ? ", gradient reduction overlapped"
+                                              : ", gradient reduction after the backward") +
+                     (cfg.parallel.overlap_param_gather ? ", param gather overlapped" : "")});
+  out.push_back({"exposed PP comm", b.pp_wait_s / t,
+                 Fmt("PP %g", cfg.parallel.pp) +
+                     (cfg.parallel.p2p_overlapped() ? ", sends overlapped" : ", blocking sends")});
+  out.push_back({"pipeline bubble", b.bubble_s / t,
+                 Fmt("PP %g", cfg.parallel.pp) +
+                     Fmt(", %g micro-batches", double(cfg.parallel.num_micro_batches())) +
+                     Fmt(", %g chunks per rank", cfg.parallel.virtual_stages)});
+  const double slow = sim.step.faulted ? 1 - t / sim.step.faulted->time_s : 0.0;
+  out.push_back({"stragglers", std::max(0.0, slow),
+                 sim.step.faulted ? Fmt("the scenario's stragglers make the step %.1f%% longer",
+                                        100 * (sim.step.faulted->time_s / t - 1))
+                                  : std::string("no straggler faults in the scenario")});
+  if (run) {
+    const run::Breakdown& rb = run->run.breakdown;
+    const double wall = run->run.wall_time.seconds();
+    const double ckpt = wall > 0 ? rb.checkpoint_stall.seconds() / wall : 0.0;
+    const double fail =
+        wall > 0 ? (rb.lost + rb.detection + rb.restart + rb.waiting).seconds() / wall : 0.0;
+    out.push_back({"checkpoint stalls", ckpt,
+                   Fmt("%.2f%% of the run's wall time stopped for checkpoints", 100 * ckpt) +
+                       Fmt(" (%g checkpoints)", run->run.checkpoints)});
+    out.push_back(
+        {"failures", fail,
+         Fmt("%g failures", run->run.failures) +
+             Fmt(" cost %.2f%% of the wall time (lost work, detection, restart)", 100 * fail)});
+  }
+  return out;
+}
+
+struct Candidate {
+  std::string change;
+  std::vector<std::string> sets;
+};
+
+// The changes that address the causes worth one (share ≥ kProposalShare), in cause order.
+std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCause>& causes) {
+  const step::StepConfig& cfg = sim.step.config;
+  const par::ParallelConfig& c = cfg.parallel;
+  const step::StepResult& r = sim.step.result;
+  const pb::Scenario& s = sim.resolved.scenario;
+  std::vector<Candidate> out;
+  auto matters = [&](const char* name) {
+    for (const DiagnoseCause& k : causes) {
+      if (k.name == name) return k.share_of_step >= kProposalShare;
+    }
+    return false;
+  };
+  if (matters("input stall") && r.loader_s_per_micro_batch > 0) {
+    const double need = r.loader_s_per_micro_batch * double(c.num_micro_batches());
+    const double have = std::max(1e-9, r.time_s - r.breakdown.input_stall_s);
+    const int workers =
+        int(std::min(4096.0, std::ceil(cfg.input.workers * need / have * kLoaderHeadroom)));
+    if (workers > cfg.input.workers) {
+      out.push_back({"loader workers " + std::to_string(cfg.input.workers) + " -> " +
+                         std::to_string(workers) + " per node",
+                     {"input.workers=" + std::to_string(workers)}});
+    }
+  }
+  if (matters("host/launch overhead") && !cfg.host.cuda_graphs) {
+    out.push_back({"CUDA graphs on", {"parallelism.cuda_graphs=true"}});
+  }
+  const bool small = matters("memory-bound ops") || matters("small-GEMM inefficiency") ||
+                     matters("host/launch overhead");
+  if (small && c.global_batch % (int64_t(2) * c.micro_batch * c.dp) == 0) {
+    out.push_back({"micro-batch " + std::to_string(c.micro_batch) + " -> " +
+                       std::to_string(2 * c.micro_batch),
+                   {"parallelism.micro_batch=" + std::to_string(2 * c.micro_batch)}});
+  }
+  if (c.recompute == par::Recompute::kFull) {
+    out.push_back({"selective instead of full recomputation", {"parallelism.recompute=SELECTIVE"}});
+  }
+  if (matters("exposed TP comm") && c.tp > 1) {
+    if (!c.sequence_parallel) {
+      out.push_back({"sequence parallelism on", {"parallelism.sequence_parallel=true"}});
+    } else if (!c.tp_comm_overlap) {
+      out.push_back({"TP communication overlap on", {"parallelism.tp_comm_overlap=true"}});
+    }
+  }
+  if (matters("exposed DP comm")) {
+    if (!c.overlap_dp) {
+      out.push_back({"overlap the gradient reduction", {"parallelism.overlap_grad_reduce=true"}});
+    }
+    if (c.zero_stage >= 1 && !c.overlap_param_gather) {
+      out.push_back(
+          {"overlap the parameter all-gather", {"parallelism.overlap_param_gather=true"}});
+    }
+  }
+  if (matters("exposed PP comm") && c.virtual_stages > 1 && !c.overlap_p2p) {
+    out.push_back({"overlap pipeline sends", {"parallelism.overlap_p2p_comm=true"}});
+  }
+  if (matters("pipeline bubble") && c.pp > 1 && c.virtual_stages == 1 &&
+      cfg.model.num_layers % (2 * c.pp) == 0) {
+    out.push_back({"interleaved schedule, 2 chunks per rank", {"parallelism.virtual_stages=2"}});
+  }
+  if (matters("checkpoint stalls") && s.checkpoint().policy() == pb::Checkpoint::SYNC) {
+    out.push_back({"asynchronous checkpoints", {"checkpoint.policy=ASYNC"}});
+  }
+  return out;
+}
+
+// Re-simulates each candidate, then all of them together; a candidate the simulator refuses
+// (does not fit, invalid layout) becomes a note.
+void Propose(const ScenarioOptions& options, const std::string& calibration, const Sim& base,
+             report::Diagnosis* d) {
+  std::vector<std::string> all;
+  int kept = 0;
+  for (const Candidate& k : Candidates(base, d->causes)) {
+    Result<Sim> s = Simulate(options, k.sets, calibration);
+    if (!s.ok()) {
+      d->notes.push_back(k.change + ": not simulated (" + s.status().message() + ")");
+      continue;
+    }
+    d->proposals.push_back({k.change, k.sets, s->step.result.time_s, s->step.result.mfu});
+    if (s->step.result.time_s < base.step.result.time_s) {
+      all.insert(all.end(), k.sets.begin(), k.sets.end());
+      ++kept;
+    }
+  }
+  if (kept < 2) return;
+  Result<Sim> s = Simulate(options, all, calibration);
+  if (!s.ok()) {
+    d->notes.push_back("all together: not simulated (" + s.status().message() + ")");
+    return;
+  }
+  d->proposals.push_back(
+      {"all of the above that help, together", all, s->step.result.time_s, s->step.result.mfu});
+}
+
+// The model's seconds per step for each profile group (report GPU's breakdown): the compute
+// split by the layer's kernel mix, exposed communication as NCCL, waits as idle.
+void CompareProfile(const Sim& sim, report::Diagnosis* d) {
+  const profile::Profile& p = *d->profile;
+  const step::StepBreakdown& b = sim.step.result.breakdown;
+  const LayerShares ls = SharesOf(sim.step.config);
+  const double nccl = b.exposed_tp_comm_s + b.exposed_cp_comm_s + b.exposed_ep_comm_s +
+                      b.exposed_dp_comm_s + b.pp_wait_s;
+  const double idle = b.bubble_s + b.input_stall_s + b.host_overhead_s + b.other_s;
+  const double predicted[] = {b.compute_s * ls.gemm, b.compute_s * ls.attention, nccl,
+                              b.compute_s * ls.other + b.optimizer_s};
+  for (int k = 0; k < profile::kNumGroups; ++k) {
+    d->groups.push_back({profile::GroupName(profile::KernelGroup(k)),
+                         p.mean_group_us(profile::KernelGroup(k)) * 1e-6, predicted[k]});
+  }
+  d->groups.push_back({"idle", p.mean_idle_us() * 1e-6, idle});
+  const std::string unit = p.gpu ? "GPU" : "CPU";
+  if (!p.gpu) {
+    d->findings.push_back(
+        "a CPU trace: its operators run on the CPU, so the ratios compare them with the GPU "
+        "model of the scenario; the steps, groups and idle share describe the trace itself");
+  }
+  const double model_idle = sim.step.result.time_s > 0 ? idle / sim.step.result.time_s : 0.0;
+  if (p.idle_share() > kIdleFlag) {
+    d->findings.push_back(unit + Fmt(" idle %.0f%% between ", 100 * p.idle_share()) +
+                          (p.gpu ? "kernels" : "operators") +
+                          Fmt(" (model: %.0f%%): input pipeline or host-bound; check the data "
+                              "loader and launch overhead (CUDA graphs)",
+                              100 * model_idle));
+  }
+  const char* advice[] = {
+      "check clocks and power capping, GEMM shapes (multiples of 64) or measure them with "
+      "trainsim calibrate",
+      "check which attention backend runs (cuDNN / flash) and its head dim",
+      "check NIC placement (one NIC per GPU on its PCIe switch), NCCL_IB_HCA and the "
+      "algorithm NCCL picks",
+      "unfused element-wise kernels: check the fusions (bias-GeLU, RMSNorm, RoPE) and "
+      "torch.compile"};
+  for (int k = 0; k < profile::kNumGroups; ++k) {
+    const report::GroupComparison& g = d->groups[size_t(k)];
+    if (g.predicted_s <= 0 || g.measured_s <= 0) continue;
+    const double ratio = g.measured_s / g.predicted_s;
+    if (ratio > kRatioFlag) {
+      d->findings.push_back(g.name + Fmt(" time %.1fx the model on this topology: ", ratio) +
+                            advice[k]);
+    }
+  }
+}
+
+}  // namespace
+
+void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
+  struct Options {
+    ScenarioOptions scenario;
+    std::optional<double> measured_step;
+    std::optional<double> measured_mfu;
+    std::string profile;
+    std::string calibration;
+    bool no_run = false;
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "diagnose",
+      "Why the job reaches the MFU it does: causes in the order an expert checks them with "
+      "their share of the step, re-simulated proposals, and with a measurement or a PyTorch "
+      "profiler trace what the model does not explain");
+  AddScenarioOptions(cmd, &opts->scenario);
+  auto* step_opt = cmd->add_option("--measured-step", opts->measured_step,
+                                   "Measured step time in seconds: the share the model does not "
+                                   "explain")
+                       ->check(CLI::Range(1e-9, 1e9));
+  cmd->add_option("--measured-mfu", opts->measured_mfu,
+                  "Measured MFU (fraction, 0..1]: the share the model does not explain")
+      ->check(CLI::Range(1e-9, 1.0))
+      ->excludes(step_opt);
+  cmd->add_option("--profile", opts->profile,
+                  "PyTorch profiler (Kineto) Chrome trace of one rank: kernel groups and idle "
+                  "time per step against the model");
+  cmd->add_option("--calibration", opts->calibration,
+                  "Calibration file (trainsim calibrate), as for run");
+  cmd->add_flag("--no-run", opts->no_run,
+                "Skip the run simulation (no checkpoint-stall and failure causes)");
+  cmd->callback([opts, exit_code] {
+    report::Diagnosis d;
+    if (!opts->profile.empty()) {
+      Result<profile::Profile> p = profile::ReadKinetoTrace(opts->profile);
+      if (!p.ok()) {
+        *exit_code = ReportError(p.status());
+        return;
+      }
+      d.profile = std::move(*p);
+    }
+    Result<Sim> base = Simulate(opts->scenario, {}, opts->calibration);
+    if (!base.ok()) {
+      *exit_code = ReportError(base.status());
+      return;
+    }
+    std::optional<scenarios::RunOutcome> run;
+    if (!opts->no_run) {
+      scenarios::RunRequest request;
+      request.progress = false;
+      Result<scenarios::RunOutcome> r =
+          scenarios::SimulateScenarioRun(base->resolved, base->step.config, request);
+      if (!r.ok()) {
+        *exit_code = ReportError(r.status());
+        return;
+      }
+      run = std::move(*r);
+    }
+    const step::StepResult& res = base->step.result;
+    d.scenario = base->resolved.scenario.name();
+    d.step_time_s = res.time_s;
+    d.mfu = res.mfu;
+    d.causes = Causes(*base, run);
+    Propose(opts->scenario, opts->calibration, *base, &d);
+    if (opts->measured_step) d.measured_step_s = *opts->measured_step;
+    if (opts->measured_mfu) {
+      d.measured_mfu = *opts->measured_mfu;
+      d.measured_step_s = res.time_s * res.mfu / *opts->measured_mfu;
+    }
+    if (d.profile) CompareProfile(*base, &d);
+    std::cout << (opts->scenario.json ? report::DiagnosisJson(d).dump(2) + "\n"
+                                      : report::FormatDiagnosis(d));
+    *exit_code = kExitOk;
+  });
+}
+
+}  // namespace trainsim::cli

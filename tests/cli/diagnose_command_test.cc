@@ -1,0 +1,128 @@
+// `trainsim diagnose` and `trainsim run --ops` through the binary: the bundled
+// low_utilisation example, JSON keys, measured figures, profiles, determinism.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/util/run_trainsim.h"
+
+namespace trainsim::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr char kLow[] = "scenarios/examples/low_utilisation.textproto";
+constexpr char kCpuTrace[] = "tests/data/profiles/cpu_trace.json";
+constexpr char kGpuTrace[] = "tests/data/profiles/gpu_hand.json";
+
+nlohmann::json Json(const std::vector<std::string>& args) {
+  test_util::RunResult r = test_util::RunTrainsim(args);
+  EXPECT_EQ(r.exit_code, kExitOk) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+// The acceptance line: near 30% MFU, the input stall named first, the proposals
+// together predicted above 45%.
+TEST(DiagnoseCommandTest, LowUtilisationExampleNamesTheInputStallFirst) {
+  const nlohmann::json j = Json({"diagnose", kLow, "--json"});
+  EXPECT_GT(j["mfu"].get<double>(), 0.25);
+  EXPECT_LT(j["mfu"].get<double>(), 0.35);
+  ASSERT_FALSE(j["causes"].empty());
+  EXPECT_EQ(j["causes"][0]["name"], "input stall");
+  // It is also the largest of the step's causes.
+  double largest = 0;
+  for (const auto& c : j["causes"]) largest = std::max(largest, c["share_of_step"].get<double>());
+  EXPECT_EQ(j["causes"][0]["share_of_step"].get<double>(), largest);
+  ASSERT_GE(j["proposals"].size(), 2u);
+  const nlohmann::json& together = j["proposals"].back();
+  EXPECT_GT(together["predicted_mfu"].get<double>(), 0.45);
+  EXPECT_LT(together["predicted_step_s"].get<double>(), j["step_time_s"].get<double>());
+  for (const auto& p : j["proposals"]) {
+    for (const char* k : {"change", "predicted_step_s", "predicted_mfu"}) {
+      EXPECT_TRUE(p.contains(k)) << k;
+    }
+  }
+}
+
+TEST(DiagnoseCommandTest, CausesComeInTheOrderAnExpertChecksThem) {
+  const nlohmann::json j = Json({"diagnose", kLow, "--json"});
+  const std::vector<std::string> order = {
+      "input stall",     "host/launch overhead", "memory-bound ops", "small-GEMM inefficiency",
+      "exposed TP comm", "exposed DP comm",      "exposed PP comm",  "pipeline bubble",
+      "stragglers",      "checkpoint stalls",    "failures"};
+  ASSERT_EQ(j["causes"].size(), order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(j["causes"][i]["name"], order[i]);
+    EXPECT_TRUE(j["causes"][i]["evidence"].is_string());
+    EXPECT_GE(j["causes"][i]["share_of_step"].get<double>(), 0.0);
+  }
+}
+
+TEST(DiagnoseCommandTest, MeasuredMfuGivesTheUnexplainedShare) {
+  const nlohmann::json base = Json({"diagnose", kLow, "--json", "--no-run"});
+  const double mfu = base["mfu"].get<double>();
+  // Measured at half the predicted MFU: the step is twice as long, half of it unexplained.
+  const nlohmann::json j =
+      Json({"diagnose", kLow, "--json", "--no-run", "--measured-mfu", std::to_string(mfu / 2)});
+  EXPECT_NEAR(j["measured"]["unexplained_share"].get<double>(), 0.5, 1e-4);
+  EXPECT_NEAR(j["measured"]["step_time_s"].get<double>(), 2 * base["step_time_s"].get<double>(),
+              1e-3 * base["step_time_s"].get<double>());
+}
+
+TEST(DiagnoseCommandTest, CpuProfileReportsItsStepsGroupsAndIdleShare) {
+  const nlohmann::json j = Json({"diagnose", kLow, "--json", "--no-run", "--profile", kCpuTrace});
+  const nlohmann::json& p = j["profile"];
+  EXPECT_EQ(p["device"], "cpu");
+  EXPECT_EQ(p["steps"].size(), 3u);
+  // make_cpu_trace.py sleeps 20 ms per step in its loader, outside every operator.
+  EXPECT_GT(p["idle_share"].get<double>(), 0.0);
+  for (const char* g : {"gemm", "attention", "nccl", "other", "idle"}) {
+    EXPECT_TRUE(p["groups"].contains(g)) << g;
+  }
+}
+
+TEST(DiagnoseCommandTest, HandWrittenGpuProfileFindsTheIdleGpu) {
+  const nlohmann::json j = Json({"diagnose", kLow, "--json", "--no-run", "--profile", kGpuTrace});
+  const nlohmann::json& p = j["profile"];
+  EXPECT_EQ(p["device"], "gpu");
+  EXPECT_DOUBLE_EQ(p["idle_share"].get<double>(), 0.4);  // 40 of every 100 ms
+  EXPECT_DOUBLE_EQ(p["groups"]["nccl"]["measured_s"].get<double>(), 0.020);
+  bool idle_named = false;
+  for (const auto& f : p["findings"]) {
+    idle_named |= f.get<std::string>().rfind("GPU idle 40% between kernels", 0) == 0;
+  }
+  EXPECT_TRUE(idle_named) << p["findings"].dump();
+}
+
+TEST(DiagnoseCommandTest, SameInputGivesIdenticalOutput) {
+  test_util::RunResult a = test_util::RunTrainsim({"diagnose", kLow, "--no-run"});
+  test_util::RunResult b = test_util::RunTrainsim({"diagnose", kLow, "--no-run"});
+  EXPECT_EQ(a.exit_code, kExitOk) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(RunOpsTest, OpsJsonClassifiesEveryOpAgainstTheRidgePoint) {
+  const nlohmann::json j = Json({"run", kLow, "--json", "--ops"});
+  ASSERT_FALSE(j["ops"].empty());
+  bool some_compute = false, some_memory = false;
+  for (const auto& op : j["ops"]) {
+    const double intensity = op["arithmetic_intensity"].get<double>();
+    const double ridge = op["ridge_point"].get<double>();
+    EXPECT_EQ(op["bound"], intensity >= ridge ? "compute" : "memory") << op.dump();
+    EXPECT_GT(op["achieved_fraction"].get<double>(), 0.0);
+    EXPECT_LE(op["achieved_fraction"].get<double>(), 1.0);
+    some_compute |= op["bound"] == "compute";
+    some_memory |= op["bound"] == "memory";
+  }
+  EXPECT_TRUE(some_compute);
+  EXPECT_TRUE(some_memory);
+}
+
+TEST(RunOpsTest, InputStallIsARowOfTheStepBreakdown) {
+  const nlohmann::json j = Json({"run", kLow, "--json"});
+  EXPECT_GT(j["step"]["breakdown_s"]["input_stall"].get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace trainsim::cli
