@@ -62,6 +62,28 @@ TEST(RunConfigTest, FaultsMapByKind) {
   EXPECT_EQ(MakeScheduledFault(f)->kind, ScheduledFault::Kind::kHang);
 }
 
+// Every row of the step breakdown lands in one of the run's three categories, so the run's step
+// is the simulated step: a row left out (CP's or EP's exposed communication once did) makes a
+// MoE or long-context run finish sooner than its own step simulation says.
+TEST(RunConfigTest, StepTimingCountsEveryBreakdownRow) {
+  step::StepBreakdown b;
+  b.compute_s = 1;
+  b.exposed_tp_comm_s = 2;
+  b.exposed_cp_comm_s = 4;
+  b.exposed_ep_comm_s = 8;
+  b.exposed_dp_comm_s = 16;
+  b.pp_wait_s = 32;
+  b.bubble_s = 64;
+  b.optimizer_s = 128;
+  b.other_s = 256;
+  b.input_stall_s = 512;
+  b.host_overhead_s = 1024;
+  const run::StepTiming t = ToStepTiming(b);
+  EXPECT_DOUBLE_EQ(t.total().seconds(), 2047.0);
+  EXPECT_DOUBLE_EQ(t.useful.seconds(), 129.0);                        // compute + optimizer
+  EXPECT_DOUBLE_EQ(t.exposed_comm.seconds(), 2 + 4 + 8 + 16 + 32.0);  // every exposed wait
+}
+
 TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
   ResolvedScenario r = LoadDemo({});
   Result<step::StepConfig> sc = MakeStepConfig(r);
@@ -85,9 +107,10 @@ TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
   EXPECT_LT(t1->total().seconds(), 2.1 * t->total().seconds());
 }
 
-// The requirement's example on the default scenario: `gpu 37 fails at 16h` with the stochastic model off
-// costs exactly the work since the last checkpoint completed before 16 h, plus detection and
-// restart, and the report names that checkpoint. SYNC so the checkpoint times have a closed form.
+// The requirement's example on the default scenario: `gpu 37 fails at 16h` with the stochastic
+// model off costs exactly the work since the last checkpoint completed before 16 h, plus detection
+// and restart, and the report names that checkpoint. SYNC so the checkpoint times have a closed
+// form.
 TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   ResolvedScenario r = LoadDemo({"failures.enabled=false", "checkpoint.policy=SYNC"});
   Result<RunConfig> c = MakeRunConfig(r);
