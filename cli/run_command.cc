@@ -6,6 +6,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/report/html_pages.h"
+#include "cli/report/html_report.h"
 #include "cli/report/run_report.h"
 #include "cli/report/step_report.h"
 #include "scenarios/session.h"
@@ -33,6 +35,23 @@ Status WriteTraces(const std::string& path, const step::StepResult& step_result,
   return st;
 }
 
+// The checkpoint-interval scan the HTML report plots: the run's own when it was asked for, else
+// the same run simulated again with optimize_interval (nullopt when the scenario models no
+// failures, the scan's precondition).
+std::optional<nlohmann::json> ScanForHtml(const scenarios::ResolvedScenario& resolved,
+                                          const step::StepConfig& step,
+                                          scenarios::RunRequest request,
+                                          const scenarios::RunOutcome& run) {
+  if (run.optimum) return std::nullopt;  // already in the report's JSON
+  request.optimize_interval = true;
+  request.trials = 0;
+  Result<scenarios::RunOutcome> scanned = scenarios::SimulateScenarioRun(resolved, step, request);
+  if (!scanned.ok() || !scanned->optimum) return std::nullopt;
+  nlohmann::json doc;
+  report::AddRunJson(*scanned, false, doc);
+  return doc["checkpoint_interval"];
+}
+
 }  // namespace
 
 void AddRunCommand(CLI::App& app, int* exit_code) {
@@ -46,6 +65,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     std::optional<uint64_t> seed;
     bool optimize_interval = false;
     std::string calibration;
+    std::string html;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -72,7 +92,19 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Calibration file (trainsim calibrate) whose measured GEMM rates and TP "
                   "collective curves replace the model where they cover (default: "
                   "cluster.calibration)");
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
+      ->type_name("FILE");
   cmd->callback([opts, exit_code] {
+    std::optional<report::WebLibraries> web;
+    if (!opts->html.empty()) {
+      Result<report::WebLibraries> libs = report::LoadWebLibraries();
+      if (!libs.ok()) {
+        *exit_code = ReportError(libs.status());
+        return;
+      }
+      web = std::move(*libs);
+    }
     Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
     if (!resolved.ok()) {
       *exit_code = ReportError(resolved.status());
@@ -106,10 +138,24 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    if (opts->scenario.json) {
-      nlohmann::json doc =
-          report::StepJsonDocument(*resolved, step->config, step->result, step->faulted);
+    // The HTML report embeds the very document --json prints.
+    nlohmann::json doc;
+    if (web || opts->scenario.json) {
+      doc = report::StepJsonDocument(*resolved, step->config, step->result, step->faulted);
       report::AddRunJson(*run, opts->events, doc);
+    }
+    if (web) {
+      Status st = report::WriteHtml(
+          opts->html,
+          report::RunHtmlPage(doc, step->result, *run,
+                              ScanForHtml(*resolved, step->config, request, *run)),
+          *web);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
+    }
+    if (opts->scenario.json) {
       std::cout << doc.dump(2) << "\n";
     } else {
       std::cout << report::FormatStepReport(*resolved, step->config, step->result, step->faulted)
