@@ -126,7 +126,11 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     if (web) {
       // The same sizes timed with every algorithm of the op that applies to the group.
       nlohmann::json per_algorithm = nlohmann::json::array();
-      for (comm::Algo a : comm::AlgorithmsFor(*op)) {
+      // Every algorithm but auto (comm/collective.h), the hardware-specific ones (NVLS, CollNet)
+      // too: TimeScenarioCollective says when one does not apply.
+      for (comm::Algo a :
+           {comm::Algo::kRing, comm::Algo::kTree, comm::Algo::kHierarchical, comm::Algo::kDirect,
+            comm::Algo::kNvls, comm::Algo::kNvlsTree, comm::Algo::kCollNet, comm::Algo::kPat}) {
         scenarios::CollectiveRequest each = request;
         each.algo = a;
         Result<scenarios::CollectiveOutcome> o = scenarios::TimeScenarioCollective(*resolved, each);

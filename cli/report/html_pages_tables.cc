@@ -156,10 +156,10 @@ HtmlPage SweepHtmlPage(const json& doc, const sweep::SweepResult& result) {
       {"mark": {"type": "point", "filled": true, "opacity": 0.45, "size": 28},
        "params": [{"name": "zoom", "select": "interval", "bind": "scales"}],
        "encoding": {
-         "x": {"field": "days", "type": "quantitative", "scale": {"zero": false},
-               "title": "time to train (days, failures counted)"},
-         "y": {"field": "cost_usd", "type": "quantitative", "scale": {"zero": false},
-               "title": "cost (USD)"},
+         "x": {"field": "days", "type": "quantitative", "scale": {"type": "log"},
+               "title": "time to train (days, failures counted; log scale)"},
+         "y": {"field": "cost_usd", "type": "quantitative", "scale": {"type": "log"},
+               "title": "cost (USD, log scale)"},
          "color": {"field": "gpus", "type": "nominal", "title": "GPUs"},
          "tooltip": [{"field": "layout"}, {"field": "gpus"},
                      {"field": "days", "format": ".2f"}, {"field": "cost_usd", "format": ",.0f"},
@@ -188,7 +188,7 @@ HtmlPage CollectiveHtmlPage(const json& doc, const json& per_algorithm) {
   page.report = doc;
   const std::string last = "/" + std::to_string(doc.size() - 1);
   page.figures = {Fig("group", "GPUs in the group", "/0/group", "int"),
-                  Fig("largest_bytes", "largest message", last + "/size_bytes", "bytes"),
+                  Fig("largest_bytes", "largest message", last + "/size_bytes", "size"),
                   Fig("largest_busbw", "busbw at the largest", last + "/busbw_GBps", "gbps"),
                   Fig("largest_time_s", "time at the largest", last + "/time_s", "duration")};
   json values = json::array();

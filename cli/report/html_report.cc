@@ -65,6 +65,8 @@ constexpr const char* kScript = R"(
       case 'duration': return duration(v);
       case 'usd': return '$' + Math.round(v).toLocaleString('en-US');
       case 'bytes': return (v / 1e9).toFixed(1) + ' GB';
+      case 'size': return v >= 1073741824 ? v / 1073741824 + ' GiB' : v >= 1048576 ?
+          v / 1048576 + ' MiB' : v >= 1024 ? v / 1024 + ' KiB' : v + ' B';
       case 'gbps': return v.toFixed(1) + ' GB/s';
       case 'int': return Math.round(v).toLocaleString('en-US');
       default: return v.toPrecision(4);

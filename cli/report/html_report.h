@@ -33,7 +33,8 @@ struct HtmlFigure {
   std::string id;       // element id "fig-<id>"
   std::string label;    // shown beside the value
   std::string pointer;  // JSON pointer into {"report": ..., "extra": ...}, e.g. "/report/step/mfu"
-  std::string format;   // "pct", "duration", "usd", "bytes", "gbps", "int" or "num"
+  std::string format;   // "pct", "duration", "usd", "bytes" (GB = 1e9),
+                        // "size" (B/KiB/MiB/GiB), "gbps", "int" or "num"
 };
 
 struct HtmlPlot {
