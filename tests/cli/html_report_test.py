@@ -36,6 +36,9 @@ CHROMIUM_TIMEOUT_S = 180
 # Virtual time Chromium grants the page's scripts before dumping the DOM: vega-embed renders
 # asynchronously; 30 s of virtual time is far more than any page here needs.
 VIRTUAL_TIME_BUDGET_MS = 30000
+# Screenshot heights (pixels, at 1200 wide) that hold each page's plots with little blank below.
+SCREENSHOT_HEIGHT = {"run": 2700, "whatif": 1400, "sweep": 780, "collective": 740,
+                     "validate": 1260}
 
 
 class Failure(Exception):
@@ -125,7 +128,7 @@ def chromium_base(chromium, profile):
             "--hide-scrollbars"]
 
 
-def load_page(chromium, profile, page, screenshot):
+def load_page(chromium, profile, page, screenshot, height):
     url = "file://" + os.path.abspath(page)
     rc, dom, err = run_bounded(chromium_base(chromium, profile) +
                                ["--enable-logging=stderr", "--v=0", "--dump-dom", url],
@@ -134,12 +137,12 @@ def load_page(chromium, profile, page, screenshot):
     console = [line for line in err.splitlines() if ":CONSOLE" in line]
     check(not console, f"{page}: console messages:\n" + "\n".join(console))
     rc, _, err = run_bounded(chromium_base(chromium, profile) +
-                             ["--window-size=1200,2400", f"--screenshot={screenshot}", url],
+                             [f"--window-size=1200,{height}", f"--screenshot={screenshot}", url],
                              CHROMIUM_TIMEOUT_S)
     check(rc == 0 and os.path.exists(screenshot), f"chromium --screenshot {page}: {err[-2000:]}")
     with open(screenshot, "rb") as f:
         png = f.read()
-    # A blank 1200x2400 PNG compresses to a few kB; a page of plots is tens of kB.
+    # A blank 1200-pixel-wide PNG compresses to a few kB; a page of plots is tens of kB.
     check(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000,
           f"{screenshot}: not a PNG of a drawn page ({len(png)} bytes)")
     parser = PageParser()
@@ -239,8 +242,10 @@ def cases(demo):
             "delta_wall_time_mean_s": d["trials"]["delta_wall_time_s"]["mean"],
             "delta_wall_time_p90_s": d["trials"]["delta_wall_time_s"]["p90"],
             "delta_cost_mean_usd": d["trials"]["delta_cost_usd"]["mean"]}, check_whatif),
-        # The demo trains for a duration; a sweep compares layouts on a token budget.
-        ("sweep", ["sweep", demo, "--top", "5", "--tokens", "300e9"], lambda d: {
+        # The demo trains for a duration; a sweep compares layouts on a token budget. Three GPU
+        # counts, so the plot shows how time and cost trade across cluster sizes.
+        ("sweep", ["sweep", demo, "--gpus", "64,128,256", "--top", "5", "--tokens", "300e9"],
+         lambda d: {
             "evaluated": d["evaluated"], "rejected": d["rejected"],
             "best_time_s": d["top"][0]["time_to_train_s"],
             "best_cost_usd": d["top"][0]["cost_usd"], "best_mfu": d["top"][0]["mfu"]},
@@ -287,6 +292,7 @@ def main():
     demo = "scenarios/examples/demo.textproto"
     with tempfile.TemporaryDirectory(prefix="trainsim-html-") as profile:
         for name, args, figures, extra_check in cases(demo):
+            height = SCREENSHOT_HEIGHT[name]
             page = os.path.join(out_dir, name + ".html")
             rc, out, err = run_bounded([trainsim] + args + ["--json", "--html", page],
                                        COMMAND_TIMEOUT_S, cwd=source_dir)
@@ -296,7 +302,8 @@ def main():
                 return SKIP
             check(rc == 0, f"trainsim {' '.join(args)} --html exited {rc}: {err}")
             doc = json.loads(out)
-            parser = load_page(chromium, profile, page, os.path.join(out_dir, name + ".png"))
+            parser = load_page(chromium, profile, page, os.path.join(out_dir, name + ".png"),
+                               height)
             extra = check_page(name, parser, doc, figures(doc))
             extra_check(doc, extra)
             print(f"ok: {name}: {len(parser.plots)} plots rendered, {len(parser.figures)} "
