@@ -14,7 +14,8 @@ then loads the page in `chromium --headless` and checks:
     figure's data-value equals the field this test reads from the JSON by its own mapping;
   * the plots' extra data obey relations the JSON fixes (peak memory = the largest stage's, the
     phases tile the wall time, the trials' mean, the Pareto set, MAPE = mean |error|);
-  * a screenshot is written to OUT_DIR/<command>.png.
+  * a screenshot is written to OUT_DIR/<command>.png;
+  * the collective page is byte-identical when written twice.
 Exit 77 (ctest: skipped) with the reason when chromium or the plotting libraries are missing.
 With `bad-web-dir`: only checks that a missing TRAINSIM_WEB_DIR is one exit-2 error line before
 any work (no chromium needed).
@@ -302,6 +303,13 @@ def main():
                 return SKIP
             check(rc == 0, f"trainsim {' '.join(args)} --html exited {rc}: {err}")
             doc = json.loads(out)
+            if name == "collective":  # cheap to repeat: same input, byte-identical page
+                again = page + ".again"
+                rc, _, err = run_bounded([trainsim] + args + ["--html", again],
+                                         COMMAND_TIMEOUT_S, cwd=source_dir)
+                with open(page, "rb") as a, open(again, "rb") as b:
+                    check(rc == 0 and a.read() == b.read(), "collective: the page differs "
+                          "between two runs of the same command")
             parser = load_page(chromium, profile, page, os.path.join(out_dir, name + ".png"),
                                height)
             extra = check_page(name, parser, doc, figures(doc))
