@@ -2,17 +2,22 @@
 #   make demo   installs what is missing, builds, runs the bundled default scenario
 #   make test   the same set-up, then the whole test suite through ctest
 #   make test-asan  the whole suite built with AddressSanitizer + UBSan (build-asan/)
+#   make setup-web  the plotting libraries --html reports embed (npm; a note, not a failure, offline)
 #   make fuzz   the libFuzzer targets (clang) run FUZZ_SECONDS each on fuzz/corpus (build-fuzz/)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test test-asan fuzz bench format clean
+.PHONY: all setup setup-web configure build demo test test-asan fuzz bench format clean
 
 all: build
 
 setup:
 	@bash scripts/setup.sh
+
+# Vega, Vega-Lite and vega-embed from npm into third_party/npm (git-ignored), for --html.
+setup-web:
+	@bash scripts/setup-web.sh
 
 $(BUILD)/CMakeCache.txt: | setup
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
@@ -22,10 +27,10 @@ configure: $(BUILD)/CMakeCache.txt
 build: setup configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+demo: build setup-web
 	bash scripts/demo.sh $(BUILD)/trainsim
 
-test: build
+test: build setup-web
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Sanitizers: every test, and the trainsim binary the CLI tests run, built with ASan and UBSan;

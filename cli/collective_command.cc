@@ -21,10 +21,13 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/report/collective_report.h"
+#include "cli/report/html_pages.h"
+#include "cli/report/html_report.h"
 #include "comm/collective.h"
 #include "comm/message_size.h"
 #include "scenarios/session.h"
@@ -41,6 +44,7 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     int step_factor = 2;
     bool expand = false;
     std::string calibration;
+    std::string html;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -67,7 +71,20 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                   "Calibration file (trainsim calibrate) whose measured curves replace the model "
                   "where they cover the op, algorithm, group and size (default: "
                   "cluster.calibration)");
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots to FILE: busbw vs size for "
+                  "this and every other algorithm of the op (docs/report.md)")
+      ->type_name("FILE");
   cmd->callback([opts, exit_code] {
+    std::optional<report::WebLibraries> web;
+    if (!opts->html.empty()) {
+      Result<report::WebLibraries> libs = report::LoadWebLibraries();
+      if (!libs.ok()) {
+        *exit_code = ReportError(libs.status());
+        return;
+      }
+      web = std::move(*libs);
+    }
     Result<comm::Op> op = comm::ParseOp(opts->op);
     if (!op.ok()) {
       *exit_code = ReportError(op.status().WithPrefix("--op"));
@@ -105,6 +122,32 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     if (!outcome.ok()) {
       *exit_code = ReportError(outcome.status());
       return;
+    }
+    if (web) {
+      // The same sizes timed with every algorithm of the op that applies to the group.
+      nlohmann::json per_algorithm = nlohmann::json::array();
+      // Every algorithm but auto (comm/collective.h), the hardware-specific ones (NVLS, CollNet)
+      // too: TimeScenarioCollective says when one does not apply.
+      for (comm::Algo a :
+           {comm::Algo::kRing, comm::Algo::kTree, comm::Algo::kHierarchical, comm::Algo::kDirect,
+            comm::Algo::kNvls, comm::Algo::kNvlsTree, comm::Algo::kCollNet, comm::Algo::kPat}) {
+        scenarios::CollectiveRequest each = request;
+        each.algo = a;
+        Result<scenarios::CollectiveOutcome> o = scenarios::TimeScenarioCollective(*resolved, each);
+        if (!o.ok()) continue;  // the algorithm does not apply to this group or network
+        for (const auto& row : report::CollectiveJson(*op, *o)) {
+          per_algorithm.push_back(nlohmann::json::parse(row.dump()));
+        }
+      }
+      // The very document --json prints (its keys sorted: the page's JSON is unordered).
+      const nlohmann::json doc =
+          nlohmann::json::parse(report::CollectiveJson(*op, *outcome).dump());
+      Status st =
+          report::WriteHtml(opts->html, report::CollectiveHtmlPage(doc, per_algorithm), *web);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
     }
     if (opts->scenario.json) {
       std::cout << report::CollectiveJson(*op, *outcome).dump(2) << "\n";

@@ -8,6 +8,8 @@
 
 #include "cli/commands.h"
 #include "cli/report/diagnose_report.h"
+#include "cli/report/html_pages.h"
+#include "cli/report/html_report.h"
 #include "cli/report/run_report.h"
 #include "cli/report/step_report.h"
 #include "parallelism/roofline.h"
@@ -59,6 +61,23 @@ std::vector<parallelism::OpRoofline> LayerRoofline(const step::StepConfig& cfg, 
       parallelism::LayerOps(cfg.model, cfg.parallel.split(), cfg.parallel.micro_batch, moe), &cal);
 }
 
+// The checkpoint-interval scan the HTML report plots: the run's own when it was asked for, else
+// the same run simulated again with optimize_interval (nullopt when the scenario models no
+// failures, the scan's precondition).
+std::optional<nlohmann::json> ScanForHtml(const scenarios::ResolvedScenario& resolved,
+                                          const step::StepConfig& step,
+                                          scenarios::RunRequest request,
+                                          const scenarios::RunOutcome& run) {
+  if (run.optimum) return std::nullopt;  // already in the report's JSON
+  request.optimize_interval = true;
+  request.trials = 0;
+  Result<scenarios::RunOutcome> scanned = scenarios::SimulateScenarioRun(resolved, step, request);
+  if (!scanned.ok() || !scanned->optimum) return std::nullopt;
+  nlohmann::json doc;
+  report::AddRunJson(*scanned, false, doc);
+  return doc["checkpoint_interval"];
+}
+
 }  // namespace
 
 void AddRunCommand(CLI::App& app, int* exit_code) {
@@ -74,6 +93,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     bool optimize_interval = false;
     std::string calibration;
     bool ops = false;
+    std::string html;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -106,7 +126,19 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 "Also show the roofline of every op of one layer: FLOPs, bytes, arithmetic "
                 "intensity against the GPU's ridge point, compute- or memory-bound, achieved "
                 "fraction of the bound");
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
+      ->type_name("FILE");
   cmd->callback([opts, exit_code] {
+    std::optional<report::WebLibraries> web;
+    if (!opts->html.empty()) {
+      Result<report::WebLibraries> libs = report::LoadWebLibraries();
+      if (!libs.ok()) {
+        *exit_code = ReportError(libs.status());
+        return;
+      }
+      web = std::move(*libs);
+    }
     Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
     if (!resolved.ok()) {
       *exit_code = ReportError(resolved.status());
@@ -153,9 +185,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    if (opts->scenario.json) {
-      nlohmann::json doc =
-          report::StepJsonDocument(*resolved, step->config, step->result, step->faulted);
+    // The HTML report embeds the very document --json prints.
+    nlohmann::json doc;
+    if (web || opts->scenario.json) {
+      doc = report::StepJsonDocument(*resolved, step->config, step->result, step->faulted);
       report::AddRunJson(*run, opts->events, doc);
       if (opts->ops) {
         doc["ops"] = report::OpsJson(LayerRoofline(step->config, false));
@@ -163,6 +196,19 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
           doc["moe_ops"] = report::OpsJson(LayerRoofline(step->config, true));
         }
       }
+    }
+    if (web) {
+      Status st = report::WriteHtml(
+          opts->html,
+          report::RunHtmlPage(doc, step->result, *run,
+                              ScanForHtml(*resolved, step->config, request, *run)),
+          *web);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
+    }
+    if (opts->scenario.json) {
       std::cout << doc.dump(2) << "\n";
     } else {
       std::cout << report::FormatStepReport(*resolved, step->config, step->result, step->faulted)

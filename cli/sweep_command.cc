@@ -1,11 +1,15 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report/html_pages.h"
+#include "cli/report/html_report.h"
 #include "cli/report/sweep_report.h"
 #include "scenarios/run_config.h"
 #include "scenarios/session.h"
@@ -32,6 +36,7 @@ struct SweepOptions {
   std::vector<int> cp, ep, etp, zero;
   bool no_uneven = false;
   bool no_overlaps = false;
+  std::string html;
 };
 
 int RunSweepCommand(const SweepOptions& opts) {
@@ -59,6 +64,12 @@ int RunSweepCommand(const SweepOptions& opts) {
         return kExitBadInput;
     }
   };
+  std::optional<report::WebLibraries> web;
+  if (!opts.html.empty()) {
+    Result<report::WebLibraries> libs = report::LoadWebLibraries();
+    if (!libs.ok()) return fail(libs.status());
+    web = std::move(*libs);
+  }
   Result<sweep::Objective> objective = sweep::ParseObjective(opts.objective);
   if (!objective.ok()) return fail(objective.status().WithPrefix("--objective"));
   if (opts.top < 1) return fail(Status::InvalidArgument("--top must be >= 1"));
@@ -126,6 +137,12 @@ int RunSweepCommand(const SweepOptions& opts) {
     csv.Append(report::FormatSweepCsv(*result));
     Status s = csv.Commit();
     if (!s.ok()) return ReportError(s.WithPrefix("--csv"));
+  }
+  if (web) {
+    // The very document --json prints, parsed back.
+    const nlohmann::json doc = nlohmann::json::parse(report::FormatSweepJson(*result, *objective));
+    Status s = report::WriteHtml(opts.html, report::SweepHtmlPage(doc, *result), *web);
+    if (!s.ok()) return ReportError(s);
   }
   if (opts.scenario.json) {
     std::cout << report::FormatSweepJson(*result, *objective);
@@ -200,6 +217,9 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
                   "before it gives up with a message (a rank stopped or hangs); default 0, wait "
                   "for ever")
       ->type_name("SECONDS");
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
+      ->type_name("FILE");
   cmd->callback([opts, exit_code] { *exit_code = RunSweepCommand(*opts); });
 }
 

@@ -1,10 +1,14 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report/html_pages.h"
+#include "cli/report/html_report.h"
 #include "cli/report/validate_report.h"
 #include "scenarios/step_config.h"
 
@@ -19,6 +23,7 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
                           : std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/validation";
     std::vector<std::string> sets;
     bool json = false;
+    std::string html;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -29,12 +34,33 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       ->allow_extra_args(false)
       ->type_name("PATH=VALUE");
   cmd->add_flag("--json", opts->json, "Print JSON instead of a table");
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
+      ->type_name("FILE");
   cmd->callback([opts, exit_code] {
+    std::optional<report::WebLibraries> web;
+    if (!opts->html.empty()) {
+      Result<report::WebLibraries> libs = report::LoadWebLibraries();
+      if (!libs.ok()) {
+        *exit_code = ReportError(libs.status());
+        return;
+      }
+      web = std::move(*libs);
+    }
     Result<std::vector<scenarios::ValidationRow>> rows =
         scenarios::RunValidation(opts->dir, opts->sets);
     if (!rows.ok()) {
       *exit_code = ReportError(rows.status());
       return;
+    }
+    if (web) {
+      // The very document --json prints, parsed back.
+      const nlohmann::json doc = nlohmann::json::parse(report::FormatValidationJson(*rows));
+      Status st = report::WriteHtml(opts->html, report::ValidateHtmlPage(doc), *web);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
     }
     std::cout << (opts->json ? report::FormatValidationJson(*rows)
                              : report::FormatValidationTable(*rows));

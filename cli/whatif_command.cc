@@ -1,9 +1,12 @@
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report/html_pages.h"
+#include "cli/report/html_report.h"
 #include "cli/report/run_report.h"
 #include "cli/report/whatif_report.h"
 #include "scenarios/session.h"
@@ -18,6 +21,7 @@ struct WhatIfOptions {
   bool events = false;
   int64_t trial = 0;
   int64_t trials = 0;  // > 0: also the distribution of the delta over trials [0, trials)
+  std::string html;
 };
 
 }  // namespace
@@ -45,7 +49,19 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Also repeat the comparison over N failure histories (trials 0..N-1) and "
                   "report mean, p50, p90 and p99 of the extra wall time, cost and lost work")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
+      ->type_name("FILE");
   cmd->callback([opts, exit_code] {
+    std::optional<report::WebLibraries> web;
+    if (!opts->html.empty()) {
+      Result<report::WebLibraries> libs = report::LoadWebLibraries();
+      if (!libs.ok()) {
+        *exit_code = ReportError(libs.status());
+        return;
+      }
+      web = std::move(*libs);
+    }
     Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(opts->scenario);
     if (!r.ok()) {
       *exit_code = ReportError(r.status());
@@ -62,6 +78,16 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
     if (!w.ok()) {
       *exit_code = ReportError(w.status());
       return;
+    }
+    if (web) {
+      // The very document --json prints.
+      const nlohmann::json doc =
+          report::WhatIfJson(added.value(), w.value(), opts->trial, opts->trials, opts->events);
+      Status st = report::WriteHtml(opts->html, report::WhatIfHtmlPage(doc, w.value()), *web);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
     }
     if (opts->scenario.json) {
       std::cout << report::WhatIfJson(added.value(), w.value(), opts->trial, opts->trials,

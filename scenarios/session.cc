@@ -195,6 +195,8 @@ Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
     d_cost.push_back(wk->delta_cost_usd);
     d_lost.push_back(wk->delta_lost_work_s);
   }
+  out.delta_wall_time_samples_s = d_wall;
+  out.delta_cost_samples_usd = d_cost;
   out.delta_wall_time_s = run::StatOf(d_wall);
   out.delta_cost_usd = run::StatOf(d_cost);
   out.delta_lost_work_s = run::StatOf(d_lost);
