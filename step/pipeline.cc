@@ -192,8 +192,10 @@ void Pipeline::StartSend(size_t s) {
         if (!st_->c.p2p_overlapped()) {
           src.busy = false;
           src.b.pp_wait_s += t_now - y.produced_s;
-          st_->trace.Slice(src.gpu, kTrackCompute, "blocked on pp send", "idle", y.produced_s,
-                           t_now - y.produced_s);
+          st_->trace.Slice(
+              src.gpu, kTrackCompute, "blocked on pp send", "idle", y.produced_s,
+              t_now - y.produced_s,
+              {{"to_gpu", int64_t(st_->exec(y.dst).gpu)}, {"bytes", int64_t(y.bytes)}});
           Advance(y.src);
         }
       });
