@@ -9,6 +9,7 @@ namespace trainsim::cli {
 void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<ScenarioOptions>();
   auto presets = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
   CLI::App* check = app.add_subcommand(
       "check", "Validate a scenario and print it resolved: defaults filled, derived values shown");
   AddScenarioOptions(check, options.get());
@@ -17,7 +18,10 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   check->add_flag("--presets", *presets,
                   "List the model presets (model { preset: \"NAME\" }) with their shapes and "
                   "parameter counts, and exit");
-  check->callback([options, presets, exit_code] {
+  check->add_flag("--quiet,-q", *quiet,
+                  "Print the summary only, without the resolved scenario (text output; the JSON "
+                  "is unchanged)");
+  check->callback([options, presets, quiet, exit_code] {
     if (*presets) {
       std::cout << report::FormatPresetList(options->json);
       *exit_code = kExitOk;
@@ -34,7 +38,7 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
       return;
     }
     std::cout << (options->json ? report::FormatCheckJson(*resolved)
-                                : report::FormatCheckReport(*resolved));
+                                : report::FormatCheckReport(*resolved, !*quiet));
     *exit_code = kExitOk;
   });
 }

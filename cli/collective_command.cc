@@ -33,6 +33,26 @@
 #include "scenarios/session.h"
 
 namespace trainsim::cli {
+namespace {
+
+// A size as nccl-tests' -b/-e read it (src/common.cu, parsesize): a number with an optional
+// K, M or G (either case) meaning 2^10, 2^20, 2^30; or any size trainsim reads ("64KiB", "1GB").
+Result<uint64_t> NcclTestsSize(const std::string& text) {
+  if (!text.empty()) {
+    const char last = text.back();
+    uint64_t unit = 0;
+    if (last == 'K' || last == 'k') unit = uint64_t{1} << 10;
+    if (last == 'M' || last == 'm') unit = uint64_t{1} << 20;
+    if (last == 'G' || last == 'g') unit = uint64_t{1} << 30;
+    if (unit != 0) {
+      Result<uint64_t> n = comm::ParseMessageSize(text.substr(0, text.size() - 1));
+      if (n.ok() && *n <= (uint64_t{1} << 62) / unit) return *n * unit;
+    }
+  }
+  return comm::ParseMessageSize(text);
+}
+
+}  // namespace
 
 void AddCollectiveCommand(CLI::App& app, int* exit_code) {
   struct Options {
@@ -45,6 +65,10 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     bool expand = false;
     std::string calibration;
     std::string html;
+    std::string format = "table";
+    // nccl-tests' range options (-b/-e/-f/-g), mapped onto --sizes, --step-factor and --group.
+    std::string min_bytes, max_bytes;
+    std::optional<int> nccl_step_factor, ngpus;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -75,7 +99,56 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                   "Also write a self-contained HTML report with plots to FILE: busbw vs size for "
                   "this and every other algorithm of the op (docs/report.md)")
       ->type_name("FILE");
+  cmd->add_option("--format", opts->format,
+                  "table (default) or nccl-tests: nccl-tests' columns and footer, to diff "
+                  "against a measured all_reduce_perf (etc.) log line by line");
+  cmd->add_option("-b,--minbytes", opts->min_bytes,
+                  "nccl-tests -b: smallest size (bytes, or K/M/G = KiB/MiB/GiB as nccl-tests "
+                  "reads them; trainsim units also accepted); with -e replaces --sizes");
+  cmd->add_option("-e,--maxbytes", opts->max_bytes, "nccl-tests -e: largest size (as -b)");
+  cmd->add_option("-f,--stepfactor", opts->nccl_step_factor,
+                  "nccl-tests -f: multiply the size by this between rows (as --step-factor)");
+  cmd->add_option("-g,--ngpus", opts->ngpus,
+                  "nccl-tests -g: the group is the first N GPUs (as --group N)");
   cmd->callback([opts, exit_code] {
+    if (opts->format != "table" && opts->format != "nccl-tests") {
+      *exit_code = ReportError(Status::InvalidArgument(
+          "--format: '" + opts->format + "' is not a format; valid: table, nccl-tests"));
+      return;
+    }
+    if (opts->format == "nccl-tests" && opts->scenario.json) {
+      *exit_code =
+          ReportError(Status::InvalidArgument("--format nccl-tests and --json: choose one output"));
+      return;
+    }
+    if (opts->nccl_step_factor) opts->step_factor = *opts->nccl_step_factor;
+    if (opts->ngpus) {
+      if (!opts->group.empty()) {
+        *exit_code = ReportError(
+            Status::InvalidArgument("-g/--ngpus and --group both set the group: give one"));
+        return;
+      }
+      if (*opts->ngpus < 1) {
+        *exit_code = ReportError(Status::InvalidArgument("-g/--ngpus must be at least 1"));
+        return;
+      }
+      opts->group = std::to_string(*opts->ngpus);
+    }
+    if (!opts->min_bytes.empty() || !opts->max_bytes.empty()) {
+      Result<uint64_t> lo =
+          NcclTestsSize(opts->min_bytes.empty() ? opts->max_bytes : opts->min_bytes);
+      if (!lo.ok()) {
+        *exit_code = ReportError(lo.status().WithPrefix("-b/--minbytes"));
+        return;
+      }
+      Result<uint64_t> hi =
+          NcclTestsSize(opts->max_bytes.empty() ? opts->min_bytes : opts->max_bytes);
+      if (!hi.ok()) {
+        *exit_code = ReportError(hi.status().WithPrefix("-e/--maxbytes"));
+        return;
+      }
+      opts->sizes = std::to_string(*lo) + ":" + std::to_string(*hi);
+    }
     std::optional<report::WebLibraries> web;
     if (!opts->html.empty()) {
       Result<report::WebLibraries> libs = report::LoadWebLibraries();
@@ -110,6 +183,10 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(resolved.status());
       return;
     }
+    report::NcclTestsRange range;
+    range.min_bytes = sizes->front();
+    range.max_bytes = sizes->back();
+    range.step_factor = uint64_t(opts->step_factor);
     scenarios::CollectiveRequest request;
     request.op = *op;
     request.algo = *algo;
@@ -151,6 +228,8 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
     }
     if (opts->scenario.json) {
       std::cout << report::CollectiveJson(*op, *outcome).dump(2) << "\n";
+    } else if (opts->format == "nccl-tests") {
+      std::cout << report::FormatNcclTestsTable(*op, opts->algo, opts->expand, range, *outcome);
     } else {
       std::cout << report::FormatCollectiveTable(*op, opts->algo, opts->expand, *outcome);
     }

@@ -85,6 +85,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     ScenarioOptions scenario;
     std::string trace;
     CLI::Option* trace_option = nullptr;  // to tell --trace '' from no --trace
+    int64_t trace_microbatches = 1;
     bool allow_oom = false;
     int gpu = 0;
     bool events = false;
@@ -106,6 +107,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "Write a Chrome/Perfetto trace of the step to FILE and of the run's phases to FILE with "
       ".run before the extension (open in ui.perfetto.dev); a device or FIFO gets the step "
       "trace only");
+  cmd->add_option("--trace-microbatches", opts->trace_microbatches,
+                  "Micro-batches the trace draws layer by layer, with each layer's TP "
+                  "collectives and kernels (default 1; -1 = all)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   cmd->add_flag("--allow-oom", opts->allow_oom,
                 "Simulate a layout that does not fit in GPU memory anyway");
   cmd->add_option("--gpu", opts->gpu, "GPU whose step breakdown to show (default 0)");
@@ -162,6 +167,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     step_request.report_gpu = opts->gpu;
     step_request.calibration_path = opts->calibration;
     step_request.record_trace = tracing;
+    step_request.trace_microbatches = opts->trace_microbatches;
     Result<scenarios::StepOutcome> step = scenarios::SimulateScenarioStep(*resolved, step_request);
     if (!step.ok()) {
       *exit_code = ReportError(step.status());

@@ -56,6 +56,7 @@ Result<StepOutcome> SimulateScenarioStep(const ResolvedScenario& resolved,
   TRAINSIM_RETURN_IF_ERROR(AttachCalibration(resolved, request.calibration_path, &out.config));
   step::SimulateOptions options;
   options.record_trace = request.record_trace;
+  options.trace_microbatches = request.trace_microbatches;
   Result<step::StepResult> result = step::SimulateStep(out.config, {}, options);
   if (!result.ok()) return result.status();
   out.result = std::move(result.value());

@@ -36,6 +36,7 @@ struct StepRequest {
   int report_gpu = 0;
   std::string calibration_path;  // --calibration; empty = the scenario's
   bool record_trace = false;
+  int64_t trace_microbatches = 1;  // step::SimulateOptions::trace_microbatches
 };
 
 struct StepOutcome {

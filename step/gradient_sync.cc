@@ -86,11 +86,13 @@ void GradientSync::BeforePass(int ei, double pass_s, std::function<void(double)>
   }
   const double extra = std::max(0.0, rest_s - pass_s);
   Result<comm::CollectiveEstimate> r =
-      StartCollective(first, [this, ei, now, extra, then = std::move(then)] {
+      StartCollective(first, [this, ei, now, extra, bytes = first.bytes, ranks = first.gpus.size(),
+                              then = std::move(then)] {
         Executor& x = st_->exec(ei);
         const double t_now = st_->now();
         x.b.exposed_dp_comm_s += t_now - now + extra;
-        st_->trace.Slice(x.gpu, 1, "fsdp all_gather", "dp", now, t_now - now);
+        st_->trace.Slice(x.gpu, kTrackDp, "fsdp all_gather", "dp", now, t_now - now,
+                         {{"bytes", int64_t(bytes)}, {"ranks", int64_t(ranks)}});
         then(extra);
       });
   if (!r.ok()) st_->error = r.status();
@@ -131,7 +133,12 @@ void GradientSync::RunBucket(int stage, int part, double start) {
     ch.running = false;
     ch.next++;
     ch.done++;
-    st_->trace.Slice(ch.group[0], 1, "dp grad reduce", "dp", start, st_->now() - start);
+    st_->trace.Slice(ch.group[0], kTrackDp, "dp grad reduce", "dp", start, st_->now() - start,
+                     {{"op", std::string(comm::OpName(ch.plan.op))},
+                      {"bucket", int64_t(ch.next)},
+                      {"bytes", int64_t(ch.plan.bytes)},
+                      {"expert_bytes", int64_t(ch.plan.expert_bytes)},
+                      {"ranks", int64_t(ch.group.size())}});
     if (ch.done == size_t(ch.plan.count)) MaybeReduced(stage);
     Pump(stage);
     return;
@@ -168,8 +175,8 @@ void GradientSync::MaybeReduced(int stage) {
     if (e.compute_done_s < 0 || e.reduced_s >= 0) continue;
     e.reduced_s = now;
     e.b.exposed_dp_comm_s += now - e.compute_done_s;
-    st_->trace.Slice(e.gpu, 0, "wait for dp reduction", "idle", e.compute_done_s,
-                     now - e.compute_done_s);
+    st_->trace.Slice(e.gpu, kTrackCompute, "wait for dp reduction", "idle", e.compute_done_s,
+                     now - e.compute_done_s, {{"stage", int64_t(stage)}});
     reduced_count_++;
   }
   if (reduced_count_ == st_->execs.size()) ReduceTiedEmbedding();
@@ -194,7 +201,7 @@ void GradientSync::ReduceTiedEmbedding() {
                               comm::Algo::kAuto,
                               {st_->exec(first).gpu, st_->exec(last).gpu},
                               uint64_t(bytes)};
-    Result<comm::CollectiveEstimate> res = StartCollective(spec, [this, first, last, start] {
+    Result<comm::CollectiveEstimate> res = StartCollective(spec, [this, first, last, start, bytes] {
       const double now = st_->now();
       for (int ei : {first, last}) {
         Executor& e = st_->exec(ei);
@@ -202,7 +209,8 @@ void GradientSync::ReduceTiedEmbedding() {
         // barrier); then on the all-reduce itself.
         e.b.bubble_s += start - e.reduced_s;
         e.b.exposed_dp_comm_s += now - start;
-        st_->trace.Slice(e.gpu, 1, "tied embedding all_reduce", "dp", start, now - start);
+        st_->trace.Slice(e.gpu, kTrackEmbedding, "tied embedding all_reduce", "dp", start,
+                         now - start, {{"bytes", int64_t(bytes)}, {"ranks", int64_t(2)}});
         e.reduced_s = now;
       }
       if (--pending_embedding_ == 0) Barrier();
@@ -222,10 +230,12 @@ void GradientSync::Barrier() {
     } else {
       e.b.other_s += wait;
     }
-    st_->trace.Slice(e.gpu, 0, "grad-norm barrier", "idle", e.reduced_s, wait);
+    st_->trace.Slice(e.gpu, kTrackCompute, "grad-norm barrier", "idle", e.reduced_s, wait,
+                     {{"stage", int64_t(e.stage)}});
     const double opt = OptimizerSeconds(st_->cfg, e.stage) * e.slow;
     e.b.optimizer_s += opt;
-    st_->trace.Slice(e.gpu, 0, "optimizer", "optimizer", now, opt);
+    st_->trace.Slice(e.gpu, kTrackCompute, "optimizer", "optimizer", now, opt,
+                     {{"stage", int64_t(e.stage)}, {"slowdown", e.slow}});
     if (!(opt < StepState::kMaxDurationS)) {
       st_->error = StepState::TooLong(opt);
       return;
@@ -260,9 +270,12 @@ void GradientSync::GatherWeights(int stage, double now) {
   const double expert = ch.expert_group.size() > 1
                             ? ZeroExpertWeightGatherBytes(st_->cfg, stage, st_->nic_share)
                             : 0.0;
-  auto finish_all = [this, stage, now](double t) {
-    st_->trace.Slice(channels_[size_t(stage)].group[0], 1, "zero weight all_gather", "dp", now,
-                     t - now);
+  auto finish_all = [this, stage, now, dense, expert](double t) {
+    st_->trace.Slice(channels_[size_t(stage)].group[0], kTrackDp, "zero weight all_gather", "dp",
+                     now, t - now,
+                     {{"bytes", int64_t(dense)},
+                      {"expert_bytes", int64_t(expert)},
+                      {"ranks", int64_t(channels_[size_t(stage)].group.size())}});
     double end = t;
     if (st_->c.overlap_param_gather) end = std::max(now, t - st_->forward_s[size_t(stage)]);
     for (size_t rr = 0; rr < st_->replicas.size(); ++rr) {

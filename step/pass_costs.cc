@@ -330,6 +330,15 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
     const double n_dense = ranges[size_t(j)].layers - n_moe;
     const double tp_recompute = c.recompute == Recompute::kFull ? 1.0 : 0.0;
     auto add = [&](const LayerCost& lc, double n) {
+      ChunkCost::Layer& one = &lc == &*dense ? k.dense : k.moe;
+      one.fwd_compute_s = lc.fwd;
+      one.bwd_compute_s = lc.bwd + lc.recompute;
+      one.fwd_tp_s = lc.tp_fwd;
+      one.bwd_tp_s = lc.tp_bwd + tp_recompute * lc.tp_fwd;
+      one.fwd_cp_s = lc.cp_fwd;
+      one.bwd_cp_s = lc.cp_bwd + tp_recompute * lc.cp_fwd;
+      one.fwd_ep_s = lc.ep_fwd;
+      one.bwd_ep_s = lc.ep_bwd + tp_recompute * lc.ep_fwd;
       k.fwd_compute_s += n * lc.fwd;
       k.bwd_compute_s += n * (lc.bwd + lc.recompute);
       k.fwd_tp_s += n * lc.tp_fwd;

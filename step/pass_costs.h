@@ -64,6 +64,13 @@ struct ChunkCost {
   double fwd_host_s = 0, bwd_host_s = 0;
   double fwd_comm_s() const { return fwd_tp_s + fwd_cp_s + fwd_ep_s; }
   double bwd_comm_s() const { return bwd_tp_s + bwd_cp_s + bwd_ep_s; }
+  // One dense and one MoE layer's share of the above (the trace draws the pass layer by layer;
+  // the rest of the pass is the embedding, the output head and the pipeline gather).
+  struct Layer {
+    double fwd_compute_s = 0, bwd_compute_s = 0, fwd_tp_s = 0, bwd_tp_s = 0;
+    double fwd_cp_s = 0, bwd_cp_s = 0, fwd_ep_s = 0, bwd_ep_s = 0;
+  };
+  Layer dense, moe;
 };
 
 // A timer per layer group (null: a group of one, whose collectives cost nothing).

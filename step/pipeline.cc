@@ -12,43 +12,13 @@ namespace trainsim::step {
 
 using parallelism::Task;
 
-namespace {
-
-// A kernel slice's args: its roofline (parallelism/roofline.h).
-std::string RooflineArgs(const parallelism::OpRoofline& r) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "{\"flops\":%.6g,\"bytes\":%.6g,\"intensity\":%.4g,\"ridge\":%.4g,"
-                "\"bound\":\"%s\",\"achieved_fraction\":%.4f}",
-                r.flops, r.bytes, r.intensity, r.ridge, r.compute_bound ? "compute" : "memory",
-                r.achieved_fraction);
-  return buf;
-}
-
-}  // namespace
-
 Pipeline::Pipeline(StepState* state, std::vector<ChunkCost> costs, GradientSync* sync)
     : st_(state),
       costs_(std::move(costs)),
       sync_(sync),
       send_bytes_(PipelineSendBytes(state->cfg, state->nic_share)),
       orders_(BuildSchedule(state->c.schedule, state->c.pp, state->v, state->m)) {
-  if (st_->trace.enabled()) {
-    const StepConfig& cfg = st_->cfg;
-    const parallelism::GemmCalibration cal = GemmCalibrationOf(cfg);
-    for (bool moe : {false, true}) {
-      if (moe && !cfg.model.moe.enabled()) break;
-      std::vector<KernelTime>& out = moe ? moe_ops_ : layer_ops_;
-      for (const parallelism::KernelOp& op :
-           LayerOps(cfg.model, st_->c.split(), st_->c.micro_batch, moe)) {
-        out.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
-                       OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal), op.selective_recompute,
-                       RooflineArgs(RooflineOf(cfg.gpu, cfg.compute, op, true, &cal)),
-                       RooflineArgs(RooflineOf(cfg.gpu, cfg.compute, op, false, &cal))});
-      }
-    }
-    ranges_ = parallelism::ChunkLayerRanges(cfg.model, st_->c);
-  }
+  if (st_->trace.enabled()) InitTrace();
 }
 
 Status Pipeline::Run() {
@@ -93,8 +63,8 @@ void Pipeline::TryStart(int ei) {
       const double wait = now - e.wait_since;
       e.b.bubble_s += bubble;
       e.b.pp_wait_s += wait - bubble;
-      st_->trace.Slice(e.gpu, 0, bubble > 0.5 * wait ? "bubble" : "pp wait", "idle", e.wait_since,
-                       wait);
+      st_->trace.Slice(e.gpu, kTrackCompute, bubble > 0.5 * wait ? "bubble" : "pp wait", "idle",
+                       e.wait_since, wait, {{"bubble_s", bubble}, {"pp_wait_s", wait - bubble}});
       e.wait_since = -1;
     }
   } else if (e.wait_since >= 0) {
@@ -165,22 +135,21 @@ void Pipeline::RunTask(int ei, double gather_s) {
   e.b.exposed_tp_comm_s += tp;
   e.b.exposed_cp_comm_s += cp;
   e.b.exposed_ep_comm_s += ep;
-  if (st_->trace.enabled()) {
-    // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
-    std::string name(t.forward ? "F" : "B");
-    name.append(std::to_string(t.micro_batch));
-    if (st_->v > 1) name.append(".").append(std::to_string(t.chunk));
-    st_->trace.Slice(e.gpu, 0, name, t.forward ? "forward" : "backward", start, compute);
-    st_->trace.Slice(e.gpu, 1, "tp collectives " + name, "tp", start + compute, tp);
-    if (cp > 0) st_->trace.Slice(e.gpu, 1, "cp exchange " + name, "cp", start + compute + tp, cp);
-    if (ep > 0) {
-      st_->trace.Slice(e.gpu, 1, "ep all_to_all " + name, "ep", start + compute + tp + cp, ep);
-    }
-    if (t.micro_batch == 0) KernelSlices(e, t, start);
-    st_->trace.Slice(e.gpu, 0, "launch-bound " + name, "host", start + compute + tp + cp + ep,
-                     host);
-  }
   const double dur = compute + tp + cp + ep + host + gather_s;
+  if (st_->trace.enabled()) {
+    TaskSlices(e, t, start, dur);
+    // The host's launch wait (host_overhead.h) nested at the end of the task, after its layers.
+    if (host > 0) {
+      const int64_t a = TraceRecorder::Ns(start);
+      const int64_t h0 = a + TraceRecorder::Ns(compute + tp + cp + ep);
+      const int64_t h1 = a + TraceRecorder::Ns(compute + tp + cp + ep + host);
+      std::string hn("launch-bound ");
+      hn.append(t.forward ? "F" : "B").append(std::to_string(t.micro_batch));
+      st_->trace.SliceNs(e.gpu, kTrackCompute, std::move(hn), "host", h0, h1 - h0,
+                         {{"micro_batch", t.micro_batch}, {"host_wait_s", host}});
+    }
+    if (t.forward) MemorySample(ei, chunk_act_bytes_[size_t(j)]);
+  }
   // Gradient buckets of this chunk become final during its last backward (overlap) or in
   // every backward (ZeRO-2/3).
   const bool last_b = !t.forward && t.micro_batch == st_->m - 1;
@@ -199,42 +168,10 @@ void Pipeline::RunTask(int ei, double gather_s) {
   st_->engine.Schedule(StepState::Delay(dur), [this, ei, t, j] { TaskDone(ei, t, j); });
 }
 
-// The first micro-batch's passes broken into their kernels, layer by layer (nested inside the
-// task's slice; the embedding and head kernels are the rest of the task).
-void Pipeline::KernelSlices(const Executor& e, const Task& t, double start) {
-  const int j = t.chunk * st_->c.pp + e.stage;
-  const parallelism::ChunkLayers& range = ranges_[size_t(j)];
-  const parallelism::Recompute recompute = st_->c.recompute;
-  double at = start;
-  auto put = [&](const std::string& name, double dur, const std::string& args) {
-    st_->trace.Slice(e.gpu, 0, name, "kernel", at, dur * e.slow, args);
-    at += dur * e.slow;
-  };
-  for (int l = 0; l < range.layers; ++l) {
-    const int index = range.first_layer + (t.forward ? l : range.layers - 1 - l);
-    const std::vector<KernelTime>& ops = st_->cfg.model.IsMoeLayer(index) ? moe_ops_ : layer_ops_;
-    // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
-    std::string layer = "L";
-    layer.append(std::to_string(index));
-    if (t.forward) {
-      for (const KernelTime& k : ops) put(layer + " " + k.name, k.fwd_s, k.fwd_args);
-      continue;
-    }
-    for (const KernelTime& k : ops) {
-      if (recompute == parallelism::Recompute::kFull ||
-          (recompute == parallelism::Recompute::kSelective && k.selective)) {
-        put(layer + " recompute " + k.name, k.fwd_s, k.fwd_args);
-      }
-    }
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      put(layer + " " + it->name + " bwd", it->bwd_s, it->bwd_args);
-    }
-  }
-}
-
 void Pipeline::TaskDone(int ei, Task t, int j) {
   Executor& e = st_->exec(ei);
   const double now = st_->now();
+  if (!t.forward && st_->trace.enabled()) MemorySample(ei, -chunk_act_bytes_[size_t(j)]);
   e.busy = false;
   e.computing = false;
   // Blocking sends to this stage waited for it to reach its communication call.
@@ -280,23 +217,40 @@ void Pipeline::TaskDone(int ei, Task t, int j) {
 void Pipeline::StartSend(size_t s) {
   const Send& x = sends_[s];
   const double start = st_->now();
-  st_->net.StartFlow(st_->topo->Route(st_->exec(x.src).gpu, st_->exec(x.dst).gpu),
-                     uint64_t(x.bytes), [this, s, start] {
-                       const Send y = sends_[s];
-                       free_sends_.push_back(s);
-                       Executor& src = st_->exec(y.src);
-                       st_->exec(y.dst).inbox[y.idx].arrived = true;
-                       const double t_now = st_->now();
-                       st_->trace.Slice(src.gpu, 1, "pp send", "pp", start, t_now - start);
-                       TryStart(y.dst);
-                       if (!st_->c.p2p_overlapped()) {
-                         src.busy = false;
-                         src.b.pp_wait_s += t_now - y.produced_s;
-                         st_->trace.Slice(src.gpu, 0, "blocked on pp send", "idle", y.produced_s,
-                                          t_now - y.produced_s);
-                         Advance(y.src);
-                       }
-                     });
+  st_->net.StartFlow(
+      st_->topo->Route(st_->exec(x.src).gpu, st_->exec(x.dst).gpu), uint64_t(x.bytes),
+      [this, s, start] {
+        const Send y = sends_[s];
+        free_sends_.push_back(s);
+        Executor& src = st_->exec(y.src);
+        st_->exec(y.dst).inbox[y.idx].arrived = true;
+        const double t_now = st_->now();
+        if (st_->trace.enabled()) {
+          const Executor& dst = st_->exec(y.dst);
+          const sim::TraceArgs args{{"bytes", int64_t(y.bytes)},
+                                    {"achieved_GBps", y.bytes / (t_now - start) / 1e9}};
+          sim::TraceArgs send = args, recv = args;
+          send.emplace_back("to_gpu", int64_t(dst.gpu));
+          recv.emplace_back("from_gpu", int64_t(src.gpu));
+          const int64_t s_i =
+              st_->trace.Slice(src.gpu, kTrackPp, "pp send", "pp", start, t_now - start, send);
+          const int64_t r_i =
+              st_->trace.Slice(dst.gpu, kTrackPp, "pp recv", "pp", start, t_now - start, recv);
+          st_->trace.Flow(s_i, r_i);
+          st_->trace.LinkTransfer(st_->topo->Route(src.gpu, dst.gpu), TraceRecorder::Ns(start),
+                                  TraceRecorder::Ns(t_now), y.bytes);
+        }
+        TryStart(y.dst);
+        if (!st_->c.p2p_overlapped()) {
+          src.busy = false;
+          src.b.pp_wait_s += t_now - y.produced_s;
+          st_->trace.Slice(
+              src.gpu, kTrackCompute, "blocked on pp send", "idle", y.produced_s,
+              t_now - y.produced_s,
+              {{"to_gpu", int64_t(st_->exec(y.dst).gpu)}, {"bytes", int64_t(y.bytes)}});
+          Advance(y.src);
+        }
+      });
 }
 
 // The executor moves on to its next task (after its send, when sends block).

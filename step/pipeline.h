@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/collective.h"
 #include "parallelism/schedule.h"
 #include "step/gradient_sync.h"
 #include "step/pass_costs.h"
@@ -29,8 +30,9 @@ class Pipeline {
   struct KernelTime {
     std::string name;
     double fwd_s = 0, bwd_s = 0;
+    double fwd_flops = 0, bwd_flops = 0;
     bool selective = false;
-    std::string fwd_args, bwd_args;  // the op's roofline as trace-event args
+    sim::TraceArgs fwd_args, bwd_args;  // the op's roofline (parallelism/roofline.h)
   };
   struct Send {  // a pipeline send: from executor src to dst's inbox[idx]
     int src = 0, dst = 0;
@@ -43,7 +45,14 @@ class Pipeline {
   void TryStart(int ei);
   bool Held(int ei, const parallelism::Task& t, int j);
   void RunTask(int ei, double gather_s);
-  void KernelSlices(const Executor& e, const parallelism::Task& t, double start);
+  // The trace (pipeline_trace.cc): what it needs computed once; a task's slices, layer by
+  // layer for detailed micro-batches; memory in use as activations are stored and freed.
+  void InitTrace();
+  void TaskSlices(const Executor& e, const parallelism::Task& t, double start, double dur);
+  void LayerSlices(const Executor& e, const parallelism::Task& t, int64_t start_ns, int64_t end_ns);
+  void KernelSlices(const Executor& e, const parallelism::Task& t, int layer, int64_t start_ns,
+                    int64_t end_ns);
+  void MemorySample(int ei, double delta_bytes);
   void TaskDone(int ei, parallelism::Task t, int j);
   void StartSend(size_t s);
   void Advance(int ei);
@@ -58,6 +67,18 @@ class Pipeline {
   std::vector<KernelTime> layer_ops_;             // one dense layer's kernels, for the trace
   std::vector<KernelTime> moe_ops_;               // one MoE layer's kernels
   std::vector<parallelism::ChunkLayers> ranges_;  // each virtual stage's layers
+  struct LayerCollective {  // one collective of a layer (algorithm and time: comm's estimate)
+    std::string name;
+    comm::Op op = comm::Op::kAllReduce;
+    double bytes = 0;
+    int count = 1, ranks = 1, track = 0;
+    bool forward = true;
+    std::string algorithm, protocol;
+    double estimate_s = 0;
+  };
+  std::vector<LayerCollective> layer_colls_, moe_colls_;
+  std::vector<double> chunk_act_bytes_;  // per virtual stage: one micro-batch's activations
+  std::vector<double> memory_bytes_;     // per executor: memory in use now
 };
 
 }  // namespace trainsim::step

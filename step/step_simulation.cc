@@ -104,7 +104,7 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   if (!costs.ok()) return costs.status();
   TRAINSIM_RETURN_IF_ERROR(CheckStepLength(c, *costs, plan->max_slowdown()));
 
-  StepState st(cfg, &*topo, &layout, plan->replicas, plan->slowdown, options.record_trace);
+  StepState st(cfg, &*topo, &layout, plan->replicas, plan->slowdown, options);
   for (const auto& [link, factor] : plan->link_factor) st.net.SetLinkBandwidthFactor(link, factor);
   // The loader's time per step must fit sim::Time as the compute's does (CheckStepLength).
   const double loading =
@@ -149,7 +149,14 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   }
   res.events = st.engine.events_processed();
   res.flows = st.net.flows_started();
-  if (options.record_trace) res.trace = std::move(st.trace.slices());
+  if (options.record_trace) {
+    st.trace.LinkCounters(*topo, st.net.LinkCapacities());
+    res.trace = std::move(st.trace.slices());
+    res.trace_extra = std::move(st.trace.extra());
+    for (const Executor& e : st.execs) {
+      res.trace_extra.gpus.push_back({e.gpu, replicas[size_t(e.replica)], e.stage});
+    }
+  }
   res.calibration = DescribeCalibration(cfg, tp);
   res.loader_s_per_micro_batch = st.loader_s_per_micro_batch;
   res.loader_queued = st.loader_queued;

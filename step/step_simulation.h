@@ -12,6 +12,7 @@
 #ifndef TRAINSIM_STEP_STEP_SIMULATION_H_
 #define TRAINSIM_STEP_STEP_SIMULATION_H_
 
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -27,6 +28,7 @@
 #include "sim/status.h"
 #include "step/host_overhead.h"
 #include "step/input_pipeline.h"
+#include "sim/trace_writer.h"
 
 namespace trainsim::step {
 
@@ -113,15 +115,57 @@ struct StepBreakdown {
   }
 };
 
-// One slice of the Chrome/Perfetto trace.
+// The step trace (SimulateOptions::record_trace; written by WriteChromeTrace, docs/trace.md).
+// Times are integer nanoseconds of simulated time, so slices that touch or nest in the engine's
+// integer clock touch or nest exactly in the file.
+enum TraceTrack : int {
+  kTrackCompute = 0,    // tasks, their layers and kernels, idle waits, the optimizer
+  kTrackTp = 1,         // tensor-parallel collectives, per layer
+  kTrackCp = 2,         // context parallelism's K/V exchange
+  kTrackEp = 3,         // expert parallelism's all-to-alls
+  kTrackPp = 4,         // pipeline sends and receives
+  kTrackDp = 5,         // data-parallel gradient reductions and ZeRO/FSDP gathers
+  kTrackEmbedding = 6,  // the tied embedding's all-reduce between the first and last stage
+  kTrackCount = 7,
+};
+const char* TraceTrackName(int track);
+
 struct TraceSlice {
   int gpu = 0;
-  int track = 0;  // 0 = compute stream, 1 = communication
+  int track = kTrackCompute;
   std::string name;
   std::string category;
-  double start_s = 0;
-  double duration_s = 0;
-  std::string args;  // a JSON object for the event's args (kernels: their roofline), or empty
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  sim::TraceArgs args;  // bytes, algorithm, FLOPs, layer, micro-batch, ... as applicable
+};
+
+// An arrow from a slice on one track to a slice on another (a pipeline send to its receive):
+// indices into StepResult::trace.
+struct TraceFlow {
+  uint64_t id = 0;
+  size_t from_slice = 0, to_slice = 0;
+};
+
+// One sample of a counter track: `value` from `at_ns` until the track's next sample.
+// gpu >= 0: a per-GPU counter (memory in use); gpu < 0: a network link's (link = -gpu - 1).
+struct TraceCounterSample {
+  int gpu = 0;
+  std::string name;
+  int64_t at_ns = 0;
+  double value = 0;
+};
+
+// What a simulated GPU stands for, to name its tracks.
+struct TraceGpu {
+  int gpu = 0, replica = 0, stage = 0;
+};
+
+struct StepTrace {
+  std::vector<TraceGpu> gpus;
+  std::vector<TraceFlow> flows;
+  std::vector<TraceCounterSample> counters;
+  std::vector<std::pair<int, std::string>> link_names;  // (link id, name) of counted links
 };
 
 struct StepResult {
@@ -146,6 +190,7 @@ struct StepResult {
   uint64_t events = 0;
   uint64_t flows = 0;
   std::vector<TraceSlice> trace;  // when SimulateOptions::record_trace
+  StepTrace trace_extra;          // its tracks, flows and counters
   CalibrationUse calibration;
   // The data loader of the busiest node (all 0 when it never binds): seconds per micro-batch of
   // all the replicas it feeds, micro-batches queued at the step's start, replicas fed.
@@ -156,6 +201,11 @@ struct StepResult {
 
 struct SimulateOptions {
   bool record_trace = false;
+  // Micro-batches whose passes the trace breaks into layers, TP collectives per layer and
+  // kernels (the first N; the rest show each pass as one slice with its totals in args).
+  // -1 = all. One is the default because the demo has 768 micro-batches of 12 layers on 8
+  // stages: every one in detail would be ~10^6 slices, too many for a viewer to open quickly.
+  int64_t trace_microbatches = 1;
 };
 
 // Validates the layout against the model and the topology (InvalidArgument, naming the
@@ -164,11 +214,12 @@ struct SimulateOptions {
 Result<StepResult> SimulateStep(const StepConfig& config, const ClusterState& state = {},
                                 const SimulateOptions& options = {});
 
-// Writes the trace as Chrome trace-event JSON (opens in ui.perfetto.dev): one process per
-// simulated GPU (TP rank 0 of each stage of each simulated replica; its TP peers are identical),
-// a compute and a communication thread, slices in µs: every task (F/B per micro-batch and
-// chunk), idle waits, TP collectives, PP sends, DP reductions, the optimizer, and the first
-// micro-batch's kernels layer by layer.
+// Writes the trace as Chrome trace-event JSON (opens in ui.perfetto.dev; layout in
+// docs/trace.md): one process per simulated GPU (TP rank 0 of each stage of each simulated
+// replica; its TP peers are identical) with a track per role ("stage 3 / tp 0 / compute", tp,
+// cp, ep, pp, dp), slices on each track nested or disjoint (a slice that would overlap another
+// partially goes to a numbered extra track), args on every slice, flow arrows from each pipeline
+// send to its receive, and counter tracks for memory in use and pipeline link utilisation.
 void WriteChromeTrace(const StepResult& result, std::ostream& out);
 
 }  // namespace trainsim::step

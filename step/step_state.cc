@@ -9,7 +9,7 @@ namespace trainsim::step {
 
 StepState::StepState(const StepConfig& config, const comm::Topology* topology,
                      const parallelism::Layout* layout_in, std::vector<int> replicas_in,
-                     const std::map<int, double>& slowdown, bool record_trace)
+                     const std::map<int, double>& slowdown, const SimulateOptions& options)
     : cfg(config),
       c(config.parallel),
       topo(topology),
@@ -19,7 +19,7 @@ StepState::StepState(const StepConfig& config, const comm::Topology* topology,
       v(ChunksPerRank(config.parallel)),
       m(config.parallel.num_micro_batches()),
       nic_share(NicShare(config.parallel, topology->spec())),
-      trace(record_trace) {
+      trace(options.record_trace, options.trace_microbatches) {
   for (size_t r = 0; r < replicas.size(); ++r) {
     for (int s = 0; s < c.pp; ++s) {
       Executor e;

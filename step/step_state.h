@@ -9,6 +9,8 @@
 #define TRAINSIM_STEP_STEP_STATE_H_
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,22 +27,65 @@ namespace trainsim::step {
 // One printf conversion of `v` ("%.3g", "%g"), for the step simulation's messages.
 std::string FormatNumber(const char* format, double v);
 
-// Records trace slices when enabled; a slice of zero length is dropped.
+// Records the trace when enabled. Times in seconds are converted to integer nanoseconds by
+// rounding each end (monotonic, so slices disjoint or nested in seconds stay so); a slice of
+// zero length is dropped.
 class TraceRecorder {
  public:
-  explicit TraceRecorder(bool enabled) : enabled_(enabled) {}
+  TraceRecorder(bool enabled, int64_t detail_microbatches)
+      : enabled_(enabled), detail_(detail_microbatches) {}
   bool enabled() const { return enabled_; }
-  void Slice(int gpu, int track, std::string name, const char* category, double start_s,
-             double duration_s, std::string args = {}) {
-    if (!enabled_ || duration_s <= 0) return;
-    slices_.push_back(
-        {gpu, track, std::move(name), category, start_s, duration_s, std::move(args)});
+  // Whether micro-batch `mb`'s passes are drawn layer by layer.
+  bool Detailed(int64_t mb) const { return enabled_ && (detail_ < 0 || mb < detail_); }
+  static int64_t Ns(double s) { return std::llround(s * 1e9); }
+  // Each returns the slice's index in slices(), or -1 when it was not recorded.
+  int64_t Slice(int gpu, int track, std::string name, const char* category, double start_s,
+                double duration_s, sim::TraceArgs args = {}) {
+    if (!enabled_ || duration_s <= 0) return -1;
+    const int64_t a = Ns(start_s), b = Ns(start_s + duration_s);
+    return SliceNs(gpu, track, std::move(name), category, a, b - a, std::move(args));
   }
+  int64_t SliceNs(int gpu, int track, std::string name, const char* category, int64_t start_ns,
+                  int64_t duration_ns, sim::TraceArgs args = {}) {
+    if (!enabled_ || duration_ns <= 0) return -1;
+    slices_.push_back(
+        {gpu, track, std::move(name), category, start_ns, duration_ns, std::move(args)});
+    return int64_t(slices_.size()) - 1;
+  }
+  // An arrow between two recorded slices (ignored when either was not recorded).
+  void Flow(int64_t from_slice, int64_t to_slice) {
+    if (!enabled_ || from_slice < 0 || to_slice < 0) return;
+    extra_.flows.push_back({extra_.flows.size() + 1, size_t(from_slice), size_t(to_slice)});
+  }
+  void Counter(int gpu, const char* name, int64_t at_ns, double value) {
+    if (!enabled_) return;
+    extra_.counters.push_back({gpu, name, at_ns, value});
+  }
+  // A transfer over `path` at `rate_Bps` (its average) during [start_ns, end_ns): the link
+  // utilisation counters (LinkCounters) add these up.
+  struct Transfer {
+    std::vector<comm::LinkId> path;
+    int64_t start_ns = 0, end_ns = 0;
+    double rate_Bps = 0;
+  };
+  void LinkTransfer(std::vector<comm::LinkId> path, int64_t start_ns, int64_t end_ns,
+                    double bytes) {
+    if (!enabled_ || end_ns <= start_ns) return;
+    transfers_.push_back(
+        {std::move(path), start_ns, end_ns, bytes / (double(end_ns - start_ns) * 1e-9)});
+  }
+  // Appends one utilisation counter per link the transfers used: the sum of the average rates
+  // of the transfers on it over its capacity, sampled at every change; and the links' names.
+  void LinkCounters(const comm::Topology& topo, const std::vector<double>& capacity_Bps);
   std::vector<TraceSlice>& slices() { return slices_; }
+  StepTrace& extra() { return extra_; }
 
  private:
   bool enabled_;
+  int64_t detail_;
   std::vector<TraceSlice> slices_;
+  StepTrace extra_;
+  std::vector<Transfer> transfers_;
 };
 
 struct Executor {
@@ -67,7 +112,7 @@ struct Executor {
 struct StepState {
   StepState(const StepConfig& config, const comm::Topology* topology,
             const parallelism::Layout* layout, std::vector<int> replicas,
-            const std::map<int, double>& slowdown, bool record_trace);
+            const std::map<int, double>& slowdown, const SimulateOptions& options);
 
   const StepConfig& cfg;
   const parallelism::ParallelConfig& c;

@@ -136,7 +136,7 @@ std::string FaultText(const scenarios::ResolvedFault& f) {
 
 }  // namespace
 
-std::string FormatCheckReport(const ResolvedScenario& r) {
+std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   const pb::Scenario& s = r.scenario;
   const pb::Model& m = s.model();
   const pb::Parallelism& p = s.parallelism();
@@ -254,7 +254,7 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
             (f.distribution() == pb::Failures::WEIBULL ? Fmt(" (shape %g)", f.weibull_shape())
                                                        : "") +
             ": " + Fmt("%.3g", d.failures_per_day) + " expected per day on " +
-            Count(r.nodes, "node") + ", MTBF " + sim::FormatSecondsHuman(d.mtbf_h * 3600.0));
+            Count(r.nodes, "node") + ", MTBF " + Duration(d.mtbf_h * 3600.0));
     for (const pb::FailureCause& cause : f.causes()) {
       std::string kind = pb::Fault::Kind_Name(cause.kind());
       kind.resize(std::max<size_t>(kind.size(), 9), ' ');
@@ -269,6 +269,7 @@ std::string FormatCheckReport(const ResolvedScenario& r) {
                                 Thousands(static_cast<int64_t>(d.nodes_billed) * r.gpus_per_node) +
                                 " GPUs billed = " + Fmt("$%.2f", d.usd_per_hour) + " per hour");
 
+  if (!resolved_dump) return out;
   std::string text;
   google::protobuf::TextFormat::Printer printer;
   printer.PrintToString(s, &text);

@@ -10,7 +10,9 @@
 
 namespace trainsim::cli::report {
 
-std::string FormatCheckReport(const scenarios::ResolvedScenario& resolved);
+// `resolved_dump`: end with the resolved scenario in text format (off: `check --quiet`).
+std::string FormatCheckReport(const scenarios::ResolvedScenario& resolved,
+                              bool resolved_dump = true);
 std::string FormatCheckJson(const scenarios::ResolvedScenario& resolved);
 
 // `trainsim check --presets`: the model presets (scenarios/presets.h) with their shape, the

@@ -1,5 +1,8 @@
 #include "cli/report/collective_report.h"
 
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <sstream>
 #include <string>
 
@@ -77,6 +80,85 @@ std::string FormatCollectiveTable(comm::Op op, const std::string& algo_text, boo
     out << algo_name << proto << (r.estimate.calibrated ? "calib" : "model") << "\n";
   }
   return out.str();
+}
+
+namespace {
+
+// nccl-tests' time column (common.cu, BenchTime): 7 wide, fewer decimals as it grows.
+std::string NcclTestsTime(double us) {
+  if (us >= 10000.0) return Fmt("%7.0f", us);
+  if (us >= 100.0) return Fmt("%7.1f", us);
+  return Fmt("%7.2f", us);
+}
+
+std::string Printf(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string Printf(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+}  // namespace
+
+std::string FormatNcclTestsTable(comm::Op op, const std::string& algo_text, bool expand,
+                                 const NcclTestsRange& range,
+                                 const scenarios::CollectiveOutcome& o) {
+  const int n = o.group_size;
+  // nccl-tests' element type by default (-d float): 4 bytes.
+  constexpr uint64_t kFloatBytes = 4;
+  // What nccl-tests prints per op (its *_perf binaries): the reduction of the reducing
+  // collectives, "none" for the others; the root of broadcast (-r, default 0), -1 otherwise;
+  // the count per rank for the collectives whose buffers are split over the ranks.
+  const bool reduces = op == comm::Op::kAllReduce || op == comm::Op::kReduceScatter;
+  const bool split =
+      op == comm::Op::kAllGather || op == comm::Op::kReduceScatter || op == comm::Op::kAllToAll;
+  const int root = op == comm::Op::kBroadcast ? 0 : -1;
+  std::string out;
+  out += Printf(
+      "# nThread 1 nGpus %d minBytes %llu maxBytes %llu step: %llu(factor) warmup iters: 0 "
+      "iters: 0 agg iters: 1 validation: 0 graph: 0\n",
+      n, static_cast<unsigned long long>(range.min_bytes),
+      static_cast<unsigned long long>(range.max_bytes),
+      static_cast<unsigned long long>(range.step_factor));
+  out += "#\n";
+  out += "# Predicted by trainsim (" +
+         std::string(expand ? "flow-level expansion on the event engine"
+                            : "closed form on an idle network") +
+         "): " + std::string(comm::OpName(op)) + ", algo " + algo_text + ", " + std::to_string(n) +
+         " GPUs of " + std::to_string(o.num_gpus) + " (" + std::to_string(o.num_nodes) +
+         " nodes x " + std::to_string(o.gpus_per_node) + ")\n";
+  if (o.calibration) out += "# " + o.calibration->Describe() + "\n";
+  out += "#\n";
+  out += Printf(
+      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+      "in-place          \n",
+      "", "", "", "", "");
+  out += Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+                "algbw", "busbw", "#wrong");
+  out += Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                "(GB/s)", "");
+  double busbw_sum = 0;
+  for (const scenarios::CollectiveRow& r : o.rows) {
+    const uint64_t count = r.bytes / kFloatBytes / (split ? uint64_t(std::max(1, n)) : 1);
+    out += Printf("%12llu  %12llu  %8s  %6s  %6i", static_cast<unsigned long long>(r.bytes),
+                  static_cast<unsigned long long>(count), "float", reduces ? "sum" : "none", root);
+    const std::string time = NcclTestsTime(r.time_s * 1e6);
+    for (int place = 0; place < 2; ++place) {
+      out += Printf("  %7s  %6.2f  %6.2f  %5s", time.c_str(), r.algbw_GBps, r.busbw_GBps, "N/A");
+      busbw_sum += r.busbw_GBps;
+    }
+    out += "\n";
+  }
+  out += "# Out of bounds values : 0 OK\n";
+  out += Printf("# Avg bus bandwidth    : %g \n",
+                o.rows.empty() ? 0.0 : busbw_sum / double(2 * o.rows.size()));
+  out += "#\n";
+  return out;
 }
 
 }  // namespace trainsim::cli::report

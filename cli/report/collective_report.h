@@ -5,6 +5,7 @@
 #ifndef TRAINSIM_CLI_REPORT_COLLECTIVE_REPORT_H_
 #define TRAINSIM_CLI_REPORT_COLLECTIVE_REPORT_H_
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -17,6 +18,22 @@ namespace trainsim::cli::report {
 std::string FormatCollectiveTable(comm::Op op, const std::string& algo_text, bool expand,
                                   const scenarios::CollectiveOutcome& outcome);
 nlohmann::ordered_json CollectiveJson(comm::Op op, const scenarios::CollectiveOutcome& outcome);
+
+// The range a --format nccl-tests table says it ran (nccl-tests' first header line).
+struct NcclTestsRange {
+  uint64_t min_bytes = 0, max_bytes = 0;
+  uint64_t step_factor = 2;
+};
+// nccl-tests' stdout (src/common.cu: the Reporter's three header lines, one row per size with
+// size, count, type, redop, root and time, algbw, busbw, #wrong for out-of-place and in-place,
+// and the "# Out of bounds values" / "# Avg bus bandwidth" footer), so a predicted table diffs
+// line by line against a measured one. The model has no in-place variant: both halves carry the
+// same prediction. Elements are float (nccl-tests' default -d float); #wrong is "N/A" (no data
+// was checked, as nccl-tests prints with -c 0); the average bus bandwidth is the mean of every
+// busbw printed, as nccl-tests averages every timed run.
+std::string FormatNcclTestsTable(comm::Op op, const std::string& algo_text, bool expand,
+                                 const NcclTestsRange& range,
+                                 const scenarios::CollectiveOutcome& outcome);
 
 }  // namespace trainsim::cli::report
 

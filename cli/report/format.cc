@@ -1,5 +1,7 @@
 #include "cli/report/format.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace trainsim::cli::report {
@@ -25,8 +27,8 @@ std::string AlignRight(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
-std::string Human(double seconds) { return sim::FormatSecondsHuman(seconds); }
-std::string Human(sim::Time t) { return sim::FormatSecondsHuman(t.seconds()); }
+std::string Human(double seconds) { return Duration(seconds); }
+std::string Human(sim::Time t) { return Duration(t); }
 std::string Pct(double fraction) { return Fmt("%.2f%%", 100 * fraction); }
 
 std::string At(sim::Time t) {
@@ -44,5 +46,66 @@ std::string ShareRow(const std::string& label, const std::string& value, double 
                      const char* pct_format) {
   return Line(label, value + Fmt(pct_format, whole > 0 ? 100 * part / whole : 0));
 }
+
+// --- Units and durations (format.h) --------------------------------------------------------
+
+namespace {
+
+// Three significant digits of v in [1, 1000) with `unit`; false when v rounds to 1000 (the
+// caller moves to the next unit).
+bool ThreeDigits(double v, const char* unit, std::string* out) {
+  const char* format = v < 9.995 ? "%.2f %s" : v < 99.95 ? "%.1f %s" : "%.0f %s";
+  if (v >= 999.5) return false;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v, unit);
+  *out = buf;
+  return true;
+}
+
+}  // namespace
+
+std::string Duration(double seconds) {
+  if (std::isnan(seconds)) return "n/a";
+  if (seconds == 0) return "0 s";
+  if (seconds < 0) {
+    // Appends, not "literal" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329).
+    std::string negative = "-";
+    negative.append(Duration(-seconds));
+    return negative;
+  }
+  if (std::isinf(seconds)) return "inf";
+  std::string out;
+  if (seconds < 1e-6 && ThreeDigits(seconds * 1e9, "ns", &out)) return out;
+  if (seconds < 1e-3 && ThreeDigits(std::max(1.0, seconds * 1e6), "us", &out)) return out;
+  if (seconds < 1 && ThreeDigits(std::max(1.0, seconds * 1e3), "ms", &out)) return out;
+  if (seconds < 60 && ThreeDigits(std::max(1.0, seconds), "s", &out)) return out;
+  char buf[64];
+  if (seconds < 3600) {
+    // Tenths of a second, carried into minutes when they round up to 60 s.
+    const long long tenths = std::llround(seconds * 10);
+    if (tenths < 36000) {
+      std::snprintf(buf, sizeof buf, "%lldm%lld.%llds", tenths / 600, tenths % 600 / 10,
+                    tenths % 10);
+      return buf;
+    }
+  }
+  if (seconds < 86400) {
+    const long long s = std::llround(seconds);
+    if (s < 86400) {
+      std::snprintf(buf, sizeof buf, "%lldh%02lldm%02llds", s / 3600, s % 3600 / 60, s % 60);
+      return buf;
+    }
+  }
+  const double minutes = std::round(seconds / 60);
+  if (!(minutes < 9.2e18)) return Fmt("%.3g d", seconds / 86400);
+  const long long m = static_cast<long long>(minutes);
+  std::snprintf(buf, sizeof buf, "%lldd%02lldh%02lldm", m / 1440, m % 1440 / 60, m % 60);
+  return buf;
+}
+
+std::string Duration(sim::Time t) { return Duration(t.seconds()); }
+
+std::string Gigabytes(double bytes) { return Fmt("%.1f GB", bytes / 1e9); }
+std::string Gibibytes(double bytes) { return Fmt("%.1f GiB", bytes / 1073741824.0); }
 
 }  // namespace trainsim::cli::report

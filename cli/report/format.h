@@ -20,7 +20,7 @@ std::string Line(const std::string& label, const std::string& value, size_t widt
 std::string Pad(std::string s, size_t width);                // left-aligned in `width` columns
 std::string AlignRight(const std::string& s, size_t width);  // right-aligned
 
-std::string Human(double seconds);  // sim::FormatSecondsHuman
+std::string Human(double seconds);  // Duration (below)
 std::string Human(sim::Time t);
 std::string Pct(double fraction);  // 0.1234 → "12.34%"
 std::string At(sim::Time t);       // a time in the run to the millisecond: "16h15m54.958s"
@@ -30,6 +30,18 @@ std::string Gb(double bytes);      // "12.3 GB"
 // A breakdown row: Line(label, value + Fmt(pct_format, 100 · part / whole)); 0% when whole <= 0.
 std::string ShareRow(const std::string& label, const std::string& value, double part, double whole,
                      const char* pct_format);
+
+// --- Units and durations: the one convention of every text report (issue 19) ---------------
+// Bytes: GB = 1e9 bytes and GiB = 2^30 bytes, always labelled (never "GB" for 2^30).
+// Durations: rounded to what is meaningful for their size, never raw nanoseconds:
+//   0 → "0 s"; under 1 µs "512 ns"; under 1 ms "45.2 us"; under 1 s "2.35 ms"; under a minute
+//   "12.3 s" (three significant digits); under an hour "4m11.9s"; under a day "3h25m10s"
+//   (whole seconds); from a day "21d03h25m" (whole minutes). Negative values get a "-".
+// JSON keeps seconds (*_s) unrounded; only text goes through these.
+std::string Duration(double seconds);
+std::string Duration(sim::Time t);
+std::string Gigabytes(double bytes);  // "46.1 GB" (1e9)
+std::string Gibibytes(double bytes);  // "80.0 GiB" (2^30)
 
 }  // namespace trainsim::cli::report
 

@@ -158,8 +158,8 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
                                         (w.step_grads > w.activations ? " (the peak)" : ""));
   }
   out << Line("framework", Gb(w.overhead));
-  out << Line("total", Gb(m.peak_bytes) + " of " + Gb(m.capacity_bytes) +
-                           (m.fits ? " (fits)" : " (DOES NOT FIT)"));
+  out << Line("total", Gb(m.peak_bytes) + " of " + Gb(m.capacity_bytes) + " = " +
+                           Gibibytes(m.capacity_bytes) + (m.fits ? " (fits)" : " (DOES NOT FIT)"));
   if (!m.fits) {
     out << Line("why", m.reason);
     for (const std::string& fix : m.suggestions) out << Line("would fit", fix);

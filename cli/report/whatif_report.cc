@@ -11,7 +11,7 @@ namespace {
 
 std::string Signed(double seconds) {
   std::string out = seconds > 0 ? "+" : seconds < 0 ? "-" : "";
-  out += sim::FormatSecondsHuman(seconds < 0 ? -seconds : seconds);
+  out += Human(seconds < 0 ? -seconds : seconds);
   return out;
 }
 
@@ -77,7 +77,7 @@ std::string FormatWhatIfTable(const scenarios::ResolvedScenario& r,
   out += Row("", "baseline", "whatif", "delta");
   auto secs = [](sim::Time t) { return t.seconds(); };
   auto time_row = [&](const std::string& label, double x, double y) {
-    out += Row(label, sim::FormatSecondsHuman(x), sim::FormatSecondsHuman(y), Signed(y - x));
+    out += Row(label, Human(x), Human(y), Signed(y - x));
   };
   time_row("wall time", secs(a.wall_time), secs(b.wall_time));
   time_row("lost work", secs(a.breakdown.lost), secs(b.breakdown.lost));
@@ -107,8 +107,8 @@ std::string FormatWhatIfTable(const scenarios::ResolvedScenario& r,
       out += "slows the cluster while it lasts (no restart)\n";
       continue;
     }
-    out += sim::FormatSecondsHuman(rec->lost.seconds()) + " of work lost; " + RestoredText(*rec) +
-           "; detected at " + At(rec->detected_at);
+    out += Human(rec->lost.seconds()) + " of work lost; " + RestoredText(*rec) + "; detected at " +
+           At(rec->detected_at);
     if (!rec->resumed_at.is_max()) {
       out += ", training resumed at " + At(rec->resumed_at);
     }

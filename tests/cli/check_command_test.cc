@@ -58,6 +58,21 @@ TEST(CliTest, UsageErrorsExitTwoWithAMessageNotCli11Codes) {
   }
 }
 
+TEST(CliTest, CheckQuietPrintsTheSummaryWithoutTheResolvedScenario) {
+  RunResult full = RunTrainsim({"check", kDemo});
+  RunResult quiet = RunTrainsim({"check", kDemo, "--quiet"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_TRUE(Contains(full.out, "Resolved scenario"));
+  EXPECT_FALSE(Contains(quiet.out, "Resolved scenario"));
+  // The summary is the full report's beginning, unchanged, ending with its Cost section.
+  EXPECT_EQ(full.out.rfind(quiet.out, 0), 0u);
+  EXPECT_TRUE(Contains(quiet.out, "Cost\n"));
+  // -q is the short form; --json is unaffected.
+  EXPECT_EQ(RunTrainsim({"check", kDemo, "-q"}).out, quiet.out);
+  EXPECT_EQ(RunTrainsim({"check", kDemo, "--json", "--quiet"}).out,
+            RunTrainsim({"check", kDemo, "--json"}).out);
+}
+
 TEST(CliTest, CheckPrintsTheResolvedDemoWithDerivedValues) {
   RunResult r = RunTrainsim({"check", kDemo});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -101,5 +101,28 @@ TEST(FormatTest, ShareRowIsTheValueAndItsShareOfTheWhole) {
   EXPECT_EQ(AlignRight("7", 3), "  7");
 }
 
+TEST(FormatTest, DurationsAreRoundedToWhatIsMeaningfulForTheirSize) {
+  EXPECT_EQ(Duration(0.0), "0 s");
+  EXPECT_EQ(Duration(5e-7), "500 ns");       // below a microsecond only
+  EXPECT_EQ(Duration(4.52e-5), "45.2 us");   // three significant digits
+  EXPECT_EQ(Duration(2.35e-3), "2.35 ms");   // the example
+  EXPECT_EQ(Duration(999.7e-6), "1.00 ms");  // rounds up into the next unit, never "1000 us"
+  EXPECT_EQ(Duration(12.34), "12.3 s");
+  EXPECT_EQ(Duration(251.9), "4m11.9s");     // the example: 4·60 + 11.9 s
+  EXPECT_EQ(Duration(599.96), "10m0.0s");    // tenths carried into the minutes
+  EXPECT_EQ(Duration(12345.0), "3h25m45s");  // 3·3600 + 25·60 + 45
+  EXPECT_EQ(Duration(21 * 86400.0), "21d00h00m");
+  EXPECT_EQ(Duration(-90.0), "-1m30.0s");
+  EXPECT_EQ(Duration(Time::Millis(2350)), "2.35 s");
+  EXPECT_EQ(Human(251.9), Duration(251.9));  // the reports' Human is this convention
+}
+
+TEST(FormatTest, GigabytesAreDecimalAndGibibytesBinaryEachLabelled) {
+  EXPECT_EQ(Gigabytes(46.1e9), "46.1 GB");
+  EXPECT_EQ(Gibibytes(80.0 * 1073741824), "80.0 GiB");
+  // The H100's 80 GiB is 85.9 GB: 80 · 2^30 / 1e9 = 85.899...
+  EXPECT_EQ(Gigabytes(80.0 * 1073741824), "85.9 GB");
+}
+
 }  // namespace
 }  // namespace trainsim::cli::report
