@@ -81,7 +81,8 @@ void RunSim::EndPhases() {
 // undo progress, or a run that is simply that long (a straggler, or the token/step budget).
 std::string RunSim::MaxWallTimeMessage() const {
   std::string msg = "the run had not finished after " + sim::FormatDuration(c_.max_wall_time) +
-                    " of simulated time (step " + Str(step_) + " of " + Str(c_.total_steps) + ", " +
+                    " of simulated time (step " + Str(step_) +
+                    (c_.total_steps > 0 ? " of " + Str(c_.total_steps) : std::string()) + ", " +
                     Str(report_.failures) + " failures): ";
   if (c_.wall_time_limit && *c_.wall_time_limit > c_.max_wall_time) {
     return msg + "training.duration (" + sim::FormatDuration(*c_.wall_time_limit) +
