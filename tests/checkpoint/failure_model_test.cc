@@ -132,6 +132,8 @@ TEST(FailureProcessTest, WeibullGapsAlwaysMoveEachNodesTimeForwardEvenForATinySh
     const int n = 200000;
     for (int i = 0; i < n; ++i) {
       FailureProcess::Arrival a = p.Next();
+      // The heavy tail can push every node past ~292 years: Time::Max() is "never", for good.
+      if (a.at.is_max()) break;
       ASSERT_GT(a.at, last[a.node]) << "shape " << shape << ", arrival " << i;
       last[a.node] = a.at;
     }
