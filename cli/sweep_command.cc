@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report/format.h"
 #include "cli/report/sweep_report.h"
 #include "run/monte_carlo.h"
 #include "scenarios/run_config.h"
@@ -146,8 +147,8 @@ int RunSweepCommand(const SweepOptions& opts) {
   } else {
     std::string counts;
     for (int n : problem->gpu_counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-    const std::string title =
-        resolved->scenario.model().name() + " on " + counts + " " + resolved->gpu.name() + " GPUs";
+    const std::string title = report::Printable(resolved->scenario.model().name()) + " on " +
+                              counts + " " + resolved->gpu.name() + " GPUs";
     std::cout << report::FormatSweepTable(*problem, *result, *objective, title);
   }
   return kExitOk;
