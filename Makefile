@@ -47,7 +47,8 @@ test-asan: setup
 # Fuzzing: clang's libFuzzer on the scenario loader (text, JSON), durations and --set.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = fuzz_scenario_text fuzz_scenario_json fuzz_duration fuzz_set
+FUZZ_TARGETS = fuzz_scenario_text fuzz_scenario_json fuzz_duration fuzz_set fuzz_simulate \
+  fuzz_calibration fuzz_failure_model
 fuzz: setup
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DTRAINSIM_FUZZ=ON -DTRAINSIM_SANITIZE=address,undefined -DTRAINSIM_WITH_CUDA=OFF \

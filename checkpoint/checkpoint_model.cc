@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <sstream>
 #include <string>
 
 namespace trainsim::checkpoint {
@@ -18,11 +20,21 @@ Status RequirePositive(double v, const char* field) {
   return Status::Ok();
 }
 
+std::string Human(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
 }  // namespace
 
+std::optional<sim::Time> TransferTimeChecked(double bytes, double GBps) {
+  // bytes / (GB/s) = ns, since 1 GB/s = 1 byte/ns. The quotient of two user numbers: checked.
+  return sim::Time::FromNanosChecked(std::ceil(bytes / GBps));
+}
+
 sim::Time TransferTime(double bytes, double GBps) {
-  const double ns = std::ceil(bytes / GBps);  // bytes / (GB/s) = ns, since 1 GB/s = 1 byte/ns
-  return sim::Time::Nanos(static_cast<int64_t>(ns));
+  return TransferTimeChecked(bytes, GBps).value_or(sim::Time::Max());
 }
 
 Result<CheckpointCosts> ComputeCheckpointCosts(const CheckpointSpec& spec,
@@ -58,13 +70,36 @@ Result<CheckpointCosts> ComputeCheckpointCosts(const CheckpointSpec& spec,
   c.bytes_per_node = size_bytes / writers;
   c.node_write_GBps = std::min(hw.node_net_GBps, hw.gpus_per_node * hw.pcie_GBps_per_gpu);
   const double write_GBps = std::min(hw.storage_write_GBps, writers * c.node_write_GBps);
-  c.persistent_write = TransferTime(size_bytes, write_GBps);
-  // Every GPU of a writing node copies its share of the node's bytes over its own PCIe link.
-  c.snapshot = TransferTime(c.bytes_per_node / hw.gpus_per_node, hw.pcie_GBps_per_gpu);
-  c.peer_copy = TransferTime(c.bytes_per_node, hw.node_net_GBps * hw.peer_copy_share);
   const double read_GBps = std::min(hw.storage_read_GBps, hw.nodes * c.node_write_GBps);
-  c.storage_load = TransferTime(size_bytes, read_GBps);
-  c.peer_load = TransferTime(c.bytes_per_node, hw.node_net_GBps);
+  // Every GPU of a writing node copies its share of the node's bytes over its own PCIe link.
+  struct Leg {
+    sim::Time* out;
+    double bytes;
+    double GBps;
+    const char* what;
+  };
+  const Leg legs[] = {
+      {&c.persistent_write, size_bytes, write_GBps,
+       "writing the checkpoint to storage (cluster.storage.write_gbyte_per_s)"},
+      {&c.snapshot, c.bytes_per_node / hw.gpus_per_node, hw.pcie_GBps_per_gpu,
+       "the GPU-to-host snapshot (cluster PCIe bandwidth)"},
+      {&c.peer_copy, c.bytes_per_node, hw.node_net_GBps * hw.peer_copy_share,
+       "the peer copy (node network bandwidth x checkpoint.peer_copy_share)"},
+      {&c.storage_load, size_bytes, read_GBps,
+       "loading the checkpoint from storage (cluster.storage.read_gbyte_per_s)"},
+      {&c.peer_load, c.bytes_per_node, hw.node_net_GBps,
+       "loading from a peer (node network bandwidth)"},
+  };
+  for (const Leg& leg : legs) {
+    std::optional<sim::Time> t = TransferTimeChecked(leg.bytes, leg.GBps);
+    if (!t) {
+      return Status::OutOfRange(std::string(leg.what) + ": " + Human(leg.bytes) + " bytes at " +
+                                Human(leg.GBps) +
+                                " GB/s takes longer than the simulator's 292-year range; raise "
+                                "the bandwidth");
+    }
+    *leg.out = *t;
+  }
   // Each writer streams at write_GBps / writers; that is this share of its network bandwidth.
   c.background_write_share = std::min(1.0, (write_GBps / writers) / hw.node_net_GBps);
   c.peer_copy_traffic_share = hw.peer_copy_share;

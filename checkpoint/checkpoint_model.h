@@ -16,6 +16,7 @@
 #define TRAINSIM_CHECKPOINT_CHECKPOINT_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "sim/status.h"
 #include "sim/time.h"
@@ -79,8 +80,11 @@ struct CheckpointCosts {
 Result<CheckpointCosts> ComputeCheckpointCosts(const CheckpointSpec& spec,
                                                const CheckpointHardware& hw);
 
-// Duration of moving `bytes` at `GBps` (1e9 bytes/s), rounded up to a whole nanosecond.
-// REQUIRES: bytes >= 0, GBps > 0.
+// Duration of moving `bytes` at `GBps` (1e9 bytes/s), rounded up to a whole nanosecond; nullopt
+// when it does not fit sim::Time (±292 years: a tiny but positive bandwidth) or is not finite.
+std::optional<sim::Time> TransferTimeChecked(double bytes, double GBps);
+// TransferTimeChecked, saturated: sim::Time::Max() ("never completes") where it does not fit.
+// REQUIRES: bytes >= 0, GBps > 0. ComputeCheckpointCosts refuses instead of saturating.
 sim::Time TransferTime(double bytes, double GBps);
 
 // Young (1974): tau = sqrt(2·delta·M). REQUIRES: delta >= 0, M > 0 (seconds).

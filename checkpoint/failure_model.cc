@@ -1,5 +1,6 @@
 #include "checkpoint/failure_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -55,9 +56,11 @@ Status FailureModelConfig::Validate() const {
         "Llama 3: 3.79e-3), got " +
         std::to_string(node_day_rate));
   }
-  if (!std::isfinite(weibull_shape) || weibull_shape <= 0) {
-    return Status::InvalidArgument("failures.weibull_shape must be > 0, got " +
-                                   std::to_string(weibull_shape));
+  if (!std::isfinite(weibull_shape) || weibull_shape < kMinWeibullShape) {
+    return Status::InvalidArgument(
+        "failures.weibull_shape must be >= 0.1 (below it the Weibull scale underflows the 1 ns "
+        "time resolution), got " +
+        std::to_string(weibull_shape));
   }
   double total = 0;
   for (const FailureCause& c : causes) {
@@ -111,8 +114,11 @@ int FailureProcess::DrawCause() {
 
 sim::Time FailureProcess::DrawWeibullGap() {
   const double s = rng_.Weibull(config_.weibull_shape, weibull_scale_s_);
-  // Gaps beyond ~290 years are as good as never.
-  return s < 9e9 ? sim::Time::FromSeconds(s) : sim::Time::Seconds(9000000000LL);
+  // Gaps beyond ~290 years are as good as never. A gap that rounds to 0 ns becomes 1 ns (the
+  // time resolution), so a node's failures always move time forward and Next() cannot return
+  // the same instant forever, whatever the shape.
+  if (!(s < 9e9)) return sim::Time::Seconds(9000000000LL);
+  return std::max(sim::Time::FromSeconds(s), sim::Time::Nanos(1));
 }
 
 FailureProcess::Arrival FailureProcess::Next() {

@@ -30,6 +30,11 @@ inline constexpr double kLlama3NodeDayRate = 419.0 / (54.0 * 2048.0);
 inline constexpr int64_t kDefaultRepairHours = 4;
 // Default Weibull shape (Schroeder & Gibson, DSN'06: 0.7–0.8 for node inter-failure times).
 inline constexpr double kDefaultWeibullShape = 0.75;
+// Smallest Weibull shape accepted. The scale is mean / Γ(1 + 1/k): at k = 0.1 Γ(11) = 3.6e6, at
+// k = 0.02 Γ(51) = 3e64, so the scale underflows the simulator's 1 ns resolution and nearly every
+// gap rounds to 0 ns (k = 0.02 at the Llama 3 rate: 99.99 % of gaps; k = 0.1: 10 %). Published
+// fits of node inter-failure times are 0.5–0.8 (Schroeder & Gibson, DSN'06), far above it.
+inline constexpr double kMinWeibullShape = 0.1;
 
 struct FailureCause {
   std::string name;      // "Faulty GPU"
@@ -48,8 +53,8 @@ struct FailureModelConfig {
   double weibull_shape = kDefaultWeibullShape;
   std::vector<FailureCause> causes;  // empty = DefaultFailureCauses()
 
-  // Rejects negative or non-finite rates, non-positive shapes, negative weights or repair times,
-  // and a cause mix that sums to zero while the model is enabled.
+  // Rejects negative or non-finite rates, shapes below kMinWeibullShape, negative weights or repair
+  // times, and a cause mix that sums to zero while the model is enabled.
   Status Validate() const;
 };
 

@@ -3,6 +3,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,7 +11,9 @@
 #include "cli/commands.h"
 #include "cli/report/html_pages.h"
 #include "cli/report/html_report.h"
+#include "cli/report/format.h"
 #include "cli/report/sweep_report.h"
+#include "run/monte_carlo.h"
 #include "scenarios/run_config.h"
 #include "scenarios/session.h"
 #include "sim/atomic_file.h"
@@ -38,6 +41,41 @@ struct SweepOptions {
   bool no_overlaps = false;
   std::string html;
 };
+
+// The most Monte Carlo trials per layout: run's --trials cap (cli/run_command.cc), 100x the
+// trials that resolve a p99 to about 1 % (10^4), and about 0.3 GB of outcomes (below).
+constexpr int64_t kMaxSweepTrials = 1000000;
+// Memory a trial holds until its layout is summarised: its outcome, the copy gathered to rank 0,
+// and one double per summarised quantity (sim::Summarize sorts a copy of each).
+constexpr double kBytesPerTrial = 2.0 * sizeof(run::TrialOutcome) + 6.0 * sizeof(double);
+// --tokens: the range training.tokens accepts (scenarios/validate.cc: 1 to 2^60, far beyond the
+// largest published pretraining budgets of ~4e13 tokens).
+constexpr double kMaxSweepTokens = 1152921504606846976.0;  // 2^60
+
+// --trials and --tokens, checked before any work starts.
+Status ValidateSweepOptions(const SweepOptions& opts) {
+  if (opts.trials < 0 || opts.trials > kMaxSweepTrials) {
+    std::string msg = "--trials " + std::to_string(opts.trials) + ": must be between 0 and " +
+                      std::to_string(kMaxSweepTrials);
+    if (opts.trials > kMaxSweepTrials) {
+      msg += " (each trial keeps about " + std::to_string(static_cast<int>(kBytesPerTrial)) +
+             " bytes until its layout is summarised: " + std::to_string(opts.trials) +
+             " trials would need about " +
+             report::Gigabytes(kBytesPerTrial * static_cast<double>(opts.trials)) + ")";
+    }
+    return Status::InvalidArgument(msg);
+  }
+  // 0 (the default) takes the scenario's budget; anything else must be a real token count.
+  if (opts.tokens != 0 &&
+      !(std::isfinite(opts.tokens) && opts.tokens >= 1 && opts.tokens <= kMaxSweepTokens)) {
+    std::ostringstream v;
+    v << opts.tokens;
+    return Status::InvalidArgument("--tokens " + v.str() +
+                                   ": must be a token count between 1 and 2^60 "
+                                   "(1152921504606846976), or 0 for the scenario's budget");
+  }
+  return Status::Ok();
+}
 
 int RunSweepCommand(const SweepOptions& opts) {
   Result<std::unique_ptr<sweep::Communicator>> comm_or = sweep::MakeCommunicator();
@@ -73,6 +111,7 @@ int RunSweepCommand(const SweepOptions& opts) {
   Result<sweep::Objective> objective = sweep::ParseObjective(opts.objective);
   if (!objective.ok()) return fail(objective.status().WithPrefix("--objective"));
   if (opts.top < 1) return fail(Status::InvalidArgument("--top must be >= 1"));
+  if (Status s = ValidateSweepOptions(opts); !s.ok()) return fail(s);
   Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts.scenario);
   if (!resolved.ok()) return fail(resolved.status());
   Result<sweep::SweepProblem> problem =
@@ -107,7 +146,6 @@ int RunSweepCommand(const SweepOptions& opts) {
   so.objective = *objective;
   so.top_k = opts.top;
   so.progress = true;  // drawn only on a terminal outside CI (sim::ProgressBar)
-  if (opts.trials < 0) return fail(Status::InvalidArgument("--trials must be >= 0"));
   so.trials = opts.trials;
   problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
 
@@ -149,8 +187,8 @@ int RunSweepCommand(const SweepOptions& opts) {
   } else {
     std::string counts;
     for (int n : problem->gpu_counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-    const std::string title =
-        resolved->scenario.model().name() + " on " + counts + " " + resolved->gpu.name() + " GPUs";
+    const std::string title = report::Printable(resolved->scenario.model().name()) + " on " +
+                              counts + " " + resolved->gpu.name() + " GPUs";
     std::cout << report::FormatSweepTable(*problem, *result, *objective, title);
   }
   return kExitOk;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -458,13 +459,31 @@ Result<Calibration> ParseCalibration(std::string_view text, const std::string& p
   }
 }
 
+// A calibration from `trainsim calibrate` is tens of KiB (a few hundred rows); 16 MiB, the
+// scenario file's limit, leaves room for hand-merged ones and bounds memory for a wrong path.
+constexpr size_t kMaxCalibrationBytes = size_t{16} << 20;
+
 Result<Calibration> LoadCalibration(const std::string& path) {
+  // Checked before opening: opening a FIFO blocks until a writer comes, /dev/zero never ends.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    return Status::InvalidArgument(path +
+                                   ": not a regular file (a calibration is a JSON file written "
+                                   "by `trainsim calibrate`)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open calibration file");
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  std::string body(kMaxCalibrationBytes + 1, '\0');
+  in.read(body.data(), static_cast<std::streamsize>(body.size()));
   if (in.bad()) return Status::NotFound(path + ": cannot read calibration file");
-  return ParseCalibration(buf.str(), path);
+  body.resize(static_cast<size_t>(in.gcount()));
+  if (body.size() > kMaxCalibrationBytes) {
+    return Status::InvalidArgument(path + ": larger than " +
+                                   std::to_string(kMaxCalibrationBytes >> 20) +
+                                   " MiB; a calibration file is tens of KiB");
+  }
+  return ParseCalibration(body, path);
 }
 
 std::optional<sim::Time> Calibration::CollectiveTime(Op op, Algo algo, int nranks, int64_t bytes,

@@ -91,6 +91,7 @@ class RunSim {
   // The run's phases: closes the open one now (dropped when empty) and opens `kind`.
   void BeginPhase(RunPhaseKind kind);
   void EndPhases();
+  std::string MaxWallTimeMessage() const;
   void Fail(Status s) {
     if (error_.ok()) error_ = std::move(s);
     phase_ = Phase::kDone;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "run/run_sim.h"
@@ -76,6 +77,52 @@ void RunSim::EndPhases() {
   open_phase_start_ = sim::Time::Max();  // closed: the run is over
 }
 
+// Why the run passed max_wall_time, in the user's terms: the duration asked for, failures that
+// undo progress, or a run that is simply that long (a straggler, or the token/step budget).
+std::string RunSim::MaxWallTimeMessage() const {
+  std::string msg = "the run had not finished after " + sim::FormatDuration(c_.max_wall_time) +
+                    " of simulated time (step " + Str(step_) +
+                    (c_.total_steps > 0 ? " of " + Str(c_.total_steps) : std::string()) + ", " +
+                    Str(report_.failures) + " failures): ";
+  if (c_.wall_time_limit && *c_.wall_time_limit > c_.max_wall_time) {
+    return msg + "training.duration (" + sim::FormatDuration(*c_.wall_time_limit) +
+           ") is longer than the " + sim::FormatDuration(c_.max_wall_time) +
+           " the run simulation covers; shorten it";
+  }
+  // Wall time that failures cost: work redone, detection, restarts, waiting for nodes.
+  const sim::Time elapsed = cum_.Total();
+  const sim::Time failure_cost = cum_.lost + cum_.detection + cum_.restart + cum_.waiting;
+  if (report_.failures > 0 && failure_cost * 2 >= elapsed) {
+    return msg +
+           "failures undo progress faster than checkpoints save it; checkpoint more often, or "
+           "lower the failure rate";
+  }
+  double slowest = 1.0;
+  for (const ScheduledFault& f : c_.faults) {
+    if (f.kind == ScheduledFault::Kind::kStraggler) slowest = std::max(slowest, f.factor);
+  }
+  std::string pace;
+  if (step_ > 0) {
+    const double days = c_.max_wall_time.seconds() / 86400.0 * static_cast<double>(c_.total_steps) /
+                        static_cast<double>(step_);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g", days);
+    pace = " (at this pace the " + Str(c_.total_steps) + " steps take about " + buf + " days)";
+  }
+  std::string why = report_.failures > 0 ? "failures cost less than half of it: " : "";
+  if (slowest >= 2.0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", slowest);
+    return msg + why + "the run is simply longer than " + sim::FormatDuration(c_.max_wall_time) +
+           ": a straggler slows every step " + buf + "x" + pace +
+           "; shorten the straggler's duration or lower its slowdown";
+  }
+  return msg + why + "the run is simply longer than " + sim::FormatDuration(c_.max_wall_time) +
+         pace +
+         "; the token or step budget (training.tokens, training.steps) is too large for "
+         "this cluster";
+}
+
 Result<RunReport> RunSim::Run() {
   const int gpus = c_.nodes * c_.gpus_per_node;
   live_ = c_.dp;
@@ -108,15 +155,7 @@ Result<RunReport> RunSim::Run() {
   }
   if (!c_.wall_time_limit || *c_.wall_time_limit > c_.max_wall_time) {
     engine_.ScheduleAt(
-        c_.max_wall_time,
-        [this] {
-          Fail(Status::FailedPrecondition(
-              "the run had not finished after " + sim::FormatDuration(c_.max_wall_time) +
-              " of simulated time (step " + Str(step_) + " of " + Str(c_.total_steps) + ", " +
-              Str(report_.failures) +
-              " failures): failures undo progress faster than checkpoints save it; checkpoint "
-              "more often, or lower the failure rate"));
-        },
+        c_.max_wall_time, [this] { Fail(Status::FailedPrecondition(MaxWallTimeMessage())); },
         kPrioEnd);
   }
   ResetInterval();

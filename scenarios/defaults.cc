@@ -1,5 +1,7 @@
 // FillDefaults: every default documented in scenario.proto, in one place.
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include "scenarios/internal.h"
 #include "scenarios/presets.h"
@@ -108,9 +110,35 @@ std::optional<FieldError> FillModelDefaults(pb::Model* m) {
   }
   return std::nullopt;
 }
+// A negative zero ("-0" in a file or --set) is zero: stored as +0 so no report prints "$-0".
+void NormalizeNegativeZeros(google::protobuf::Message* m) {
+  namespace gp = google::protobuf;
+  const gp::Reflection* r = m->GetReflection();
+  std::vector<const gp::FieldDescriptor*> fields;
+  r->ListFields(*m, &fields);
+  for (const gp::FieldDescriptor* f : fields) {
+    const int n = f->is_repeated() ? r->FieldSize(*m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_DOUBLE) {
+        const double v = f->is_repeated() ? r->GetRepeatedDouble(*m, f, i) : r->GetDouble(*m, f);
+        if (v != 0 || !std::signbit(v)) continue;
+        if (f->is_repeated()) {
+          r->SetRepeatedDouble(m, f, i, 0.0);
+        } else {
+          r->SetDouble(m, f, 0.0);
+        }
+      } else if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE) {
+        NormalizeNegativeZeros(f->is_repeated() ? r->MutableRepeatedMessage(m, f, i)
+                                                : r->MutableMessage(m, f));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
+  NormalizeNegativeZeros(s);
   // ---- cluster ----
   pb::Cluster* cl = s->mutable_cluster();
   const pb::NodeSpec* node = nullptr;

@@ -67,6 +67,10 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
 // The detailed forms of FillDefaults / ValidateScenario.
 std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* scenario);
 std::optional<FieldError> ValidateDetailed(const pb::Scenario& scenario);
+// Every string field of `m` (nested, repeated) is well-formed UTF-8; the error names the field
+// and the offending byte. Run on the parsed and overridden scenario, so text-format escapes
+// ("\377") and --set values are covered as well as raw bytes in the file.
+std::optional<FieldError> CheckUtf8(const google::protobuf::Message& m, const std::string& prefix);
 
 // Whether (nodes + spare_nodes) * nics_per_node endpoints fit a two-level fat tree of the NIC's
 // switch radix at this oversubscription.

@@ -600,10 +600,18 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
 
 namespace {
 
+// A UTF-8 byte-order mark (EF BB BF) at the start, which some Windows editors write, is skipped:
+// it says nothing but "this is UTF-8". Columns on the first line count from after it.
+std::string_view SkipBom(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  return text;
+}
+
 Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& name,
                                    const std::vector<std::string>& set_overrides,
                                    const std::filesystem::path& base_dir, bool json,
                                    bool check_files) {
+  text = SkipBom(text);
   pb::Scenario scenario;
   detail::SourceMap map;
   TRAINSIM_RETURN_IF_ERROR(detail::ParseMessage(text, name, json, &scenario, &map));
@@ -611,6 +619,10 @@ Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& nam
   for (const std::string& assignment : set_overrides) {
     TRAINSIM_RETURN_IF_ERROR(ApplyOverride(&scenario, assignment));
     overridden.push_back(detail::OverridePath(assignment));
+  }
+  // Before defaults, so no later message echoes bytes that are not text.
+  if (auto err = detail::CheckUtf8(scenario, "")) {
+    return detail::ToStatus(*err, name, &map, overridden);
   }
   const std::string& calibration = scenario.cluster().calibration();
   if (!base_dir.empty() && !calibration.empty() &&
@@ -642,6 +654,7 @@ Result<pb::Scenario> ParseAndCheck(std::string_view text, const std::string& nam
 
 Result<pb::Scenario> ParseScenarioSyntax(std::string_view text,
                                          const std::string& name_for_errors) {
+  text = SkipBom(text);
   pb::Scenario scenario;
   TRAINSIM_RETURN_IF_ERROR(
       detail::ParseMessage(text, name_for_errors, detail::LooksLikeJson(text), &scenario));
@@ -650,7 +663,8 @@ Result<pb::Scenario> ParseScenarioSyntax(std::string_view text,
 
 Result<pb::Scenario> ParseScenarioText(std::string_view text, const std::string& name_for_errors,
                                        const std::vector<std::string>& set_overrides) {
-  return ParseAndCheck(text, name_for_errors, set_overrides, {}, detail::LooksLikeJson(text),
+  return ParseAndCheck(text, name_for_errors, set_overrides, {},
+                       detail::LooksLikeJson(SkipBom(text)),
                        /*check_files=*/false);
 }
 
@@ -678,7 +692,7 @@ Result<pb::Scenario> LoadScenario(const std::string& path,
   }
   bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   return ParseAndCheck(body, path, set_overrides, std::filesystem::path(path).parent_path(),
-                       json || detail::LooksLikeJson(body), /*check_files=*/true);
+                       json || detail::LooksLikeJson(SkipBom(body)), /*check_files=*/true);
 }
 
 }  // namespace trainsim::scenarios

@@ -115,8 +115,19 @@ Status SetScalar(gp::Message* msg, const gp::FieldDescriptor& f, std::string_vie
       errno = 0;
       char* end = nullptr;
       double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
-      if (s.empty() || std::isspace(static_cast<unsigned char>(s.front())) || errno != 0 ||
-          end != s.c_str() + s.size() || !std::isfinite(v)) {
+      const bool range_error = errno == ERANGE;
+      if (s.empty() || std::isspace(static_cast<unsigned char>(s.front())) ||
+          end != s.c_str() + s.size()) {
+        return bad(Q(s) + " is not a number; " + path + " takes a number");
+      }
+      // strtod reports ERANGE for overflow (±HUGE_VAL) and for underflow; a denormal such as
+      // 1e-310 is a finite number, so only the overflow is refused (the field's own range is
+      // checked by validation).
+      if (range_error && std::fabs(v) > 1) {
+        return bad(Q(s) + " is beyond the range of a number (about ±1.8e308); " + path +
+                   " takes a number");
+      }
+      if (!std::isfinite(v)) {
         return bad(Q(s) + " is not a finite number; " + path + " takes a number");
       }
       if (f.cpp_type() == gp::FieldDescriptor::CPPTYPE_DOUBLE) {

@@ -112,6 +112,10 @@ Result<ResolvedScenario> Resolve(const pb::Scenario& scenario);
 Status ValidateFault(const pb::Fault& fault, const ResolvedScenario& resolved,
                      const std::string& where);
 
+// The byte offset of the first byte of `text` that is not well-formed UTF-8 (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), or nullopt when all of it is.
+std::optional<size_t> FirstInvalidUtf8(std::string_view text);
+
 // Total parameters: parallelism::ParameterCount of the model (one count for the whole program).
 int64_t ParameterCount(const pb::Model& model);
 

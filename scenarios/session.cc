@@ -130,6 +130,16 @@ Result<run::ScheduledFault> ParseAddedFault(const ResolvedScenario& r, const std
                                             const std::string& flag) {
   Result<pb::Fault> f = ParseFaultSpec(spec);
   if (!f.ok()) return f.status().WithPrefix(flag);
+  // --fail takes failures: "gpu:5x2@1h" (a slowdown factor) or a partly degraded link belongs to
+  // --slow, and used to become a straggler silently.
+  if (flag == "--fail" &&
+      (f->kind() == pb::Fault::STRAGGLER ||
+       (f->kind() == pb::Fault::LINK && f->has_degrade() && f->degrade() < 1))) {
+    return Status::InvalidArgument(
+        "--fail " + spec +
+        ": is a slowdown, not a failure; give it with --slow (gpu:IDxFACTOR@TIME+DURATION or "
+        "link:IDxFRACTION_LOST@TIME+DURATION), or drop the 'x' factor for a failure");
+  }
   if (flag == "--slow" && f->kind() != pb::Fault::STRAGGLER &&
       !(f->kind() == pb::Fault::LINK && f->has_degrade() && f->degrade() < 1)) {
     return Status::InvalidArgument(

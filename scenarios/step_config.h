@@ -34,7 +34,8 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r);
 parallelism::ModelSpec MakeModelSpec(const pb::Model& model);
 
 // The cluster state during a step with every STRAGGLER fault of the scenario active and every
-// LINK fault applied (degrade factor, 0 when down); empty when there are none.
+// degraded LINK fault applied (bandwidth factor 1 − degrade); empty when there are none. A LINK
+// that is down (degrade 1, the default) is left out: its node leaves the job in the run.
 step::ClusterState MakeFaultedClusterState(const ResolvedScenario& r);
 
 // One row of `trainsim validate`: a scenario in scenarios/validation/ with a published value.

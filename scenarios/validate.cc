@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "checkpoint/failure_model.h"
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
 
@@ -96,6 +97,45 @@ Error CheckEnums(const google::protobuf::Message& m, const std::string& prefix) 
   return std::nullopt;
 }
 
+std::string Hex(unsigned char b) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
+}
+
+}  // namespace
+
+std::optional<FieldError> CheckUtf8(const google::protobuf::Message& m, const std::string& prefix) {
+  namespace gp = google::protobuf;
+  const gp::Reflection* r = m.GetReflection();
+  std::vector<const gp::FieldDescriptor*> fields;
+  r->ListFields(m, &fields);  // in field-number order: deterministic
+  for (const gp::FieldDescriptor* f : fields) {
+    std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
+    int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      std::string p = f->is_repeated() ? path + "[" + Str(i) + "]" : path;
+      if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING) {
+        std::string scratch;
+        const std::string& v = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
+                                                : r->GetStringReference(m, f, &scratch);
+        if (std::optional<size_t> bad = FirstInvalidUtf8(v)) {
+          return Err(p, "is not valid UTF-8 text (byte " +
+                            Hex(static_cast<unsigned char>(v[*bad])) + " at byte " +
+                            Str(static_cast<int64_t>(*bad)) +
+                            " of the value); scenario text must be UTF-8");
+        }
+      } else if (f->message_type() != nullptr) {
+        const gp::Message& sub =
+            f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
+        if (auto e = CheckUtf8(sub, p)) return e;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 Error ValidateCluster(const pb::Scenario& s) {
   const pb::Cluster& c = s.cluster();
   const pb::NodeSpec* node = FindNode(c.node_type());
@@ -108,6 +148,22 @@ Error ValidateCluster(const pb::Scenario& s) {
     return Err("cluster.gpus_per_node", Str(c.gpus_per_node()) + " GPUs per node: a " +
                                             node->name() + " node holds 1 to " +
                                             Str(node->gpus_per_node()));
+  }
+  // The memory bound that makes the node limit real: measured peak RSS (Release, bench/limits.sh
+  // style) grows ~5.1 KB per node for `run` and ~6.3 KB per GPU of the group for `collective`
+  // (a flow-network simulation of every rank). 2^19 GPUs keeps both under ~3.4 GB, within the
+  // 4 GiB working memory trainsim promises (docs/hardening.md, "Inputs and limits"), and is
+  // still above the largest clusters announced (~200,000 GPUs). At 10^6 nodes x 8, `run` took
+  // 4-6 GB and `collective` over 12 GB and died with bad_alloc while `check` accepted it.
+  constexpr int64_t kMaxGpus = int64_t{1} << 19;
+  if (const int64_t gpus = c.nodes() * c.gpus_per_node(); gpus > kMaxGpus) {
+    return Err("cluster.nodes",
+               Str(c.nodes()) + " nodes x " + Str(c.gpus_per_node()) + " GPUs = " + Str(gpus) +
+                   " GPUs is above the limit of " + Str(kMaxGpus) +
+                   " GPUs (simulating them would need about " +
+                   Str(static_cast<int64_t>(static_cast<double>(gpus) * 6.3e3 / 1e9 + 0.5)) +
+                   " GB, beyond the 4 GiB working-memory bound); use at most " +
+                   Str(kMaxGpus / c.gpus_per_node()) + " nodes");
   }
   if (FindGpu(c.gpu())->name() != node->gpu()) {
     return Err("cluster.gpu", c.gpu() + " does not fit node type " + node->name() + " (it holds " +
@@ -514,8 +570,12 @@ Error ValidateFailures(const pb::Scenario& s) {
                       "failures per node-day (Llama 3: 0.0038)")) {
     return e;
   }
-  if (auto e =
-          Finite("failures.weibull_shape", f.weibull_shape(), 0, 100, true, "Weibull shape k")) {
+  // Lower bound: checkpoint::kMinWeibullShape (below it the scale underflows 1 ns and every gap
+  // rounds to 0, which hung run, whatif and sweep).
+  if (auto e = Finite("failures.weibull_shape", f.weibull_shape(), checkpoint::kMinWeibullShape,
+                      100, false,
+                      "Weibull shape k (below 0.1 the scale underflows the 1 ns time resolution; "
+                      "published fits are 0.5-0.8)")) {
     return e;
   }
   double sum = 0;
@@ -584,6 +644,21 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
     auto d = sim::ParseDuration(f.duration());
     if (!d.ok()) return P{"duration", d.status().message()};
     if (*d == sim::Time::Zero()) return P{"duration", "must be longer than 0"};
+    // A failure lasts until recovery brings the job back (recovery.repair_time for the node);
+    // only a slowdown and a link fault have a length of their own.
+    if (f.kind() != pb::Fault::STRAGGLER && f.kind() != pb::Fault::LINK) {
+      return P{"duration", "a " + pb::Fault::Kind_Name(f.kind()) +
+                               " fault has no duration (its repair time comes from recovery); "
+                               "duration applies to STRAGGLER and LINK faults"};
+    }
+  }
+  if (f.has_slowdown() && f.kind() != pb::Fault::STRAGGLER) {
+    return P{"slowdown",
+             "slowdown applies to STRAGGLER faults only, not " + pb::Fault::Kind_Name(f.kind())};
+  }
+  if (f.has_degrade() && f.kind() != pb::Fault::LINK) {
+    return P{"degrade",
+             "degrade applies to LINK faults only, not " + pb::Fault::Kind_Name(f.kind())};
   }
   if (f.kind() == pb::Fault::STRAGGLER &&
       (!std::isfinite(f.slowdown()) || f.slowdown() <= 1.0 || f.slowdown() > 1000)) {
@@ -628,6 +703,7 @@ Error ValidateInputAndHost(const pb::Scenario& s) {
 }
 
 std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
+  if (auto e = CheckUtf8(s, "")) return e;
   if (auto e = CheckEnums(s, "")) return e;
   if (auto e = ValidateCluster(s)) return e;
   if (auto e = ValidateModel(s)) return e;
@@ -652,6 +728,40 @@ std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
 }
 
 }  // namespace detail
+
+std::optional<size_t> FirstInvalidUtf8(std::string_view text) {
+  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = b[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte (RFC 3629, table 3-7)
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // no overlong 3-byte forms
+      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;  // no overlong 4-byte forms
+      if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+    } else {
+      return i;  // a continuation byte, 0xC0/0xC1 or 0xF5..0xFF as a lead byte
+    }
+    if (i + len > n || b[i + 1] < lo || b[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k) {
+      if (b[i + k] < 0x80 || b[i + k] > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
 
 Status ValidateScenario(const pb::Scenario& scenario) {
   if (auto err = detail::ValidateDetailed(scenario)) return detail::ToStatus(*err, "", nullptr);

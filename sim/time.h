@@ -38,6 +38,10 @@ class Time {
   // Rounds seconds to the nearest nanosecond. Values beyond the representable range, and NaN,
   // give nullopt (use for anything computed from user input).
   static std::optional<Time> FromSecondsChecked(double s);
+  // The one checked double→int64 conversion: rounds `ns` to the nearest nanosecond; NaN, ±inf
+  // and values outside int64 give nullopt. Every duration computed from user numbers (a product
+  // or quotient of them) goes through this or FromSecondsChecked, never a bare static_cast.
+  static std::optional<Time> FromNanosChecked(double ns);
   // REQUIRES: s finite and within ±9.2e9 s. Rounds to the nearest nanosecond.
   static Time FromSeconds(double s);
 

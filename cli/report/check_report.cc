@@ -143,8 +143,9 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   const pb::Cluster& c = s.cluster();
   Derived d = Derive(r);
   std::string out;
-  out += "Scenario " + (s.name().empty() ? std::string("(unnamed)") : s.name()) + ": valid\n";
-  if (!s.description().empty()) out += "  " + s.description() + "\n";
+  out += "Scenario " + (s.name().empty() ? std::string("(unnamed)") : Printable(s.name())) +
+         ": valid\n";
+  if (!s.description().empty()) out += "  " + Printable(s.description()) + "\n";
 
   out += "Cluster\n";
   out +=
@@ -170,7 +171,7 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   out += "Model\n";
   out += CheckLine(
       "Shape",
-      (m.name().empty() ? std::string() : m.name() + ": ") + std::to_string(m.layers()) +
+      (m.name().empty() ? std::string() : Printable(m.name()) + ": ") + std::to_string(m.layers()) +
           " layers, hidden " + std::to_string(m.hidden()) + ", " + std::to_string(m.heads()) +
           " heads" +
           (m.kv_heads() != m.heads() ? " (" + std::to_string(m.kv_heads()) + " KV groups)" : "") +
@@ -258,7 +259,8 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
     for (const pb::FailureCause& cause : f.causes()) {
       std::string kind = pb::Fault::Kind_Name(cause.kind());
       kind.resize(std::max<size_t>(kind.size(), 9), ' ');
-      out += CheckLine("", Fmt("%5.1f%%  ", 100 * cause.fraction()) + kind + " " + cause.name());
+      out += CheckLine(
+          "", Fmt("%5.1f%%  ", 100 * cause.fraction()) + kind + " " + Printable(cause.name()));
     }
   }
   out += CheckLine("Scheduled", r.faults.empty() ? "none" : std::to_string(r.faults.size()));

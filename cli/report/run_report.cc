@@ -58,7 +58,7 @@ nlohmann::json EventsJson(const std::vector<run::RunEvent>& events) {
 
 std::string EventsText(const std::vector<run::RunEvent>& events) {
   std::string out;
-  for (const run::RunEvent& e : events) out += "  " + At(e.at) + "  " + e.what + "\n";
+  for (const run::RunEvent& e : events) out += "  " + At(e.at) + "  " + Printable(e.what) + "\n";
   return out;
 }
 

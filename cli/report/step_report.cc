@@ -125,11 +125,11 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
                              const std::optional<step::StepResult>& faulted) {
   std::ostringstream out;
   const pb::Scenario& s = resolved.scenario;
-  out << "trainsim run: " << s.name();
-  if (!s.description().empty()) out << " - " << s.description();
+  out << "trainsim run: " << Printable(s.name());
+  if (!s.description().empty()) out << " - " << Printable(s.description());
   out << "\n";
-  out << Line("model", s.model().name() + " (" + scenarios::FormatCount(double(resolved.params)) +
-                           " parameters)");
+  out << Line("model", Printable(s.model().name()) + " (" +
+                           scenarios::FormatCount(double(resolved.params)) + " parameters)");
   out << Line("cluster", std::to_string(resolved.nodes) + " x " + resolved.node.name() + " (" +
                              std::to_string(resolved.num_gpus) + " x " + resolved.gpu.name() + ")");
   out << Line("layout", LayoutText(config));

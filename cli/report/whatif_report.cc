@@ -65,7 +65,7 @@ std::string FormatWhatIfTable(const scenarios::ResolvedScenario& r,
                               const run::WhatIfReport& w, int64_t trial) {
   const run::RunReport& a = w.baseline;
   const run::RunReport& b = w.whatif;
-  std::string out = "whatif: " + r.scenario.name() + "\n";
+  std::string out = "whatif: " + Printable(r.scenario.name()) + "\n";
   for (const run::ScheduledFault& f : added) out += "  added: " + f.Describe() + "\n";
   out += "  both sides train " + std::to_string(w.steps) + " steps";
   if (r.training_duration) {

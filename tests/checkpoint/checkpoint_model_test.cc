@@ -88,5 +88,34 @@ TEST(CheckpointCostsTest, RejectsNonsense) {
   EXPECT_FALSE(ComputeCheckpointCosts(spec, Hw()).ok());
 }
 
+// 1e-12 GB/s is positive and finite, so it passed validation; 2.45 TB / 1e-12 GB/s = 2.45e24 ns
+// overflowed the double→int64 conversion ("write −106751.99 d", checkpoints reported complete).
+TEST(CheckpointCostsTest, TinyStorageBandwidthIsRefusedWithTheFieldNotOverflowed) {
+  CheckpointSpec spec;
+  spec.parameters = 175'000'000'000;
+  CheckpointHardware hw = Hw();
+  hw.storage_write_GBps = 1e-12;
+  Result<CheckpointCosts> c = ComputeCheckpointCosts(spec, hw);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("write_gbyte_per_s"), std::string::npos)
+      << c.status().message();
+  hw = Hw();
+  hw.storage_read_GBps = 1e-300;
+  c = ComputeCheckpointCosts(spec, hw);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("read_gbyte_per_s"), std::string::npos)
+      << c.status().message();
+}
+
+TEST(TransferTimeTest, OutOfRangeIsNulloptCheckedAndNeverCompletesSaturated) {
+  // 1 GB at 1 GB/s: exactly one second.
+  EXPECT_EQ(TransferTimeChecked(1e9, 1), sim::Time::Seconds(1));
+  // 2^63 ns ≈ 292 years; 1e9 bytes at 1e-12 GB/s is 1e21 ns.
+  EXPECT_EQ(TransferTimeChecked(1e9, 1e-12), std::nullopt);
+  EXPECT_EQ(TransferTimeChecked(1e9, 0), std::nullopt);  // inf
+  EXPECT_TRUE(TransferTime(1e9, 1e-12).is_max());
+  EXPECT_GT(TransferTime(1e9, 1e-12), sim::Time());
+}
+
 }  // namespace
 }  // namespace trainsim::checkpoint

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -102,6 +103,43 @@ TEST(FailureProcessTest, DisabledModelNeverFails) {
   c.node_day_rate = 0;
   FailureProcess q(c, 16, sim::RandomStreams(1).Stream("t"));
   EXPECT_TRUE(q.Next().at.is_max());
+}
+
+TEST(FailureModelTest, ValidateRejectsWeibullShapesBelowTheMinimum) {
+  FailureModelConfig c;
+  c.distribution = FailureDistribution::kWeibull;
+  c.weibull_shape = 0.02;  // Γ(51) ≈ 3e64: the scale is ~1e-57 s at the Llama 3 rate
+  EXPECT_FALSE(c.Validate().ok());
+  EXPECT_NE(c.Validate().message().find("0.1"), std::string::npos) << c.Validate().message();
+  c.weibull_shape = kMinWeibullShape;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().message();
+}
+
+// With k = 0.02 the Weibull scale is far below 1 ns, so nearly every gap rounded to 0 ns: a node
+// failed again at the same instant forever and run/whatif/sweep never ended. Each node's next
+// failure must now come strictly later than its last, whatever the shape (sampler fed directly,
+// past Validate), and drawing many arrivals must take bounded time.
+TEST(FailureProcessTest, WeibullGapsAlwaysMoveEachNodesTimeForwardEvenForATinyShape) {
+  for (double shape : {0.02, kMinWeibullShape}) {
+    FailureModelConfig c;
+    c.node_day_rate = kLlama3NodeDayRate;
+    c.distribution = FailureDistribution::kWeibull;
+    c.weibull_shape = shape;
+    const int nodes = 16;
+    FailureProcess p(c, nodes, sim::RandomStreams(3).Stream("t"));
+    std::vector<sim::Time> last(nodes, sim::Time::Nanos(-1));
+    const auto start = std::chrono::steady_clock::now();
+    const int n = 200000;
+    for (int i = 0; i < n; ++i) {
+      FailureProcess::Arrival a = p.Next();
+      // The heavy tail can push every node past ~292 years: Time::Max() is "never", for good.
+      if (a.at.is_max()) break;
+      ASSERT_GT(a.at, last[a.node]) << "shape " << shape << ", arrival " << i;
+      last[a.node] = a.at;
+    }
+    // 200,000 draws from a heap of 16 take milliseconds; 10 s means something loops.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  }
 }
 
 }  // namespace

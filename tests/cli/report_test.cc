@@ -124,5 +124,22 @@ TEST(FormatTest, GigabytesAreDecimalAndGibibytesBinaryEachLabelled) {
   EXPECT_EQ(Gigabytes(80.0 * 1073741824), "85.9 GB");
 }
 
+// Names from input were printed raw: an ESC sequence cleared the screen, a newline forged a
+// report line. Printable escapes controls and bidi overrides and leaves other text untouched.
+TEST(FormatTest, PrintableEscapesControlsAndKeepsOrdinaryText) {
+  EXPECT_EQ(Printable("GPT-3 175B"), "GPT-3 175B");
+  EXPECT_EQ(Printable("caf\xC3\xA9 \xE6\xB5\x8B \xF0\x9F\x9A\x80"),
+            "caf\xC3\xA9 \xE6\xB5\x8B \xF0\x9F\x9A\x80");
+  EXPECT_EQ(Printable("a\x1b[2Jb"), "a\\e[2Jb");
+  EXPECT_EQ(Printable("x\nScenario forged: valid"), "x\\nScenario forged: valid");
+  EXPECT_EQ(Printable("t\tr\r"), "t\\tr\\r");
+  EXPECT_EQ(Printable(std::string("nul\0", 4)), "nul\\x00");
+  EXPECT_EQ(Printable("del\x7f"), "del\\x7F");
+  EXPECT_EQ(Printable("c1\xC2\x9B"), "c1\\u{009B}");                      // CSI, the 8-bit ESC [
+  EXPECT_EQ(Printable("rtl\xE2\x80\xAEgpj.exe"), "rtl\\u{202E}gpj.exe");  // RIGHT-TO-LEFT OVERRIDE
+  EXPECT_EQ(Printable("bad\xFF\xC0"), "bad\\xFF\\xC0");                   // not UTF-8
+  EXPECT_EQ(Printable("a\\b"), "a\\\\b");                                 // unambiguous
+}
+
 }  // namespace
 }  // namespace trainsim::cli::report

@@ -9,8 +9,10 @@
 // cases.txt: `NAME | FRAGMENT | ARGS`, '#' comments. ARGS are split on spaces; a token in double
 // quotes keeps its spaces. Placeholders: @demo, @small (the bundled examples), @file/NAME
 // (tests/hardening/bad_input/NAME), @gen/NAME (generated below), @tmp (a scratch directory),
-// @src (the source tree). A case named DISABLED_... is a known bug (see the comment above it).
+// @src (the source tree), @xff (the byte 0xFF, never valid UTF-8). A case named DISABLED_... is a
+// known bug (see the comment above it).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -146,6 +148,20 @@ fs::path Generate(const std::string& name) {
   } else if (name == "deep_nesting.json") {
     f << "{\"model\": ";
     for (int i = 0; i < 100000; ++i) f << "[";
+  } else if (name == "name_not_utf8.textproto") {
+    // The demo named with byte 0xFF (text-format escape \377): run --json aborted on it.
+    std::string s = demo;
+    size_t q = s.find("name: \"");
+    if (q != std::string::npos) s.insert(q + 7, "\\377");
+    f << s;
+  } else if (name == "fifo") {
+    // A FIFO with no writer: opening it for reading blocks forever.
+    f.close();
+    fs::remove(p);
+    if (::mkfifo(p.c_str(), 0600) != 0) ADD_FAILURE() << "mkfifo " << p;
+  } else if (name == "huge_calibration.json") {
+    // 17 MiB: past the calibration reader's 16 MiB limit.
+    f << "{\"gpu\": \"" << std::string(17u << 20, 'x') << "\"}";
   } else {
     ADD_FAILURE() << "no generator for @gen/" << name;
   }
@@ -168,6 +184,7 @@ std::string Expand(const std::string& arg) {
     out.replace(p, 5 + name.size(), Generate(name).string());
   }
   replace("@tmp", (GenDir() / "scratch").string());
+  replace("@xff", "\xff");  // a byte that is never UTF-8, spelled in ASCII in cases.txt
   replace("@src", kSource.string());
   return out;
 }

@@ -2,6 +2,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -316,6 +317,105 @@ TEST(LoaderTest, TruncatedAndCorruptedFilesNeverCrash) {
     }
     (void)ParseScenarioText(copy, "corrupt");
   }
+}
+
+// --- input text: UTF-8 and the byte-order mark (issue 21) ---
+
+TEST(Utf8Test, FirstInvalidUtf8FollowsRfc3629) {
+  EXPECT_EQ(FirstInvalidUtf8("plain ascii"), std::nullopt);
+  EXPECT_EQ(FirstInvalidUtf8("\xE2\x82\xAC \xF0\x9F\x98\x80 \xC3\xA9"), std::nullopt);  // € 😀 é
+  EXPECT_EQ(FirstInvalidUtf8("a\xFF"), 1u);                              // never a UTF-8 byte
+  EXPECT_EQ(FirstInvalidUtf8("ab\x80"), 2u);                             // a lone continuation byte
+  EXPECT_EQ(FirstInvalidUtf8("\xC0\xAF"), 0u);                           // overlong '/'
+  EXPECT_EQ(FirstInvalidUtf8("\xE0\x80\xAF"), 0u);                       // overlong 3-byte form
+  EXPECT_EQ(FirstInvalidUtf8("\xED\xA0\x80"), 0u);                       // surrogate U+D800
+  EXPECT_EQ(FirstInvalidUtf8("\xF4\x90\x80\x80"), 0u);                   // U+110000
+  EXPECT_EQ(FirstInvalidUtf8("x\xE2\x82"), 1u);                          // truncated at the end
+  EXPECT_EQ(FirstInvalidUtf8(std::string_view("\0", 1)), std::nullopt);  // NUL is UTF-8
+}
+
+// A name with byte \377 made `run --json` and `validate --json` abort (nlohmann type_error 316).
+TEST(Utf8Test, StringThatIsNotUtf8IsRefusedWithLineColumnAndField) {
+  std::string msg = ErrorOf(std::string(kMinimal) + "name: \"run \\377\"\n");
+  EXPECT_TRUE(Contains(msg, "test.textproto:4:")) << msg;
+  EXPECT_TRUE(Contains(msg, "name: is not valid UTF-8 text (byte 0xFF at byte 4")) << msg;
+  // Raw bytes, and a field deeper down.
+  msg = ErrorOf(
+      "model { name: \"\xC0\xAF\" layers: 24 hidden: 2048 heads: 16 }\n"
+      "training { steps: 100 }\n");
+  EXPECT_TRUE(Contains(msg, "test.textproto:1:")) << msg;
+  EXPECT_TRUE(Contains(msg, "model.name: is not valid UTF-8")) << msg;
+}
+
+TEST(Utf8Test, SetValueThatIsNotUtf8IsRefusedAndSaysSo) {
+  std::string msg = ErrorOf(kMinimal, {"name=\xFF"});
+  EXPECT_TRUE(Contains(msg, "name: is not valid UTF-8")) << msg;
+  EXPECT_TRUE(Contains(msg, "(set by --set)")) << msg;
+}
+
+TEST(Utf8Test, ValidUtf8NamesAreKeptByteForByte) {
+  const std::string name = "Llama \xE2\x80\x94 \xE6\xB5\x8B\xE8\xAF\x95 \xF0\x9F\x9A\x80";
+  EXPECT_EQ(MustParse(std::string(kMinimal) + "name: \"" + name + "\"\n").name(), name);
+}
+
+// Chosen behaviour: a UTF-8 byte-order mark is skipped (it used to give a message with no
+// line:column); positions after it are those of the text without it.
+TEST(Utf8Test, ByteOrderMarkIsSkippedInTextAndJson) {
+  const std::string bom = "\xEF\xBB\xBF";
+  EXPECT_TRUE(MessageDifferencer::Equals(MustParse(bom + kMinimal), MustParse(kMinimal)));
+  pb::Scenario j = MustParse(bom + R"({"model": {"layers": 24, "hidden": 2048, "heads": 16},
+                                       "training": {"steps": 100}})");
+  EXPECT_EQ(j.model().layers(), 24);
+  std::string msg = ErrorOf(bom + "model { hiden: 1 }\n");
+  EXPECT_TRUE(Contains(msg, "test.textproto:1:9")) << msg;
+}
+
+// --- numbers ---
+
+TEST(LoaderTest, NegativeZeroIsStoredAsZero) {
+  pb::Scenario s = MustParse(kMinimal, {"cost.usd_per_gpu_hour=-0"});
+  EXPECT_EQ(s.cost().usd_per_gpu_hour(), 0.0);
+  EXPECT_FALSE(std::signbit(s.cost().usd_per_gpu_hour()));  // prints "$0", not "$-0"
+  s = MustParse(std::string(kMinimal) + "cost { usd_per_gpu_hour: -0.0 }\n");
+  EXPECT_FALSE(std::signbit(s.cost().usd_per_gpu_hour()));
+}
+
+// strtod reports ERANGE for a denormal; it was called "not a finite number".
+TEST(LoaderTest, DenormalFromSetIsANumberAndOverflowSaysSo) {
+  pb::Scenario s = MustParse(kMinimal, {"failures.node_day_rate=1e-310"});
+  EXPECT_GT(s.failures().node_day_rate(), 0.0);
+  EXPECT_LT(s.failures().node_day_rate(), 1e-300);
+  std::string msg = ErrorOf(kMinimal, {"failures.node_day_rate=1e400"});
+  EXPECT_TRUE(Contains(msg, "beyond the range of a number")) << msg;
+  EXPECT_FALSE(Contains(msg, "not a finite number")) << msg;
+}
+
+// k = 0.02 was accepted and hung run, whatif and sweep (checkpoint::kMinWeibullShape).
+TEST(LoaderTest, WeibullShapeBelowTheMinimumIsRefusedWithItsReason) {
+  std::string msg = ErrorOf(std::string(kMinimal) + "failures { weibull_shape: 0.02 }\n");
+  EXPECT_TRUE(Contains(msg, "test.textproto:4:")) << msg;
+  EXPECT_TRUE(Contains(msg, "failures.weibull_shape")) << msg;
+  EXPECT_TRUE(Contains(msg, "must be >= 0.1")) << msg;
+  MustParse(std::string(kMinimal) + "failures { weibull_shape: 0.1 }\n");
+}
+
+TEST(LoaderTest, FaultFieldsOfAnotherKindAreRefused) {
+  std::string msg =
+      ErrorOf(std::string(kMinimal) + "faults { kind: GPU id: 1 at: \"1h\" duration: \"1h\" }\n");
+  EXPECT_TRUE(Contains(msg, "faults[0].duration: a GPU fault has no duration")) << msg;
+  msg = ErrorOf(std::string(kMinimal) + "faults { kind: GPU id: 1 at: \"1h\" degrade: 0.5 }\n");
+  EXPECT_TRUE(Contains(msg, "faults[0].degrade: degrade applies to LINK faults only")) << msg;
+  msg = ErrorOf(std::string(kMinimal) + "faults { kind: NODE id: 0 at: \"1h\" slowdown: 2 }\n");
+  EXPECT_TRUE(Contains(msg, "faults[0].slowdown: slowdown applies to STRAGGLER")) << msg;
+  // What each kind takes is still accepted.
+  MustParse(std::string(kMinimal) + "faults { kind: LINK id: 1 at: \"1h\" duration: \"1h\" }\n");
+}
+
+// 2^19 GPUs: run ~5.1 KB per node, collective ~6.3 KB per GPU (measured), under 4 GiB.
+TEST(LoaderTest, GpuCountAboveTheMemoryBoundIsRefusedWithTheNodeLimit) {
+  std::string msg = ErrorOf(kMinimal, {"cluster.nodes=65537"});
+  EXPECT_TRUE(Contains(msg, "524296 GPUs is above the limit of 524288 GPUs")) << msg;
+  EXPECT_TRUE(Contains(msg, "use at most 65536 nodes")) << msg;
 }
 
 }  // namespace

@@ -196,5 +196,36 @@ TEST(CalibrateCommandTest, DefaultOutputIsNamedAfterTheScenario) {
   EXPECT_EQ(DefaultCalibrationPath("gpt.json"), "gpt.calibration.json");
 }
 
+// A LINK fault with its default degrade (1: the link is down) passed `check` and failed `run`
+// with "the step never completed": the step was simulated over a link of bandwidth 0. A link
+// that is down takes its node out of the job (a NIC failure in the run), so the step keeps
+// every link it can use and the run completes.
+TEST(SessionTest, LinkFaultWithDefaultDegradeRunsAsANicFailure) {
+  const ResolvedScenario r = Demo({"faults.0.kind=LINK", "faults.0.id=1", "faults.0.at=1h"});
+  ASSERT_EQ(r.scenario.faults(0).degrade(), 1.0);
+  EXPECT_TRUE(MakeFaultedClusterState(r).links.empty());
+  Result<step::StepConfig> step = MakeStepConfig(r);
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  Result<StepOutcome> s = SimulateScenarioStep(r, StepRequest{});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Result<RunOutcome> o = SimulateScenarioRun(r, *step, RunRequest{});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+}
+
+// --fail takes failures: a slowdown factor ("gpu:5x2@1h") silently became a straggler, and a
+// duration on a failure ("gpu:5@1h+1h") was accepted and ignored.
+TEST(SessionTest, FailRefusesSlowdownsAndDurations) {
+  const ResolvedScenario r = Demo();
+  auto slow = ParseAddedFaults(r, {"gpu:5x2@1h"}, {});
+  ASSERT_FALSE(slow.ok());
+  EXPECT_NE(slow.status().message().find("give it with --slow"), std::string::npos)
+      << slow.status().message();
+  auto lasting = ParseAddedFaults(r, {"gpu:5@1h+1h"}, {});
+  ASSERT_FALSE(lasting.ok());
+  EXPECT_NE(lasting.status().message().find("a GPU fault has no duration"), std::string::npos)
+      << lasting.status().message();
+  EXPECT_TRUE(ParseAddedFaults(r, {"gpu:5@1h", "link:3@1h"}, {"gpu:5x2@1h+1h"}).ok());
+}
+
 }  // namespace
 }  // namespace trainsim::scenarios

@@ -44,6 +44,11 @@ TEST(TimeTest, OverflowingDurationIsOutOfRangeNotWrapped) {
   EXPECT_FALSE(Time::CheckedMul(Time::Days(100000), 2).has_value());
   EXPECT_FALSE(Time::FromSecondsChecked(1e19).has_value());
   EXPECT_FALSE(Time::FromSecondsChecked(std::nan("")).has_value());
+  // The one checked double→int64 conversion: 2^63 ns does not fit, 2^62 does; ±inf never.
+  EXPECT_FALSE(Time::FromNanosChecked(9223372036854775808.0).has_value());
+  EXPECT_EQ(Time::FromNanosChecked(4611686018427387904.0), Time::Nanos(int64_t{1} << 62));
+  EXPECT_FALSE(Time::FromNanosChecked(-std::numeric_limits<double>::infinity()).has_value());
+  EXPECT_EQ(Time::FromNanosChecked(2.5), Time::Nanos(3));  // rounds half away from zero
 }
 
 TEST(TimeTest, FormatRoundTripsThroughParse) {
