@@ -76,7 +76,7 @@ Result<std::vector<run::ScheduledFault>> ParseAddedFaults(const ResolvedScenario
 struct WhatIfOutcome {
   run::WhatIfReport report;  // on failure history `trial`
   // trials > 0: the deltas over failure histories [0, trials).
-  run::Stat delta_wall_time_s, delta_cost_usd, delta_lost_work_s;
+  run::Stat delta_wall_time_s, delta_cost_usd, delta_lost_work_s, delta_downtime_s;
 };
 
 Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
