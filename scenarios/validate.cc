@@ -502,7 +502,9 @@ Error ValidateCheckpoint(const pb::Scenario& s) {
 
 Error ValidateRecovery(const pb::Scenario& s) {
   const pb::Recovery& r = s.recovery();
-  if (auto e = Duration("recovery.detection_delay", r.detection_delay(), false)) return e;
+  if (!r.detection_delay().empty()) {  // the legacy uniform override; unset = per mechanism
+    if (auto e = Duration("recovery.detection_delay", r.detection_delay(), false)) return e;
+  }
   if (auto e = Duration("recovery.requeue", r.requeue(), false)) return e;
   if (auto e = Duration("recovery.process_start", r.process_start(), false)) return e;
   if (auto e = Duration("recovery.comm_init_base", r.comm_init_base(), false)) return e;

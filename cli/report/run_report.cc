@@ -210,10 +210,10 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
   row("useful compute", b.useful);
   row("exposed comm", b.exposed_comm);
   row("pipeline bubble", b.bubble);
-  row("slowdown (stragglers, links)", b.slowdown);
+  row("straggler slowdown", b.slowdown);  // stragglers and degraded links
   row("checkpoint stall", b.checkpoint_stall);
   row("lost work", b.lost);
-  row("unfinished final step", b.unfinished_step);
+  row("unfinished step", b.unfinished_step);
   row("detection", b.detection);
   row("restart/restore", b.restart);
   row("waiting", b.waiting);

@@ -38,7 +38,9 @@ std::string DetectionText(const run::FailureRecord& rec) {
 }
 
 std::string RestoredText(const run::FailureRecord& rec) {
-  if (rec.restored_checkpoint <= 0) return "training restarted from step 0 (no checkpoint yet)";
+  if (rec.restored_checkpoint <= 0) {
+    return "training restarted from step 0 (no checkpoint from before the fault was kept)";
+  }
   return "restored checkpoint #" + std::to_string(rec.restored_checkpoint) + " (step " +
          std::to_string(rec.restored_step) + ", completed at " +
          At(rec.restored_checkpoint_written_at) + ", from " +
@@ -106,7 +108,7 @@ std::string FormatWhatIfTable(const scenarios::ResolvedScenario& r,
   time_row("  waiting for spares/repair", secs(a.breakdown.waiting), secs(b.breakdown.waiting));
   time_row("checkpoint stalls", secs(a.breakdown.checkpoint_stall),
            secs(b.breakdown.checkpoint_stall));
-  time_row("slowdown (stragglers, links)", secs(a.breakdown.slowdown), secs(b.breakdown.slowdown));
+  time_row("straggler/link slowdown", secs(a.breakdown.slowdown), secs(b.breakdown.slowdown));
   out += Row("ETTR", Fmt("%.2f%%", 100 * a.ettr), Fmt("%.2f%%", 100 * b.ettr),
              Fmt("%+.2f pp", 100 * (b.ettr - a.ettr)));
   out += Row("useful compute fraction", Fmt("%.2f%%", 100 * a.useful_compute_fraction),
