@@ -38,8 +38,8 @@ struct Breakdown {
 
 struct FailureRecord {
   sim::Time at{};          // when the fault happened (for SDC: when the corruption began)
-  std::string cause;       // stable key: FAULTY_GPU, ..., or GPU/NODE/.../SDC when scheduled,
-                           // STRAGGLER_EVICTION for an evicted straggler
+  std::string cause;       // stable key: FAULTY_GPU, ..., SCHEDULED_GPU/_NODE/.../_SDC for
+                           // scheduled faults, STRAGGLER_EVICTION for an evicted straggler
   std::string cause_name;  // human: "Faulty GPU", "scheduled gpu"
   std::string what;        // "gpu 37 (node 4)", "node 3", "software hang"
   bool needs_replacement = false;

@@ -116,8 +116,8 @@ void RunSim::OnFailure(const FailureInput& f, sim::Time at) {
            : f.silent ? " corruption found ("
                       : " failed (") +
           f.cause_name + "; " + mech + ", detected after " +
-          sim::FormatDuration(f.detection_delay) + "); " + sim::FormatDuration(rec.lost) +
-          " of work since " + since + " lost",
+          sim::FormatDuration(f.detection_delay) + "); " +
+          sim::FormatSecondsHuman(rec.lost.seconds()) + " of work since " + since + " lost",
       {.failure = report_.failure_records.size() - 1});
   if (phase_ == Phase::kWaiting) {
     phase_start_ = now;
@@ -479,7 +479,7 @@ void RunSim::ScheduleFaults() {
     }
     FailureInput in;
     in.scheduled = true;
-    in.cause = f.KindName();
+    in.cause = "SCHEDULED_" + std::string(f.KindName());  // apart from the stochastic causes
     in.cause_name = "scheduled " + std::string(f.KindName());
     for (char& ch : in.cause_name) ch = static_cast<char>(std::tolower(ch));
     in.needs_replacement = f.kind != K::kSoftwareHang && f.kind != K::kHang;

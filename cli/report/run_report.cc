@@ -11,16 +11,18 @@ namespace trainsim::cli::report {
 namespace {
 
 std::string IntervalText(const run::RunReport& r) {
-  std::string s = r.interval_used.ToString();
   if (r.interval_bound == "DALY") {
-    s +=
-        " of training (auto: Daly's optimum; background write " + Human(r.background_write_s) + ")";
-  } else if (r.interval_bound == "BACKGROUND_WRITE") {
-    s += " of training (auto: bounded by the background write of one checkpoint, " +
-         Human(r.background_write_s) + "; Daly's optimum " + Human(r.daly_interval_s) +
-         " would start a checkpoint before the previous one is written)";
+    return "auto: " + Human(r.interval_used_s) +
+           " of training (Daly's optimum; the background write of one checkpoint, " +
+           Human(r.background_write_s) + ", is shorter)";
   }
-  return s;
+  if (r.interval_bound == "BACKGROUND_WRITE") {
+    return "auto: " + Human(r.interval_used_s) +
+           " of training (bounded by the background write of one checkpoint, " +
+           Human(r.background_write_s) + "; Daly's optimum " + Human(r.daly_interval_s) +
+           " would start a checkpoint before the previous one is written)";
+  }
+  return r.interval_used.ToString();
 }
 
 const char* EventKindName(run::RunEventKind k) {

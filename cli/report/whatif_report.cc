@@ -27,7 +27,8 @@ std::string Row(const std::string& label, const std::string& a, const std::strin
 // The added fault's failure record in the what-if run (scheduled, at its time), if any.
 const run::FailureRecord* RecordOf(const run::RunReport& r, const run::ScheduledFault& f) {
   for (const run::FailureRecord& rec : r.failure_records) {
-    if (rec.at == f.at && rec.scheduled && rec.cause == f.KindName()) return &rec;
+    if (rec.at == f.at && rec.scheduled && rec.cause == "SCHEDULED_" + std::string(f.KindName()))
+      return &rec;
   }
   return nullptr;
 }

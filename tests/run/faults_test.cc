@@ -62,7 +62,8 @@ TEST(DetectionTest, EachFaultKindIsDetectedByItsMechanismAfterItsDelay) {
     ASSERT_EQ(r->failure_records.size(), 1u);
     EXPECT_EQ(r->failure_records[0].mechanism, k.mechanism);
     EXPECT_EQ(r->failure_records[0].detected_at, Time::Hours(16) + k.delay);
-    EXPECT_EQ(r->failure_records[0].cause, Fault(k.kind, k.id, Time()).KindName());
+    EXPECT_EQ(r->failure_records[0].cause,
+              "SCHEDULED_" + std::string(Fault(k.kind, k.id, Time()).KindName()));
   }
 }
 

@@ -125,7 +125,7 @@ TEST(RunSimulationTest, Gpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   EXPECT_EQ(f.detected_at, Time::Hours(16) + detection);
   EXPECT_EQ(f.resumed_at, Time::Hours(16) + detection + restart);
   EXPECT_EQ(r->failures, 1);
-  EXPECT_EQ(r->failures_by_cause.at("GPU"), 1);
+  EXPECT_EQ(r->failures_by_cause.at("SCHEDULED_GPU"), 1);
 }
 
 // The same failure as typed data: the events carry their kind and numbers, and the phases
