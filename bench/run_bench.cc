@@ -51,7 +51,7 @@ void BM_MonteCarlo30Days16kGpus(benchmark::State& state) {
   const int64_t trials = state.range(0);
   const auto policy = static_cast<CheckpointPolicy>(state.range(1));
   RunConfig c = ThirtyDayConfig(policy, DetectionMechanism::kCollectiveTimeout);
-  double failures = 0, goodput = 0;
+  double failures = 0, useful_fraction = 0;
   for (auto _ : state) {
     StepTimeCache cache(FixedStep);
     Result<std::vector<TrialOutcome>> r = RunTrials(c, cache, 0, trials);
@@ -61,11 +61,11 @@ void BM_MonteCarlo30Days16kGpus(benchmark::State& state) {
     }
     MonteCarloSummary s = Summarize(r.value());
     failures = s.failures.mean;
-    goodput = s.goodput.mean;
+    useful_fraction = s.useful_compute_fraction.mean;
     benchmark::DoNotOptimize(s);
   }
   state.counters["failures_per_trial"] = failures;
-  state.counters["mean_goodput"] = goodput;
+  state.counters["mean_useful_compute_fraction"] = useful_fraction;
   state.SetItemsProcessed(state.iterations() * trials);
 }
 BENCHMARK(BM_MonteCarlo30Days16kGpus)

@@ -8,6 +8,22 @@
 
 namespace trainsim::checkpoint {
 
+namespace {
+
+// How each Llama 3 root cause shows itself (docs/faults.md): network faults abort NCCL, NCCL
+// watchdog timeouts are hangs, silent data corruption needs a loss check, host faults take the
+// node and its agent down (heartbeat); GPU faults and software bugs crash the process (an Xid
+// that kills the CUDA context; Llama 3 reports most GPU interruptions this way).
+DetectionMechanism DefaultDetectionOf(std::string_view name, std::string_view category) {
+  if (name == "NCCL watchdog timeouts") return DetectionMechanism::kCollectiveTimeout;
+  if (name == "Silent data corruption") return DetectionMechanism::kLossCheck;
+  if (category == "network") return DetectionMechanism::kNcclError;
+  if (category == "host") return DetectionMechanism::kHeartbeat;
+  return DetectionMechanism::kProcessExit;
+}
+
+}  // namespace
+
 std::vector<FailureCause> DefaultFailureCauses() {
   // "The Llama 3 Herd of Models" (2024), Table 5: root causes of the 419 unexpected
   // interruptions of the 54-day run (docs/evidence/llama3_interruptions_54d.csv).
@@ -44,6 +60,8 @@ std::vector<FailureCause> DefaultFailureCauses() {
     c.weight = r.count;
     c.needs_replacement = std::string_view(r.category) != "software";
     c.repair_time = c.needs_replacement ? sim::Time::Hours(kDefaultRepairHours) : sim::Time();
+    c.detection = DefaultDetectionOf(c.name, c.category);
+    c.silent = c.detection == DetectionMechanism::kLossCheck;
     causes.push_back(std::move(c));
   }
   return causes;

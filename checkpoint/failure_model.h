@@ -36,12 +36,29 @@ inline constexpr double kDefaultWeibullShape = 0.75;
 // fits of node inter-failure times are 0.5–0.8 (Schroeder & Gibson, DSN'06), far above it.
 inline constexpr double kMinWeibullShape = 0.1;
 
+// How a fault becomes known to the job (checkpoint::DetectionDelays has each default delay).
+enum class DetectionMechanism {
+  kProcessExit,        // the process crashed; the launcher sees it exit
+  kNcclError,          // NCCL aborts on an IB/network error after the transport's retries
+  kHeartbeat,          // the node and its agent are gone; the rendezvous misses its heartbeats
+  kCollectiveTimeout,  // a rank hangs; its peers time out in a collective (watchdog)
+  kLossCheck,          // silent data corruption, found by a loss spike or a numerical check
+  kStepTime,           // a straggler policy saw a rank's step time over its threshold
+};
+// Stable names: "PROCESS_EXIT", "NCCL_ERROR", "HEARTBEAT", "COLLECTIVE_TIMEOUT", "LOSS_CHECK",
+// "STEP_TIME".
+const char* DetectionMechanismName(DetectionMechanism m);
+
 struct FailureCause {
   std::string name;      // "Faulty GPU"
   std::string category;  // GPU, network, host, software
   double weight = 0;     // relative frequency (Llama 3 counts by default)
   bool needs_replacement = true;
   sim::Time repair_time = sim::Time::Hours(kDefaultRepairHours);
+  DetectionMechanism detection = DetectionMechanism::kProcessExit;
+  // Silent data corruption: training goes on with corrupted state until detected, then rolls
+  // back to the newest checkpoint written before the corruption.
+  bool silent = false;
 };
 
 enum class FailureDistribution { kExponential, kWeibull };

@@ -6,9 +6,8 @@
 
 namespace trainsim::checkpoint {
 
-// Recovery defaults, and where they come from (REFERENCES.md, "Failure detection and restart"):
-//   - collective_timeout 10 min is PyTorch's NCCL default; heartbeat detection 30 s (ByteRobust
-//     reports 10–30 s).
+// Recovery defaults, and where they come from (REFERENCES.md, "Failure detection and restart";
+// the detection delays are cited where DetectionDelays declares them, and in docs/faults.md):
 //   - scheduler_requeue 2 min (requeue and node allocation) and process_start 3 min (container,
 //     imports, model construction, CUDA context): with communicator init and checkpoint load a
 //     restart lands in Meta's u0 = 5–20 min (Kokolis et al., 2024).
@@ -81,6 +80,46 @@ const char* CheckpointPolicyName(CheckpointPolicy p) {
       return "IN_MEMORY";
   }
   return "?";
+}
+
+sim::Time DetectionDelays::Of(DetectionMechanism m) const {
+  switch (m) {
+    case DetectionMechanism::kProcessExit:
+      return process_exit;
+    case DetectionMechanism::kNcclError:
+      return nccl_error;
+    case DetectionMechanism::kHeartbeat:
+      return heartbeat;
+    case DetectionMechanism::kCollectiveTimeout:
+      return collective_timeout;
+    case DetectionMechanism::kLossCheck:
+      return loss_check;
+    case DetectionMechanism::kStepTime:
+      return sim::Time();  // the straggler policy's detect_after applies instead
+  }
+  return collective_timeout;
+}
+
+const char* DetectionMechanismName(DetectionMechanism m) {
+  switch (m) {
+    case DetectionMechanism::kProcessExit:
+      return "PROCESS_EXIT";
+    case DetectionMechanism::kNcclError:
+      return "NCCL_ERROR";
+    case DetectionMechanism::kHeartbeat:
+      return "HEARTBEAT";
+    case DetectionMechanism::kCollectiveTimeout:
+      return "COLLECTIVE_TIMEOUT";
+    case DetectionMechanism::kLossCheck:
+      return "LOSS_CHECK";
+    case DetectionMechanism::kStepTime:
+      return "STEP_TIME";
+  }
+  return "?";
+}
+
+const char* StragglerActionName(StragglerAction a) {
+  return a == StragglerAction::kEvict ? "EVICT" : "IGNORE";
 }
 
 const char* RecoveryPolicyName(RecoveryPolicy p) {

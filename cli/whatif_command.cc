@@ -20,7 +20,10 @@ struct WhatIfOptions {
   std::vector<std::string> slow;
   bool events = false;
   int64_t trial = 0;
-  int64_t trials = 0;  // > 0: also the distribution of the delta over trials [0, trials)
+  // The distribution of the delta over failure histories [0, trials); -1 = 100 when the
+  // stochastic failure model is on (one history is noise: failures shift against checkpoints),
+  // else 0 (every history is the same).
+  int64_t trials = -1;
   std::string html;
 };
 
@@ -46,9 +49,10 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Which stochastic failure history to use (Monte Carlo trial index)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--trials", opts->trials,
-                  "Also repeat the comparison over N failure histories (trials 0..N-1) and "
-                  "report mean, p50, p90 and p99 of the extra wall time, cost and lost work")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+                  "Failure histories to compare over (trials 0..N-1): mean, p50, p90 and p99 of "
+                  "the extra wall time, lost work, downtime and cost. Default 100 when "
+                  "stochastic failures are on, else 0; 0 = one history only")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");
@@ -73,16 +77,23 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(added.status());
       return;
     }
+    const auto& fm = r->scenario.failures();
+    // 100 histories: p99 is then interpolated between the two largest deltas (sim/stats.h).
+    const int64_t trials =
+        opts->trials >= 0 ? opts->trials : (fm.enabled() && fm.node_day_rate() > 0 ? 100 : 0);
     Result<scenarios::WhatIfOutcome> w =
-        scenarios::SimulateScenarioWhatIf(r.value(), added.value(), opts->trial, opts->trials);
+        scenarios::SimulateScenarioWhatIf(r.value(), added.value(), opts->trial, trials);
     if (!w.ok()) {
       *exit_code = ReportError(w.status());
       return;
     }
+    for (const std::string& warning : w->report.warnings) {
+      std::cerr << "trainsim: warning: " << warning << "\n";
+    }
     if (web) {
       // The very document --json prints.
       const nlohmann::json doc =
-          report::WhatIfJson(added.value(), w.value(), opts->trial, opts->trials, opts->events);
+          report::WhatIfJson(added.value(), w.value(), opts->trial, trials, opts->events);
       Status st = report::WriteHtml(opts->html, report::WhatIfHtmlPage(doc, w.value()), *web);
       if (!st.ok()) {
         *exit_code = ReportError(st);
@@ -90,13 +101,16 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
       }
     }
     if (opts->scenario.json) {
-      std::cout << report::WhatIfJson(added.value(), w.value(), opts->trial, opts->trials,
-                                      opts->events)
-                       .dump(2)
-                << "\n";
+      std::cout
+          << report::WhatIfJson(added.value(), w.value(), opts->trial, trials, opts->events).dump(2)
+          << "\n";
     } else {
-      std::cout << report::FormatWhatIfTable(r.value(), added.value(), w->report, opts->trial);
-      if (opts->trials > 0) std::cout << report::FormatWhatIfTrials(w.value(), opts->trials);
+      std::cout << report::FormatWhatIfHeader(r.value(), added.value(), w->report);
+      if (trials > 0) std::cout << report::FormatWhatIfTrials(w.value(), trials);
+      std::cout << "\n"
+                << (trials > 0 ? "worked example: failure history " : "failure history ")
+                << opts->trial << "\n"
+                << report::FormatWhatIfTable(r.value(), added.value(), w->report, opts->trial);
       if (opts->events) {
         std::cout << "\nevents (whatif):\n" << report::EventsText(w->report.whatif.events);
       }

@@ -27,7 +27,7 @@ Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCac
     TrialOutcome o;
     o.trial = k;
     o.wall_time_s = r->wall_time.seconds();
-    o.goodput = r->goodput;
+    o.useful_compute_fraction = r->useful_compute_fraction;
     o.ettr = r->ettr;
     o.cost_usd = r->cost_usd;
     o.lost_work_s = r->breakdown.lost.seconds();
@@ -69,7 +69,8 @@ MonteCarloSummary Summarize(std::vector<TrialOutcome> outcomes) {
   MonteCarloSummary s;
   s.trials = static_cast<int64_t>(outcomes.size());
   s.wall_time_s = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.wall_time_s; });
-  s.goodput = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.goodput; });
+  s.useful_compute_fraction =
+      StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.useful_compute_fraction; });
   s.ettr = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.ettr; });
   s.cost_usd = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.cost_usd; });
   s.lost_work_s = StatOfOutcomes(outcomes, [](const TrialOutcome& o) { return o.lost_work_s; });
@@ -94,10 +95,18 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
   opt.delta_s = delta.value();
   opt.young_s = checkpoint::YoungIntervalSeconds(opt.delta_s, opt.mtbf_s);
   opt.daly_s = checkpoint::DalyIntervalSeconds(opt.delta_s, opt.mtbf_s);
+  Result<checkpoint::CheckpointCosts> costs =
+      checkpoint::ComputeCheckpointCosts(config.checkpoint.spec, CheckpointHardwareOf(config));
+  if (!costs.ok()) return costs.status();
+  opt.background_write_s = BackgroundWriteBound(config, costs.value()).seconds();
   if (grid_s.empty()) {
+    // Daly/4 .. Daly·4, geometric, starting no lower than the background write (a shorter
+    // interval cannot be kept: the next checkpoint waits for the previous write).
     constexpr int kPoints = 21;
+    const double lo = std::max(opt.daly_s / 4.0, opt.background_write_s);
+    const double hi = std::max(opt.daly_s * 4.0, 4.0 * lo);
     for (int i = 0; i < kPoints; ++i) {
-      grid_s.push_back(opt.daly_s * std::pow(16.0, double(i) / (kPoints - 1)) / 4.0);
+      grid_s.push_back(lo * std::pow(hi / lo, double(i) / (kPoints - 1)));
     }
   }
   std::sort(grid_s.begin(), grid_s.end());
@@ -110,17 +119,17 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
     c.checkpoint.interval.every = sim::Time::FromSeconds(g);
     Result<std::vector<TrialOutcome>> r = RunTrials(c, step_times, 0, trials);
     if (!r.ok()) return r.status();
-    double wall = 0, goodput = 0, steps = 0;
+    double wall = 0, useful_fraction = 0, steps = 0;
     for (const TrialOutcome& o : r.value()) {
       wall += o.wall_time_s;
-      goodput += o.goodput;
+      useful_fraction += o.useful_compute_fraction;
       steps += static_cast<double>(o.steps);
     }
     const double n = static_cast<double>(trials);
     IntervalScanPoint p;
     p.interval_s = g;
     p.mean_wall_time_s = wall / n;
-    p.mean_goodput = goodput / n;
+    p.mean_useful_compute_fraction = useful_fraction / n;
     p.mean_steps = steps / n;
     if (!(steps > 0)) {
       return Status::FailedPrecondition(
@@ -135,6 +144,10 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
     if (opt.scan[i].wall_time_per_step_s < opt.scan[best].wall_time_per_step_s) best = i;
   }
   opt.best_grid_s = opt.scan[best].interval_s;
+  opt.bound = best == 0 && opt.background_write_s > 0 &&
+                      opt.scan[0].interval_s <= opt.background_write_s * (1 + 1e-9)
+                  ? "BACKGROUND_WRITE"
+                  : "FAILURE_RATE";
   opt.fitted_s = opt.best_grid_s;
   // Least-squares parabola y = a·x² + b·x + c in x = log(interval) over the best point and up to
   // two neighbours on each side; its vertex, kept within the fitted points, is the optimum.

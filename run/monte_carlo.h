@@ -15,6 +15,7 @@
 #define TRAINSIM_RUN_MONTE_CARLO_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "run/run_simulation.h"
@@ -26,7 +27,7 @@ namespace trainsim::run {
 struct TrialOutcome {
   int64_t trial = 0;
   double wall_time_s = 0;
-  double goodput = 0;
+  double useful_compute_fraction = 0;
   double ettr = 0;
   double cost_usd = 0;
   double lost_work_s = 0;
@@ -47,7 +48,7 @@ struct Stat {
 
 struct MonteCarloSummary {
   int64_t trials = 0;
-  Stat wall_time_s, goodput, ettr, cost_usd, lost_work_s, failures;
+  Stat wall_time_s, useful_compute_fraction, ettr, cost_usd, lost_work_s, failures;
 };
 
 // Summarises outcomes in trial order (the input may come in any order, e.g. gathered from ranks).
@@ -60,7 +61,7 @@ Stat StatOf(std::vector<double> samples);
 struct IntervalScanPoint {
   double interval_s = 0;
   double mean_wall_time_s = 0;
-  double mean_goodput = 0;
+  double mean_useful_compute_fraction = 0;
   double mean_steps = 0;
   // The objective: wall time per step kept, Σ wall / Σ steps over the trials. For a goal in
   // steps it is the mean wall time / steps; for a wall-clock goal (training.duration) the wall
@@ -79,12 +80,19 @@ struct IntervalOptimum {
   double daly_s = 0;
   double delta_s = 0;  // blocking cost of one checkpoint used by Young and Daly
   double mtbf_s = 0;   // 1 / cluster failure rate
+  // The shortest interval the storage allows (BackgroundWriteBound); the default grid starts
+  // there when Daly/4 is shorter.
+  double background_write_s = 0;
+  // What bounds the optimum: "BACKGROUND_WRITE" when the best grid point is the bound itself,
+  // else "FAILURE_RATE" (the trade-off between checkpoint cost and lost work).
+  std::string bound = "FAILURE_RATE";
 };
 
-// Scans training-time checkpoint intervals (`grid_s`; empty = 21 points from Daly/4 to Daly·4,
-// geometric) with `trials` trials each (common random numbers across grid points), minimising
-// the wall time per step kept, and reports the optimum next to Young's and Daly's. Requires the
-// stochastic failure model to be on; FailedPrecondition when no trial keeps a step.
+// Scans training-time checkpoint intervals (`grid_s`; empty = 21 points from
+// max(Daly/4, background write) to Daly·4 (at least 4× the start), geometric) with `trials` trials
+// each (common random numbers across grid points), minimising the wall time per step kept, and
+// reports the optimum next to Young's and Daly's. Requires the stochastic failure model to be on;
+// FailedPrecondition when no trial keeps a step.
 Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
                                                    StepTimeCache& step_times, int64_t trials,
                                                    std::vector<double> grid_s = {});

@@ -1,6 +1,7 @@
 #include "run/run_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -29,8 +30,72 @@ std::string ScheduledFault::Describe() const {
       return "software crash at " + at_s;
     case Kind::kHang:
       return "gpu " + std::to_string(id) + " hangs at " + at_s;
+    case Kind::kLinkDown:
+      return "link " + std::to_string(id) + " goes down at " + at_s;
+    case Kind::kSdc:
+      return "gpu " + std::to_string(id) + " silently corrupts data at " + at_s;
   }
   return "?";
+}
+
+const char* ScheduledFault::KindName() const {
+  switch (kind) {
+    case Kind::kGpu:
+      return "GPU";
+    case Kind::kNode:
+      return "NODE";
+    case Kind::kNic:
+      return "NIC";
+    case Kind::kLinkDegraded:
+    case Kind::kLinkDown:
+      return "LINK";
+    case Kind::kStraggler:
+      return "STRAGGLER";
+    case Kind::kSoftwareHang:
+      return "SOFTWARE";
+    case Kind::kHang:
+      return "HANG";
+    case Kind::kSdc:
+      return "SDC";
+  }
+  return "?";
+}
+
+checkpoint::DetectionMechanism ScheduledFault::NaturalDetection() const {
+  using M = checkpoint::DetectionMechanism;
+  switch (kind) {
+    case Kind::kGpu:           // an Xid that kills the CUDA context: the process exits
+    case Kind::kSoftwareHang:  // a crash
+      return M::kProcessExit;
+    case Kind::kNode:  // the node and its agent vanish
+      return M::kHeartbeat;
+    case Kind::kNic:  // peers' IB queue pairs exhaust their retries
+    case Kind::kLinkDown:
+      return M::kNcclError;
+    case Kind::kHang:
+      return M::kCollectiveTimeout;
+    case Kind::kSdc:
+      return M::kLossCheck;
+    case Kind::kLinkDegraded:
+    case Kind::kStraggler:
+      break;
+  }
+  return M::kProcessExit;
+}
+
+std::string CauseKey(const std::string& name) {
+  std::string key;
+  const size_t end = std::min(name.find(" ("), name.size());
+  for (size_t i = 0; i < end; ++i) {
+    const unsigned char ch = static_cast<unsigned char>(name[i]);
+    if (std::isalnum(ch)) {
+      key += static_cast<char>(std::toupper(ch));
+    } else if (!key.empty() && key.back() != '_') {
+      key += '_';
+    }
+  }
+  while (!key.empty() && key.back() == '_') key.pop_back();
+  return key.empty() ? "UNNAMED" : key;
 }
 
 namespace {
@@ -108,8 +173,24 @@ Status ValidateRunConfig(const RunConfig& c) {
   TRAINSIM_RETURN_IF_ERROR(
       checkpoint::ComputeCheckpointCosts(c.checkpoint.spec, CheckpointHardwareOf(c)).status());
   const checkpoint::RecoveryConfig& r = c.recovery;
-  TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.collective_timeout, "recovery.collective_timeout"));
-  TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.heartbeat_delay, "recovery.heartbeat_delay"));
+  TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.detection_delay, "recovery.detection_delay"));
+  TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.detect.process_exit, "recovery.detect.process_exit"));
+  TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.detect.nccl_error, "recovery.detect.nccl_error"));
+  TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.detect.heartbeat, "recovery.detect.heartbeat"));
+  TRAINSIM_RETURN_IF_ERROR(
+      CheckNonNegative(r.detect.collective_timeout, "recovery.detect.collective_timeout"));
+  TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.detect.loss_check, "recovery.detect.loss_check"));
+  TRAINSIM_RETURN_IF_ERROR(
+      CheckNonNegative(r.straggler.detect_after, "recovery.straggler.detect_after"));
+  if (!(std::isfinite(r.straggler.threshold) && r.straggler.threshold > 1)) {
+    return Status::InvalidArgument(
+        "recovery.straggler.threshold must be > 1 (1.1 = a rank 10% slower), got " +
+        std::to_string(r.straggler.threshold));
+  }
+  if (c.checkpoint.keep_last < 0) {
+    return Status::InvalidArgument("checkpoint.keep_last must be >= 0 (0 = keep all), got " +
+                                   Str(c.checkpoint.keep_last));
+  }
   TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.scheduler_requeue, "recovery.scheduler_requeue"));
   TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.process_start, "recovery.process_start"));
   TRAINSIM_RETURN_IF_ERROR(CheckNonNegative(r.comm_init_base, "recovery.comm_init_base"));
@@ -135,6 +216,7 @@ Status ValidateRunConfig(const RunConfig& c) {
       case ScheduledFault::Kind::kGpu:
       case ScheduledFault::Kind::kStraggler:
       case ScheduledFault::Kind::kHang:
+      case ScheduledFault::Kind::kSdc:
         limit = gpus;
         what = "gpu";
         break;
@@ -144,6 +226,7 @@ Status ValidateRunConfig(const RunConfig& c) {
         break;
       case ScheduledFault::Kind::kNic:
       case ScheduledFault::Kind::kLinkDegraded:
+      case ScheduledFault::Kind::kLinkDown:
         limit = int64_t{c.nodes} * c.nics_per_node;
         what = "nic";
         break;

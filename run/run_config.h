@@ -29,6 +29,8 @@ struct ScheduledFault {
     kStraggler,     // GPU `id` runs `factor` (> 1) times slower for `duration`
     kSoftwareHang,  // the job crashes or hangs (id ignored): detection and restart in place
     kHang,          // GPU `id`'s rank stops making progress: detection and restart in place
+    kLinkDown,      // NIC `id`'s cable goes down: NCCL errors out, the node leaves the job
+    kSdc,           // GPU `id` silently corrupts training state; found by the loss check
   };
   Kind kind = Kind::kGpu;
   int id = 0;
@@ -37,7 +39,20 @@ struct ScheduledFault {
   double factor = 1.0;
 
   std::string Describe() const;  // "gpu 37 fails at 16h"
+  // The fault's stable name: GPU, NODE, NIC, LINK, STRAGGLER, HANG, SOFTWARE, SDC.
+  const char* KindName() const;
+  // How the fault is detected when nothing overrides it (a degraded link or a straggler is not
+  // detected as a failure: kProcessExit is returned and unused).
+  checkpoint::DetectionMechanism NaturalDetection() const;
+  bool SameAs(const ScheduledFault& o) const {
+    return kind == o.kind && id == o.id && at == o.at && duration == o.duration &&
+           factor == o.factor;
+  }
 };
+
+// A failure cause's stable JSON key: upper snake case of its name up to " (" ("Faulty GPU" ->
+// FAULTY_GPU, "GPU (faulty GPU, HBM3, ...)" -> GPU).
+std::string CauseKey(const std::string& name);
 
 struct RunConfig {
   // Training goal: `total_steps` steps; or, when wall_time_limit is set, as many steps as fit

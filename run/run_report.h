@@ -22,20 +22,32 @@
 namespace trainsim::run {
 
 // Where wall time went. Every field is a whole number of nanoseconds; Total() is the wall time.
+// Kept steps count at the healthy step's split (useful, exposed_comm, bubble); what stragglers
+// and degraded links add to a kept step is `slowdown`, so no efficiency figure rises when the
+// job slows down. `lost` is work rolled back by failures, evictions and SDC (the sum of the
+// failure records' lost plus elastic rejoin rollbacks). `unfinished_step` is the step in flight
+// when training.duration ran out: neither kept nor lost to a failure, so not lost work.
 struct Breakdown {
-  sim::Time useful, exposed_comm, bubble, checkpoint_stall, lost, detection, restart, waiting;
+  sim::Time useful, exposed_comm, bubble, slowdown, checkpoint_stall, lost, unfinished_step,
+      detection, restart, waiting;
   sim::Time Total() const {
-    return useful + exposed_comm + bubble + checkpoint_stall + lost + detection + restart + waiting;
+    return useful + exposed_comm + bubble + slowdown + checkpoint_stall + lost + unfinished_step +
+           detection + restart + waiting;
   }
 };
 
 struct FailureRecord {
-  sim::Time at{};
-  std::string cause;  // a root cause of the failure model, or "scheduled gpu" etc.
-  std::string what;   // "gpu 37 (node 4)", "node 3", "software hang"
+  sim::Time at{};          // when the fault happened (for SDC: when the corruption began)
+  std::string cause;       // stable key: FAULTY_GPU, ..., SCHEDULED_GPU/_NODE/.../_SDC for
+                           // scheduled faults, STRAGGLER_EVICTION for an evicted straggler
+  std::string cause_name;  // human: "Faulty GPU", "scheduled gpu"
+  std::string what;        // "gpu 37 (node 4)", "node 3", "software hang"
   bool needs_replacement = false;
   bool scheduled = false;  // one of RunConfig::faults (else a stochastic failure)
-  sim::Time lost;          // work moved to `lost` by this failure
+  bool eviction = false;   // a straggler evicted by recovery.straggler (not a failure)
+  checkpoint::DetectionMechanism mechanism = checkpoint::DetectionMechanism::kProcessExit;
+  sim::Time detection_delay;  // the mechanism's delay (detected_at - at once detected)
+  sim::Time lost;             // work moved to `lost` by this failure (every rollback it caused)
   // Filled when the incident is recovered (resumed_at = Time::Max() if the run never resumed).
   sim::Time detected_at, resumed_at = sim::Time::Max();
   int restored_checkpoint = -1;  // 0 = the start of training, k = the k-th checkpoint taken
@@ -58,6 +70,9 @@ enum class RunEventKind {
   kCheckpointWritten,    // SYNC: checkpoint `checkpoint` written after a `duration` stall
   kCheckpointCompleted,  // a background write to storage of `duration` completed
   kPeerCopyCompleted,    // IN_MEMORY: a background copy to peer memory of `duration` completed
+  kCorruption,           // silent data corruption began (`failure` indexes failure_records)
+  kStragglerDetected,    // a straggler policy saw a persistently slow rank on `node`
+  kCheckpointDeleted,    // keep_last: checkpoint `checkpoint` deleted from storage
   kEnd,                  // training.duration reached at `step`
 };
 
@@ -100,11 +115,20 @@ struct RunReport {
   checkpoint::CheckpointInterval interval_used;  // `auto` resolved
   double interval_used_s = 0;  // training-time interval actually used (0 = by steps/never)
   checkpoint::CheckpointCosts checkpoint_costs;
-  double goodput = 0;  // useful / wall
-  // Effective training time ratio (Meta): time in training iterations whose progress was kept
-  // (useful + exposed_comm + bubble) over the wall time the job held its GPUs.
+  // Useful compute fraction: useful (healthy-step compute of kept steps) / wall. Not Google's
+  // "ML Goodput" (which multiplies scheduling, runtime and program goodput), hence not so named.
+  double useful_compute_fraction = 0;
+  // Effective training time ratio (Meta, Kokolis et al. 2024): productive training time — kept
+  // steps at the healthy step time (useful + exposed_comm + bubble) — over the wall time the job
+  // held its GPUs. Checkpoint stalls, slowdown, lost work and downtime are not productive.
   double ettr = 0;
-  double gpu_hours = 0;  // billed GPUs (job, plus spares if bill_spares) × wall hours
+  int evictions = 0;  // stragglers evicted by recovery.straggler
+  // What set the training-time interval: "CONFIGURED" (a fixed interval), "DALY" (auto: Daly's
+  // optimum) or "BACKGROUND_WRITE" (auto, raised to the background write of one checkpoint).
+  std::string interval_bound = "CONFIGURED";
+  double background_write_s = 0;  // the lower bound on an auto interval (0 for SYNC)
+  double daly_interval_s = 0;     // auto: Daly's optimum before the bound (0 otherwise)
+  double gpu_hours = 0;           // billed GPUs (job, plus spares if bill_spares) × wall hours
   double cost_usd = 0;
   size_t distinct_step_states = 0;  // states the step time callback was asked about so far
 };

@@ -36,7 +36,7 @@ struct Snapshot {
   int64_t step = 0;
   sim::Time written_at;
   // Cumulative at-risk totals at the snapshot point.
-  sim::Time useful, comm, bubble, stall;
+  sim::Time useful, comm, bubble, slowdown, stall;
 };
 
 struct BackgroundOp {
@@ -49,18 +49,33 @@ struct BackgroundOp {
 };
 
 struct FailureInput {
-  std::string cause;
+  std::string cause;       // stable key (FailureRecord::cause)
+  std::string cause_name;  // human
   std::string what;
   int node = -1;  // -1: no node (software hang)
   bool needs_replacement = false;
   bool scheduled = false;  // a RunConfig::faults entry, not a stochastic failure
+  bool silent = false;     // SDC: training goes on until the loss check finds it
+  bool eviction = false;   // a straggler evicted by the straggler policy
   sim::Time repair_time;
+  checkpoint::DetectionMechanism mechanism = checkpoint::DetectionMechanism::kProcessExit;
+  sim::Time detection_delay;  // from the fault to detection
 };
 
+// An active slowdown: a straggling GPU or a degraded link, owned by `node`'s hardware.
 struct ActiveFactor {
   int token;
   int id;
   double factor;
+  int node;
+};
+
+// A silent data corruption not yet detected.
+struct Corruption {
+  FailureInput input;
+  sim::Time at;
+  int clean_max_index = 0;  // checkpoints with index <= this were taken before it
+  bool active = true;       // false once a rollback has wiped it
 };
 
 class RunSim {
@@ -101,7 +116,7 @@ class RunSim {
   void PlanBlock();
   void OnBlockEnd();
   void AccountSteps(int64_t k);
-  void InterruptProgress();
+  void InterruptProgress(bool time_up = false);
   void StateChanged();
   bool CheckpointDue() const;
   void ResetInterval();
@@ -115,7 +130,16 @@ class RunSim {
   void AbortBackground();
   Snapshot TakeSnapshot(int index) const;
   // Failures and recovery.
-  void OnFailure(const FailureInput& f);
+  void OnFailure(const FailureInput& f, sim::Time at);
+  void OnCorruption(const FailureInput& f);
+  void OnCorruptionDetected(size_t i);
+  void OnStragglerCheck(int token);
+  void EndSlowdownsOnNode(int node);
+  void OnSlowdownStart(const ScheduledFault& f, int token);
+  void OnSlowdownEnd(int token, bool straggler);
+  void KeepPersistent(const Snapshot& s);
+  void Evict(ActiveFactor a);  // by value: eviction edits stragglers_
+  bool EvictPending();
   void OnDetected();
   void TryRecover();
   void StartRestart(bool requeue);
@@ -157,6 +181,8 @@ class RunSim {
   int64_t block_n_ = 0;
   sim::EventId block_event_ = 0;
   StepTiming timing_;
+  StepTiming kept_;  // the split of a kept step: the healthy step's (no slowdowns)
+  sim::Time extra_;  // tau_ - kept_.total(): what slowdowns add to each step
   sim::Time tau_;
   bool state_dirty_ = true;
 
@@ -168,6 +194,8 @@ class RunSim {
   int last_counted_ = 0;
   Snapshot pending_snap_;  // the checkpoint whose stall is in progress
   Snapshot last_persistent_;
+  std::vector<Snapshot> retained_;  // persistent checkpoints still in storage, oldest first
+  int restore_cap_ = std::numeric_limits<int>::max();  // SDC: newest restorable index
   std::optional<Snapshot> last_inmem_;
   std::vector<BackgroundOp> bg_;
   int next_bg_id_ = 1;
@@ -180,6 +208,9 @@ class RunSim {
   std::vector<char> node_failed_;
   std::vector<int> incident_nodes_;  // failed nodes of the current incident, not yet replaced
   std::vector<size_t> incident_records_;
+  sim::Time detect_end_;  // when the current detection phase ends
+  std::vector<Corruption> corruptions_;
+  std::vector<int> evict_tokens_;  // detected stragglers to evict once a checkpoint completes
   int pool_ = 0;
   // Elastic.
   int live_ = 0;

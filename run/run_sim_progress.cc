@@ -19,15 +19,17 @@ Snapshot RunSim::TakeSnapshot(int index) const {
   s.useful = cum_.useful;
   s.comm = cum_.exposed_comm;
   s.bubble = cum_.bubble;
+  s.slowdown = cum_.slowdown;
   s.stall = cum_.checkpoint_stall;
   return s;
 }
 
 void RunSim::AccountSteps(int64_t k) {
   if (k <= 0) return;
-  cum_.useful += timing_.useful * k;
-  cum_.exposed_comm += timing_.exposed_comm * k;
-  cum_.bubble += timing_.bubble * k;
+  cum_.useful += kept_.useful * k;
+  cum_.exposed_comm += kept_.exposed_comm * k;
+  cum_.bubble += kept_.bubble * k;
+  cum_.slowdown += extra_ * k;
   since_ckpt_ += tau_ * k;
   step_ += k;
   report_.steps_executed += k;
@@ -35,14 +37,38 @@ void RunSim::AccountSteps(int64_t k) {
 
 void RunSim::Rollback(const Snapshot& s) {
   cum_.lost += (cum_.useful - s.useful) + (cum_.exposed_comm - s.comm) + (cum_.bubble - s.bubble) +
-               (cum_.checkpoint_stall - s.stall);
+               (cum_.slowdown - s.slowdown) + (cum_.checkpoint_stall - s.stall);
   cum_.useful = s.useful;
   cum_.exposed_comm = s.comm;
   cum_.bubble = s.bubble;
+  cum_.slowdown = s.slowdown;
   cum_.checkpoint_stall = s.stall;
   report_.steps_rolled_back += step_ - s.step;
   step_ = s.step;
-  if (last_inmem_ && last_inmem_->step > s.step) last_inmem_.reset();
+  if (last_inmem_ && last_inmem_->index > s.index) last_inmem_.reset();
+  // Checkpoints newer than `s` belong to the abandoned timeline.
+  while (!retained_.empty() && retained_.back().index > s.index) retained_.pop_back();
+  if (last_persistent_.index > s.index) {
+    last_persistent_ = retained_.empty() ? Snapshot() : retained_.back();
+  }
+  // A corruption after `s` is wiped by the rollback.
+  for (Corruption& k : corruptions_) {
+    if (k.active && s.index <= k.clean_max_index) k.active = false;
+  }
+}
+
+void RunSim::KeepPersistent(const Snapshot& s) {
+  last_persistent_ = s;
+  ++report_.persistent_checkpoints;
+  retained_.push_back(s);
+  const int keep = c_.checkpoint.keep_last;
+  while (keep > 0 && static_cast<int>(retained_.size()) > keep) {
+    const Snapshot old = retained_.front();
+    retained_.erase(retained_.begin());
+    Log(RunEventKind::kCheckpointDeleted,
+        "checkpoint #" + Str(old.index) + " deleted (checkpoint.keep_last " + Str(keep) + ")",
+        {.step = old.step, .checkpoint = old.index});
+  }
 }
 
 bool RunSim::CheckpointDue() const {
@@ -89,6 +115,20 @@ void RunSim::PlanBlock() {
     if (!t.ok()) return Fail(t.status());
     timing_ = t.value();
     tau_ = timing_.total();
+    kept_ = timing_;
+    extra_ = sim::Time();
+    if (!s.gpu_slowdown.empty() || !s.nic_link_factor.empty()) {
+      // A kept step counts at the healthy step's split; the rest is slowdown.
+      RunState healthy = s;
+      healthy.gpu_slowdown.clear();
+      healthy.nic_link_factor.clear();
+      Result<StepTiming> h = cache_->Get(healthy);
+      if (!h.ok()) return Fail(h.status());
+      if (h->total() < tau_) {
+        kept_ = h.value();
+        extra_ = tau_ - kept_.total();
+      }
+    }
     state_dirty_ = false;
   }
   if (CheckpointDue()) return StartCheckpoint();
@@ -125,7 +165,7 @@ void RunSim::OnBlockEnd() {
   PlanBlock();
 }
 
-void RunSim::InterruptProgress() {
+void RunSim::InterruptProgress(bool time_up) {
   const sim::Time now = engine_.now();
   if (phase_ == Phase::kRunning) {
     if (block_event_ != 0) engine_.Cancel(block_event_);
@@ -133,7 +173,8 @@ void RunSim::InterruptProgress() {
     const sim::Time elapsed = now - block_start_;
     const int64_t k = std::min(block_n_, elapsed / tau_);
     AccountSteps(k);
-    cum_.lost += elapsed - tau_ * k;  // the step in flight
+    // The step in flight: lost to a failure, or unfinished when the job's time is up.
+    (time_up ? cum_.unfinished_step : cum_.lost) += elapsed - tau_ * k;
     block_n_ = 0;
   } else if (phase_ == Phase::kStall) {
     engine_.Cancel(phase_event_);
@@ -177,8 +218,7 @@ void RunSim::OnSyncWritten() {
   cum_.checkpoint_stall += engine_.now() - phase_start_;
   Snapshot s = TakeSnapshot(pending_snap_.index);
   s.written_at = engine_.now();
-  last_persistent_ = s;
-  ++report_.persistent_checkpoints;
+  KeepPersistent(s);
   CountCompleted(s);
   ResetInterval();
   phase_ = Phase::kRunning;
@@ -186,6 +226,9 @@ void RunSim::OnSyncWritten() {
       "checkpoint #" + Str(s.index) + " written (step " + Str(s.step) + ", stalled " +
           sim::FormatDuration(costs_.persistent_write) + ")",
       {.step = s.step, .checkpoint = s.index, .duration = costs_.persistent_write});
+  block_start_ = engine_.now();  // no block runs yet: an eviction now loses no partial step
+  block_n_ = 0;
+  if (EvictPending()) return;
   if (rejoin_pending_) return Rejoin(s);
   PlanBlock();
 }
@@ -229,8 +272,7 @@ void RunSim::OnBackgroundDone(int id) {
   bg_.erase(it);
   op.snap.written_at = engine_.now();
   if (op.persistent) {
-    last_persistent_ = op.snap;
-    ++report_.persistent_checkpoints;
+    KeepPersistent(op.snap);
   } else {
     last_inmem_ = op.snap;
     for (int n : host_memory_lost_list_) host_memory_lost_[n] = 0;
@@ -241,6 +283,7 @@ void RunSim::OnBackgroundDone(int id) {
       std::string(op.persistent ? "checkpoint #" : "in-memory checkpoint #") + Str(op.snap.index) +
           " completed (step " + Str(op.snap.step) + ")",
       {.step = op.snap.step, .checkpoint = op.snap.index, .duration = op.length});
+  if (op.persistent && EvictPending()) return;
   if (rejoin_pending_ && bg_.empty()) {
     InterruptProgress();
     return Rejoin(op.snap);

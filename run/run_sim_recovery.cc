@@ -1,6 +1,8 @@
 // The run simulation's failures and recovery: interruption and rollback, detection, waiting for
 // spares or repair, elastic shrink and rejoin, restart, and the scheduled and stochastic faults.
 #include <algorithm>
+#include <cctype>
+#include <limits>
 #include <string>
 
 #include "run/run_sim.h"
@@ -24,11 +26,23 @@ bool RunSim::PeerCopiesSurvive() const {
 }
 
 std::pair<Snapshot, bool> RunSim::ChooseRestore() const {
+  // The newest persistent checkpoint still in storage at or below the SDC cap (else the start).
+  Snapshot persistent = last_persistent_;
+  if (persistent.index > restore_cap_) {
+    persistent = Snapshot();
+    for (auto it = retained_.rbegin(); it != retained_.rend(); ++it) {
+      if (it->index <= restore_cap_) {
+        persistent = *it;
+        break;
+      }
+    }
+  }
   if (c_.checkpoint.policy == CheckpointPolicy::kInMemory && last_inmem_ &&
-      last_inmem_->step >= last_persistent_.step && PeerCopiesSurvive()) {
+      last_inmem_->index <= restore_cap_ && last_inmem_->step >= persistent.step &&
+      PeerCopiesSurvive()) {
     return {*last_inmem_, true};
   }
-  return {last_persistent_, false};
+  return {persistent, false};
 }
 
 bool RunSim::NodeInService(int node) const {
@@ -39,12 +53,16 @@ bool RunSim::NodeInService(int node) const {
   return false;
 }
 
-void RunSim::OnFailure(const FailureInput& f) {
+void RunSim::OnFailure(const FailureInput& f, sim::Time at) {
   if (phase_ == Phase::kDone) return;
   if (f.node >= 0 && !NodeInService(f.node)) return;  // already down or idle: nothing to stop
   const sim::Time now = engine_.now();
-  ++report_.failures;
-  ++report_.failures_by_cause[f.cause];
+  if (f.eviction) {
+    ++report_.evictions;
+  } else {
+    ++report_.failures;
+    ++report_.failures_by_cause[f.cause];
+  }
   const sim::Time lost_before = cum_.lost;
   switch (phase_) {
     case Phase::kRunning:
@@ -72,38 +90,96 @@ void RunSim::OnFailure(const FailureInput& f) {
     const int node = f.node;
     engine_.Schedule(
         f.repair_time, [this, node] { OnRepaired(node); }, kPrioProgress);
+    EndSlowdownsOnNode(node);  // the slowdown belongs to the hardware that leaves
   }
-  Rollback(ChooseRestore().first);
+  const Snapshot restore = ChooseRestore().first;
+  Rollback(restore);
   FailureRecord rec;
-  rec.at = now;
+  rec.at = at;
   rec.cause = f.cause;
+  rec.cause_name = f.cause_name;
   rec.what = f.what;
   rec.needs_replacement = f.needs_replacement;
   rec.scheduled = f.scheduled;
+  rec.eviction = f.eviction;
+  rec.mechanism = f.mechanism;
+  rec.detection_delay = f.detection_delay;
   rec.lost = cum_.lost - lost_before;
   report_.failure_records.push_back(rec);
   incident_records_.push_back(report_.failure_records.size() - 1);
+  const std::string mech = checkpoint::DetectionMechanismName(f.mechanism);
+  const std::string since =
+      restore.index == 0 ? "the start of training" : "checkpoint #" + Str(restore.index);
   Log(RunEventKind::kFailure,
-      f.what + " failed (" + f.cause + "); " + sim::FormatDuration(rec.lost) +
-          " of work since the last checkpoint lost",
+      f.what +
+          (f.eviction ? " evicted ("
+           : f.silent ? " corruption found ("
+                      : " failed (") +
+          f.cause_name + "; " + mech + ", detected after " +
+          sim::FormatDuration(f.detection_delay) + "); " +
+          sim::FormatSecondsHuman(rec.lost.seconds()) + " of work since " + since + " lost",
       {.failure = report_.failure_records.size() - 1});
   if (phase_ == Phase::kWaiting) {
     phase_start_ = now;
     return TryRecover();
   }
+  // Time still to wait for detection: SDC and evictions are already known when they act.
+  const sim::Time wait = f.silent || f.eviction ? sim::Time() : at + f.detection_delay - now;
   if (phase_ != Phase::kDetecting) {
     BeginPhase(RunPhaseKind::kDetection);
     phase_ = Phase::kDetecting;
     phase_start_ = now;
+    detect_end_ = now + wait;
     phase_event_ = engine_.Schedule(
-        c_.recovery.DetectionDelay(), [this] { OnDetected(); }, kPrioProgress);
+        wait, [this] { OnDetected(); }, kPrioProgress);
+  } else if (now + wait < detect_end_) {
+    // A fault that shows itself sooner ends the detection phase sooner.
+    engine_.Cancel(phase_event_);
+    detect_end_ = now + wait;
+    phase_event_ = engine_.Schedule(
+        wait, [this] { OnDetected(); }, kPrioProgress);
   }
+}
+
+void RunSim::OnCorruption(const FailureInput& f) {
+  if (phase_ == Phase::kDone) return;
+  Corruption k;
+  k.input = f;
+  k.at = engine_.now();
+  // A checkpoint whose snapshot started before now is clean (taken_ counts started ones).
+  k.clean_max_index = taken_;
+  corruptions_.push_back(k);
+  const size_t i = corruptions_.size() - 1;
+  Log(RunEventKind::kCorruption, f.what + " silently corrupts training state (" + f.cause_name +
+                                     "); the " + checkpoint::DetectionMechanismName(f.mechanism) +
+                                     " finds it after " + sim::FormatDuration(f.detection_delay));
+  engine_.Schedule(
+      f.detection_delay, [this, i] { OnCorruptionDetected(i); }, kPrioFailure);
+}
+
+void RunSim::OnCorruptionDetected(size_t i) {
+  if (phase_ == Phase::kDone || !corruptions_[i].active) return;
+  Corruption k = corruptions_[i];
+  corruptions_[i].active = false;
+  restore_cap_ = std::min(restore_cap_, k.clean_max_index);
+  FailureInput f = k.input;
+  if (f.node >= 0 && !NodeInService(f.node)) {
+    // The GPU already left the job: the corruption still has to be rolled back (no node to stop).
+    f.node = -1;
+    f.needs_replacement = false;
+  }
+  OnFailure(f, k.at);
 }
 
 void RunSim::OnDetected() {
   cum_.detection += engine_.now() - phase_start_;
-  for (size_t i : incident_records_) report_.failure_records[i].detected_at = engine_.now();
-  Log(RunEventKind::kDetected, "failure detected");
+  std::string how;
+  for (size_t i : incident_records_) {
+    FailureRecord& rec = report_.failure_records[i];
+    rec.detected_at = engine_.now();
+    if (how.empty()) how = checkpoint::DetectionMechanismName(rec.mechanism);
+  }
+  Log(RunEventKind::kDetected, "failure detected (" + how + ")");
   TryRecover();
 }
 
@@ -155,7 +231,12 @@ void RunSim::TryRecover() {
 
 void RunSim::StartRestart(bool requeue) {
   auto [snap, from_peer] = ChooseRestore();
+  const sim::Time lost_before = cum_.lost;
   Rollback(snap);
+  // Peer copies lost to a later failure of the incident: the further rollback is its work lost.
+  if (cum_.lost > lost_before && !incident_records_.empty()) {
+    report_.failure_records[incident_records_.back()].lost += cum_.lost - lost_before;
+  }
   const RecoveryConfig& r = c_.recovery;
   const int64_t live_gpus = int64_t{live_} * c_.tp * c_.pp;
   sim::Time d = (requeue ? r.scheduler_requeue : sim::Time()) + r.process_start + r.comm_init_base +
@@ -187,6 +268,7 @@ void RunSim::OnRestarted() {
   cum_.restart += engine_.now() - phase_start_;
   for (size_t i : incident_records_) report_.failure_records[i].resumed_at = engine_.now();
   incident_records_.clear();
+  restore_cap_ = std::numeric_limits<int>::max();
   Log(RunEventKind::kResumed, "training resumed at step " + Str(step_), {.step = step_});
   BeginPhase(RunPhaseKind::kTraining);
   ResetInterval();
@@ -215,7 +297,9 @@ void RunSim::OnRepaired(int node) {
 }
 
 void RunSim::Rejoin(const Snapshot& s) {
+  const sim::Time lost_before = cum_.lost;
   Rollback(s);
+  const sim::Time rolled_back = cum_.lost - lost_before;
   int back = 0;
   for (size_t r = 0; r < replica_dropped_.size(); ++r) {
     if (replica_dropped_[r] && replica_missing_[r] == 0) {
@@ -227,8 +311,10 @@ void RunSim::Rejoin(const Snapshot& s) {
   rejoin_pending_ = false;
   state_dirty_ = true;
   Log(RunEventKind::kElasticRejoin,
-      "elastic: " + Str(back) + " repaired replica(s) rejoin; restart with " + Str(live_),
-      {.count = back});
+      "elastic: " + Str(back) + " repaired replica(s) rejoin; restart with " + Str(live_) +
+          " from checkpoint #" + Str(s.index) + "; " + sim::FormatDuration(rolled_back) +
+          " of work since it lost",
+      {.checkpoint = s.index, .duration = rolled_back, .count = back});
   StartRestart(false);
 }
 
@@ -238,7 +324,7 @@ void RunSim::OnWallTimeLimit() {
   switch (phase_) {
     case Phase::kRunning:
     case Phase::kStall:
-      InterruptProgress();
+      InterruptProgress(/*time_up=*/true);
       break;
     case Phase::kDetecting:
       cum_.detection += now - phase_start_;
@@ -265,83 +351,172 @@ void RunSim::ScheduleNextStochastic() {
       [this, a] {
         const FailureCause& cause = process_->causes()[a.cause];
         FailureInput f;
-        f.cause = cause.name;
+        f.cause = CauseKey(cause.name);
+        f.cause_name = cause.name;
         f.what = "node " + Str(a.node);
         f.node = a.node;
         f.needs_replacement = cause.needs_replacement;
         f.repair_time = cause.repair_time;
+        f.silent = cause.silent;
+        f.mechanism = c_.recovery.MechanismFor(cause.detection);
+        f.detection_delay = c_.recovery.DelayFor(cause.detection);
         if (!cause.needs_replacement) f.node = NodeInService(a.node) ? -1 : a.node;
-        OnFailure(f);
+        if (f.silent) {
+          OnCorruption(f);
+        } else {
+          OnFailure(f, engine_.now());
+        }
         if (phase_ != Phase::kDone) ScheduleNextStochastic();
       },
       kPrioFailure);
 }
 
+void RunSim::EndSlowdownsOnNode(int node) {
+  for (auto* v : {&stragglers_, &links_}) {
+    const bool straggler = v == &stragglers_;
+    for (auto it = v->begin(); it != v->end();) {
+      if (it->node != node) {
+        ++it;
+        continue;
+      }
+      Log(RunEventKind::kSlowdownEnded,
+          std::string(straggler ? "straggler on gpu " : "degraded link of nic ") + Str(it->id) +
+              " ends: node " + Str(node) + " leaves the job");
+      it = v->erase(it);
+      state_dirty_ = true;
+    }
+  }
+}
+
+void RunSim::OnSlowdownStart(const ScheduledFault& f, int token) {
+  const bool straggler = f.kind == ScheduledFault::Kind::kStraggler;
+  const int node = straggler ? f.id / c_.gpus_per_node : f.id / c_.nics_per_node;
+  if (!NodeInService(node) && node_failed_[node]) return;  // that hardware is out of the job
+  (straggler ? stragglers_ : links_).push_back({token, f.id, f.factor, node});
+  Log(RunEventKind::kSlowdownStarted, f.Describe());
+  StateChanged();
+  const checkpoint::StragglerPolicy& p = c_.recovery.straggler;
+  if (straggler && f.factor >= p.threshold) {
+    engine_.Schedule(
+        p.detect_after, [this, token] { OnStragglerCheck(token); }, kPrioState);
+  }
+}
+
+void RunSim::OnSlowdownEnd(int token, bool straggler) {
+  auto& v = straggler ? stragglers_ : links_;
+  auto it =
+      std::find_if(v.begin(), v.end(), [token](const ActiveFactor& a) { return a.token == token; });
+  if (it == v.end()) return;  // already ended with its node
+  v.erase(it);
+  Log(RunEventKind::kSlowdownEnded, straggler ? "straggler recovers" : "link restored");
+  StateChanged();
+}
+
+void RunSim::OnStragglerCheck(int token) {
+  if (phase_ == Phase::kDone) return;
+  auto it = std::find_if(stragglers_.begin(), stragglers_.end(),
+                         [token](const ActiveFactor& a) { return a.token == token; });
+  if (it == stragglers_.end() || !NodeInService(it->node)) return;
+  const checkpoint::StragglerPolicy& p = c_.recovery.straggler;
+  const ActiveFactor a = *it;
+  const bool evict = p.action == checkpoint::StragglerAction::kEvict;
+  Log(RunEventKind::kStragglerDetected,
+      "straggler detected: gpu " + Str(a.id) + " slow for " + sim::FormatDuration(p.detect_after) +
+          " (threshold " + std::to_string(p.threshold).substr(0, 4) + "x); " +
+          (evict ? "evicting node " + Str(a.node) : std::string("ignored")),
+      {.node = a.node});
+  if (!evict) return;
+  // Operators evict at a checkpoint boundary so that nothing is rolled back: wait for the next
+  // checkpoint to complete (at once when the run does not checkpoint).
+  if (interval_.kind == CheckpointInterval::Kind::kNever) return Evict(a);
+  evict_tokens_.push_back(token);
+}
+
+bool RunSim::EvictPending() {
+  if (evict_tokens_.empty()) return false;
+  std::vector<int> tokens;
+  tokens.swap(evict_tokens_);
+  bool evicted = false;
+  for (int token : tokens) {
+    auto it = std::find_if(stragglers_.begin(), stragglers_.end(),
+                           [token](const ActiveFactor& a) { return a.token == token; });
+    if (it == stragglers_.end() || !NodeInService(it->node)) continue;  // gone meanwhile
+    Evict(*it);
+    evicted = true;
+  }
+  return evicted;
+}
+
+void RunSim::Evict(ActiveFactor a) {
+  const checkpoint::StragglerPolicy& p = c_.recovery.straggler;
+  FailureInput f;
+  f.cause = "STRAGGLER_EVICTION";
+  f.cause_name = "straggler eviction";
+  f.what = "node " + Str(a.node) + " (straggling gpu " + Str(a.id) + ")";
+  f.node = a.node;
+  f.needs_replacement = true;
+  f.eviction = true;
+  f.repair_time = c_.recovery.scheduled_repair_time;
+  f.mechanism = checkpoint::DetectionMechanism::kStepTime;
+  f.detection_delay = p.detect_after;
+  OnFailure(f, engine_.now());
+}
+
 void RunSim::ScheduleFaults() {
+  using K = ScheduledFault::Kind;
   for (const ScheduledFault& f : c_.faults) {
-    switch (f.kind) {
-      case ScheduledFault::Kind::kGpu:
-      case ScheduledFault::Kind::kNode:
-      case ScheduledFault::Kind::kNic:
-      case ScheduledFault::Kind::kSoftwareHang:
-      case ScheduledFault::Kind::kHang: {
-        FailureInput in;
-        in.scheduled = true;
-        in.needs_replacement =
-            f.kind != ScheduledFault::Kind::kSoftwareHang && f.kind != ScheduledFault::Kind::kHang;
-        in.repair_time = c_.recovery.scheduled_repair_time;
-        if (f.kind == ScheduledFault::Kind::kGpu) {
-          in.node = f.id / c_.gpus_per_node;
-          in.cause = "scheduled gpu";
-          in.what = "gpu " + Str(f.id) + " (node " + Str(in.node) + ")";
-        } else if (f.kind == ScheduledFault::Kind::kNode) {
-          in.node = f.id;
-          in.cause = "scheduled node";
-          in.what = "node " + Str(f.id);
-        } else if (f.kind == ScheduledFault::Kind::kHang) {
-          in.cause = "scheduled hang";
-          in.what = "gpu " + Str(f.id) + " (node " + Str(f.id / c_.gpus_per_node) + ") hang";
-        } else if (f.kind == ScheduledFault::Kind::kNic) {
-          in.node = f.id / c_.nics_per_node;
-          in.cause = "scheduled nic";
-          in.what = "nic " + Str(f.id) + " (node " + Str(in.node) + ")";
-        } else {
-          in.cause = "scheduled software crash";
-          in.what = "software";
-        }
+    if (f.kind == K::kLinkDegraded || f.kind == K::kStraggler) {
+      const bool straggler = f.kind == K::kStraggler;
+      const int token = next_token_++;
+      engine_.ScheduleAt(
+          f.at, [this, f, token] { OnSlowdownStart(f, token); }, kPrioState);
+      if (f.duration > sim::Time()) {
         engine_.ScheduleAt(
-            f.at, [this, in] { OnFailure(in); }, kPrioFailure);
-        break;
-      }
-      case ScheduledFault::Kind::kLinkDegraded:
-      case ScheduledFault::Kind::kStraggler: {
-        const bool straggler = f.kind == ScheduledFault::Kind::kStraggler;
-        const int token = next_token_++;
-        const std::string desc = f.Describe();
-        engine_.ScheduleAt(
-            f.at,
-            [this, f, token, straggler, desc] {
-              (straggler ? stragglers_ : links_).push_back({token, f.id, f.factor});
-              Log(RunEventKind::kSlowdownStarted, desc);
-              StateChanged();
-            },
+            f.at + f.duration, [this, token, straggler] { OnSlowdownEnd(token, straggler); },
             kPrioState);
-        if (f.duration > sim::Time()) {
-          engine_.ScheduleAt(
-              f.at + f.duration,
-              [this, token, straggler] {
-                auto& v = straggler ? stragglers_ : links_;
-                v.erase(std::remove_if(v.begin(), v.end(),
-                                       [token](const ActiveFactor& a) { return a.token == token; }),
-                        v.end());
-                Log(RunEventKind::kSlowdownEnded,
-                    straggler ? "straggler recovers" : "link restored");
-                StateChanged();
-              },
-              kPrioState);
-        }
-        break;
       }
+      continue;
+    }
+    FailureInput in;
+    in.scheduled = true;
+    in.cause = "SCHEDULED_" + std::string(f.KindName());  // apart from the stochastic causes
+    in.cause_name = "scheduled " + std::string(f.KindName());
+    for (char& ch : in.cause_name) ch = static_cast<char>(std::tolower(ch));
+    in.needs_replacement = f.kind != K::kSoftwareHang && f.kind != K::kHang;
+    in.repair_time = c_.recovery.scheduled_repair_time;
+    in.mechanism = c_.recovery.MechanismFor(f.NaturalDetection());
+    in.detection_delay = c_.recovery.DelayFor(f.NaturalDetection());
+    switch (f.kind) {
+      case K::kGpu:
+      case K::kSdc:
+        in.node = f.id / c_.gpus_per_node;
+        in.what = "gpu " + Str(f.id) + " (node " + Str(in.node) + ")";
+        in.silent = f.kind == K::kSdc;
+        break;
+      case K::kNode:
+        in.node = f.id;
+        in.what = "node " + Str(f.id);
+        break;
+      case K::kHang:
+        in.what = "gpu " + Str(f.id) + " (node " + Str(f.id / c_.gpus_per_node) + ") hang";
+        break;
+      case K::kNic:
+      case K::kLinkDown:
+        in.node = f.id / c_.nics_per_node;
+        in.what = std::string(f.kind == K::kNic ? "nic " : "link ") + Str(f.id) + " (node " +
+                  Str(in.node) + ")";
+        break;
+      default:
+        in.cause_name = "scheduled software crash";
+        in.what = "software";
+        break;
+    }
+    if (in.silent) {
+      engine_.ScheduleAt(
+          f.at, [this, in] { OnCorruption(in); }, kPrioFailure);
+    } else {
+      engine_.ScheduleAt(
+          f.at, [this, in] { OnFailure(in, engine_.now()); }, kPrioFailure);
     }
   }
 }

@@ -60,6 +60,20 @@ Result<double> CheckpointBlockingCostSeconds(const RunConfig& c, StepTimeCache& 
   return delta + peer.value() + write.value() / c.checkpoint.persistent_every;
 }
 
+sim::Time BackgroundWriteBound(const RunConfig& c, const checkpoint::CheckpointCosts& costs) {
+  switch (c.checkpoint.policy) {
+    case checkpoint::CheckpointPolicy::kSync:
+      return sim::Time();  // the write blocks training: nothing runs in the background
+    case checkpoint::CheckpointPolicy::kAsync:
+      return costs.persistent_write;
+    case checkpoint::CheckpointPolicy::kInMemory:
+      // Every persistent_every-th checkpoint also writes to storage, and no checkpoint starts
+      // while a transfer of the previous one runs.
+      return std::max(costs.peer_copy, costs.persistent_write);
+  }
+  return sim::Time();
+}
+
 namespace detail {
 
 void RunSim::BeginPhase(RunPhaseKind kind) {
@@ -179,7 +193,7 @@ Result<RunReport> RunSim::Run() {
                                 ? interval_.every.seconds()
                                 : 0;
   if (wall > sim::Time()) {
-    report_.goodput = cum_.useful.seconds() / wall.seconds();
+    report_.useful_compute_fraction = cum_.useful.seconds() / wall.seconds();
     report_.ettr = (cum_.useful + cum_.exposed_comm + cum_.bubble).seconds() / wall.seconds();
   }
   const int billed_nodes = c_.nodes + (c_.bill_spares ? c_.spare_nodes : 0);
@@ -194,26 +208,37 @@ Result<RunReport> RunSim::Run() {
   return std::move(report_);
 }
 
-namespace {
+}  // namespace detail
 
-Result<checkpoint::CheckpointInterval> ResolveInterval(const RunConfig& c, StepTimeCache& cache) {
-  checkpoint::CheckpointInterval iv = c.checkpoint.interval;
-  if (iv.kind != checkpoint::CheckpointInterval::Kind::kAuto) return iv;
+Result<ResolvedInterval> ResolveInterval(const RunConfig& c, StepTimeCache& cache) {
+  ResolvedInterval out;
+  out.interval = c.checkpoint.interval;
+  Result<checkpoint::CheckpointCosts> costs =
+      checkpoint::ComputeCheckpointCosts(c.checkpoint.spec, CheckpointHardwareOf(c));
+  if (!costs.ok()) return costs.status();
+  out.background_write_s = BackgroundWriteBound(c, costs.value()).seconds();
+  if (out.interval.kind != checkpoint::CheckpointInterval::Kind::kAuto) return out;
   const double m = ClusterMtbfSeconds(c);
   if (!std::isfinite(m)) {
-    iv.kind =
-        checkpoint::CheckpointInterval::Kind::kNever;  // no expected failures: Daly's τ is infinite
-    return iv;
+    // No expected failures: Daly's τ is infinite.
+    out.interval.kind = checkpoint::CheckpointInterval::Kind::kNever;
+    return out;
   }
   Result<double> delta = CheckpointBlockingCostSeconds(c, cache);
   if (!delta.ok()) return delta.status();
-  iv.kind = checkpoint::CheckpointInterval::Kind::kTrainingTime;
-  iv.every = std::max(sim::Time::Nanos(1),
-                      sim::Time::FromSeconds(checkpoint::DalyIntervalSeconds(*delta, m)));
-  return iv;
+  out.daly_s = checkpoint::DalyIntervalSeconds(*delta, m);
+  out.interval.kind = checkpoint::CheckpointInterval::Kind::kTrainingTime;
+  out.bound = "DALY";
+  double every = out.daly_s;
+  if (out.background_write_s > every) {
+    every = out.background_write_s;
+    out.bound = "BACKGROUND_WRITE";
+  }
+  out.interval.every = std::max(sim::Time::Nanos(1), sim::Time::FromSeconds(every));
+  return out;
 }
 
-}  // namespace
+namespace detail {
 
 // Runs one trial without the fault-after-end check (RunTrials does that check once).
 Result<RunReport> SimulateRunUnchecked(const RunConfig& config, StepTimeCache& step_times,
@@ -221,10 +246,15 @@ Result<RunReport> SimulateRunUnchecked(const RunConfig& config, StepTimeCache& s
   Result<checkpoint::CheckpointCosts> costs =
       checkpoint::ComputeCheckpointCosts(config.checkpoint.spec, CheckpointHardwareOf(config));
   if (!costs.ok()) return costs.status();
-  Result<checkpoint::CheckpointInterval> iv = ResolveInterval(config, step_times);
+  Result<ResolvedInterval> iv = ResolveInterval(config, step_times);
   if (!iv.ok()) return iv.status();
-  RunSim sim(config, costs.value(), iv.value(), &step_times, trial, stochastic);
-  return sim.Run();
+  RunSim sim(config, costs.value(), iv->interval, &step_times, trial, stochastic);
+  Result<RunReport> r = sim.Run();
+  if (!r.ok()) return r;
+  r->interval_bound = iv->bound;
+  r->background_write_s = iv->background_write_s;
+  r->daly_interval_s = iv->daly_s;
+  return r;
 }
 
 // Rejects scheduled faults at or after the end of the fault-free run.

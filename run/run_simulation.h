@@ -11,6 +11,7 @@
 #define TRAINSIM_RUN_RUN_SIMULATION_H_
 
 #include <cstdint>
+#include <string>
 
 #include "run/run_config.h"
 #include "run/run_report.h"
@@ -28,6 +29,21 @@ Result<RunReport> SimulateRun(const RunConfig& config, StepTimeCache& step_times
 // The blocking cost δ of one checkpoint under the config's policy (seconds): the write for SYNC;
 // the snapshot plus the extra step time caused by the background write(s) for ASYNC/IN_MEMORY.
 Result<double> CheckpointBlockingCostSeconds(const RunConfig& config, StepTimeCache& step_times);
+
+// The shortest interval between checkpoints the storage allows: the background transfer of one
+// checkpoint (ASYNC: the write at the storage's aggregate bandwidth shared by all writers;
+// IN_MEMORY: the longer of the peer copy and the write); 0 for SYNC.
+sim::Time BackgroundWriteBound(const RunConfig& config, const checkpoint::CheckpointCosts& costs);
+
+// The checkpoint interval a run uses: `auto` is Daly's optimum for the simulated blocking cost
+// δ (CheckpointBlockingCostSeconds), raised to BackgroundWriteBound when that is longer.
+struct ResolvedInterval {
+  checkpoint::CheckpointInterval interval;
+  std::string bound = "CONFIGURED";  // CONFIGURED, DALY or BACKGROUND_WRITE
+  double daly_s = 0;                 // auto: Daly's optimum (0 otherwise)
+  double background_write_s = 0;     // BackgroundWriteBound in seconds
+};
+Result<ResolvedInterval> ResolveInterval(const RunConfig& config, StepTimeCache& step_times);
 
 namespace detail {
 // For the Monte Carlo driver: one trial without validation or the fault-after-end check

@@ -22,23 +22,39 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
   }
   Result<RunReport> baseline = SimulateRun(base, step_times, trial);
   if (!baseline.ok()) return baseline.status();
+  WhatIfReport w;
   RunConfig with = base;
-  with.faults.insert(with.faults.end(), added.begin(), added.end());
   for (size_t i = 0; i < added.size(); ++i) {
-    if (added[i].at >= baseline->wall_time) {
-      return Status::InvalidArgument("added fault " + std::to_string(i + 1) + " (" +
-                                     added[i].Describe() +
-                                     ") is at or after the end of training: the run ends at " +
-                                     sim::FormatDuration(baseline->wall_time));
+    const std::string name =
+        "added fault " + std::to_string(i + 1) + " (" + added[i].Describe() + ")";
+    bool duplicate = false;
+    for (size_t j = 0; j < with.faults.size() && !duplicate; ++j) {
+      if (!with.faults[j].SameAs(added[i])) continue;
+      duplicate = true;
+      w.warnings.push_back(name + " duplicates " +
+                           (j < base.faults.size()
+                                ? "the scenario's faults[" + std::to_string(j) + "]"
+                                : std::string("an earlier added fault")) +
+                           "; it is simulated once");
     }
+    const bool after_end = added[i].at >= baseline->wall_time;
+    w.no_effect.push_back(after_end || duplicate);
+    if (after_end) {
+      w.notes.push_back(name + " has no effect: training ends at " +
+                        sim::FormatDuration(baseline->wall_time) + " without it");
+    }
+    if (!after_end && !duplicate) with.faults.push_back(added[i]);
   }
   Result<RunReport> whatif = SimulateRun(with, step_times, trial);
   if (!whatif.ok()) return whatif.status();
-  WhatIfReport w;
   w.steps = base.total_steps;
   w.delta_wall_time_s = (whatif->wall_time - baseline->wall_time).seconds();
   w.delta_cost_usd = whatif->cost_usd - baseline->cost_usd;
   w.delta_lost_work_s = (whatif->breakdown.lost - baseline->breakdown.lost).seconds();
+  auto down = [](const RunReport& r) {
+    return (r.breakdown.detection + r.breakdown.restart + r.breakdown.waiting).seconds();
+  };
+  w.delta_downtime_s = down(whatif.value()) - down(baseline.value());
   w.baseline = std::move(baseline).value();
   w.whatif = std::move(whatif).value();
   return w;

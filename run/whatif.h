@@ -7,11 +7,14 @@
 //
 // Promises: delta = whatif − baseline for wall time, cost and lost work; for each added fault
 // that interrupted training, whatif.failure_records holds which checkpoint was restored and when
-// training resumed. An added fault at or after the end of the baseline is an InvalidArgument.
+// training resumed. An added fault at or after the end of the baseline has no effect: it is left
+// out of the what-if run and named in `notes`. A duplicate added fault (the same as one of the
+// scenario's faults or an earlier added fault) is simulated once and named in `warnings`.
 #ifndef TRAINSIM_RUN_WHATIF_H_
 #define TRAINSIM_RUN_WHATIF_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "run/run_simulation.h"
@@ -26,6 +29,10 @@ struct WhatIfReport {
   double delta_wall_time_s = 0;
   double delta_cost_usd = 0;
   double delta_lost_work_s = 0;
+  double delta_downtime_s = 0;        // detection + restart + waiting
+  std::vector<bool> no_effect;        // per added fault: at or after the baseline's end
+  std::vector<std::string> notes;     // one per fault with no effect
+  std::vector<std::string> warnings;  // one per duplicate
 };
 
 Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,

@@ -60,7 +60,7 @@ Result<pb::Fault> ParseFaultSpec(std::string_view spec) {
   pb::Fault::Kind kind;
   if (!pb::Fault::Kind_Parse(kind_text, &kind) || kind == pb::Fault::KIND_UNSPECIFIED) {
     return bad("unknown kind \"" + kind_text +
-               "\" (valid: gpu, node, nic, link, straggler, hang, software)");
+               "\" (valid: gpu, node, nic, link, straggler, hang, software, sdc)");
   }
   pb::Fault fault;
   std::string factor_text;
@@ -116,8 +116,8 @@ Result<pb::Fault> ParseFaultSpec(std::string_view spec) {
 }
 
 Status ValidateFault(const pb::Fault& fault, const ResolvedScenario& r, const std::string& where) {
-  if (auto e = detail::CheckFault(fault, r.nodes, r.gpus_per_node, r.nics_per_node,
-                                  r.training_duration)) {
+  // No end-of-training check: an added fault after the end has no effect (whatif says so).
+  if (auto e = detail::CheckFault(fault, r.nodes, r.gpus_per_node, r.nics_per_node, std::nullopt)) {
     return Status::InvalidArgument(where + ": " + e->first + ": " + e->second);
   }
   return Status::Ok();
@@ -170,7 +170,9 @@ Result<ResolvedScenario> Resolve(const pb::Scenario& input) {
   r.checkpoint_bytes = static_cast<double>(r.params) * s.checkpoint().bytes_per_param();
 
   const pb::Recovery& rc = s.recovery();
-  r.detection_delay = *sim::ParseDuration(rc.detection_delay());
+  // The legacy uniform detection delay (0 when unset: per-mechanism delays apply).
+  r.detection_delay =
+      rc.detection_delay().empty() ? sim::Time() : *sim::ParseDuration(rc.detection_delay());
   r.requeue = *sim::ParseDuration(rc.requeue());
   r.process_start = *sim::ParseDuration(rc.process_start());
   r.repair_time = *sim::ParseDuration(rc.repair_time());

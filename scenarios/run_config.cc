@@ -8,7 +8,9 @@
 //     GPU→host copies at the catalogue's PCIe bandwidth.
 //   - A LINK fault with degrade = 1 (down) takes its node out like a NIC failure; degrade < 1
 //     runs that NIC's link at 1 − degrade of its bandwidth for `duration`.
-//   - HANG and SOFTWARE restart in place; GPU, NODE, NIC need a replacement node.
+//   - HANG and SOFTWARE restart in place; GPU, NODE, NIC, SDC need a replacement node.
+//   - Detection: per mechanism (recovery.detect, defaults in checkpoint::DetectionDelays) by the
+//     fault's kind; recovery.detection_delay, when set, is a uniform override for every fault.
 //   - Stochastic causes: scenario `causes` (fraction → weight, kind → category) or, when empty,
 //     checkpoint::DefaultFailureCauses(); every hardware cause repairs in recovery.repair_time.
 //
@@ -28,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "comm/topology.h"
 
@@ -47,6 +50,7 @@ const char* CategoryOf(pb::Fault::Kind kind) {
   switch (kind) {
     case pb::Fault::GPU:
     case pb::Fault::STRAGGLER:
+    case pb::Fault::SDC:
       return "GPU";
     case pb::Fault::NIC:
     case pb::Fault::LINK:
@@ -55,6 +59,38 @@ const char* CategoryOf(pb::Fault::Kind kind) {
       return "host";
     default:
       return "software";
+  }
+}
+
+ck::DetectionMechanism MechanismOf(pb::Recovery::Detection d) {
+  switch (d) {
+    case pb::Recovery::HEARTBEAT:
+      return ck::DetectionMechanism::kHeartbeat;
+    case pb::Recovery::PROCESS_EXIT:
+      return ck::DetectionMechanism::kProcessExit;
+    case pb::Recovery::NCCL_ERROR:
+      return ck::DetectionMechanism::kNcclError;
+    case pb::Recovery::LOSS_CHECK:
+      return ck::DetectionMechanism::kLossCheck;
+    default:
+      return ck::DetectionMechanism::kCollectiveTimeout;
+  }
+}
+
+// How a stochastic cause of this kind is detected (the same as a scheduled fault of the kind).
+ck::DetectionMechanism MechanismOfKind(pb::Fault::Kind kind) {
+  switch (kind) {
+    case pb::Fault::NODE:
+      return ck::DetectionMechanism::kHeartbeat;
+    case pb::Fault::NIC:
+    case pb::Fault::LINK:
+      return ck::DetectionMechanism::kNcclError;
+    case pb::Fault::HANG:
+      return ck::DetectionMechanism::kCollectiveTimeout;
+    case pb::Fault::SDC:
+      return ck::DetectionMechanism::kLossCheck;
+    default:
+      return ck::DetectionMechanism::kProcessExit;  // GPU (Xid crash) and SOFTWARE
   }
 }
 
@@ -93,7 +129,7 @@ Result<rn::ScheduledFault> MakeScheduledFault(const ResolvedFault& rf) {
     case pb::Fault::LINK: {
       const double degrade = rf.fault.has_degrade() ? rf.fault.degrade() : 1.0;
       if (degrade >= 1.0) {
-        f.kind = rn::ScheduledFault::Kind::kNic;  // the link is down: its node leaves the job
+        f.kind = rn::ScheduledFault::Kind::kLinkDown;  // down: its node leaves the job
       } else {
         f.kind = rn::ScheduledFault::Kind::kLinkDegraded;
         f.factor = 1.0 - degrade;
@@ -110,6 +146,9 @@ Result<rn::ScheduledFault> MakeScheduledFault(const ResolvedFault& rf) {
     case pb::Fault::SOFTWARE:
       f.kind = rn::ScheduledFault::Kind::kSoftwareHang;
       f.id = 0;
+      break;
+    case pb::Fault::SDC:
+      f.kind = rn::ScheduledFault::Kind::kSdc;
       break;
     default:
       return Status::InvalidArgument(
@@ -158,6 +197,7 @@ Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
     c.checkpoint.interval = r.checkpoint_interval;
   }
   if (cp.has_persistent_every()) c.checkpoint.persistent_every = cp.persistent_every();
+  if (cp.has_keep_last()) c.checkpoint.keep_last = cp.keep_last();
   c.checkpoint.spec.parameters = r.params;
   if (cp.has_bytes_per_param()) c.checkpoint.spec.bytes_per_param = cp.bytes_per_param();
   ck::CheckpointHardware& hw = c.checkpoint.hardware;
@@ -179,12 +219,35 @@ Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
     default:
       c.recovery.policy = ck::RecoveryPolicy::kRestartOnSpare;
   }
-  if (rc.detection() == pb::Recovery::HEARTBEAT) {
-    c.recovery.detection = ck::DetectionMechanism::kHeartbeat;
-    c.recovery.heartbeat_delay = r.detection_delay;
-  } else {
-    c.recovery.detection = ck::DetectionMechanism::kCollectiveTimeout;
-    c.recovery.collective_timeout = r.detection_delay;
+  if (!rc.detection_delay().empty()) {
+    // Legacy uniform detection: every fault after the same delay.
+    c.recovery.uniform_detection = true;
+    c.recovery.detection = MechanismOf(rc.detection());
+    c.recovery.detection_delay = r.detection_delay;
+  }
+  const pb::Recovery::Detect& d = rc.detect();
+  for (const auto& [text, field, out] :
+       {std::tuple{&d.process_exit(), "recovery.detect.process_exit",
+                   &c.recovery.detect.process_exit},
+        std::tuple{&d.nccl_error(), "recovery.detect.nccl_error", &c.recovery.detect.nccl_error},
+        std::tuple{&d.heartbeat(), "recovery.detect.heartbeat", &c.recovery.detect.heartbeat},
+        std::tuple{&d.collective_timeout(), "recovery.detect.collective_timeout",
+                   &c.recovery.detect.collective_timeout},
+        std::tuple{&d.loss_check(), "recovery.detect.loss_check", &c.recovery.detect.loss_check}}) {
+    if (text->empty()) continue;
+    Result<sim::Time> t = Duration(*text, field);
+    if (!t.ok()) return t.status();
+    *out = t.value();
+  }
+  const pb::Recovery::Straggler& sp = rc.straggler();
+  if (sp.has_threshold()) c.recovery.straggler.threshold = sp.threshold();
+  if (!sp.detect_after().empty()) {
+    Result<sim::Time> t = Duration(sp.detect_after(), "recovery.straggler.detect_after");
+    if (!t.ok()) return t.status();
+    c.recovery.straggler.detect_after = t.value();
+  }
+  if (sp.action() == pb::Recovery::Straggler::EVICT) {
+    c.recovery.straggler.action = ck::StragglerAction::kEvict;
   }
   c.recovery.scheduler_requeue = r.requeue;
   c.recovery.process_start = r.process_start;
@@ -219,6 +282,8 @@ Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
       cause.category = CategoryOf(pc.kind());
       cause.weight = pc.fraction();
       cause.needs_replacement = pc.needs_replacement();
+      cause.detection = MechanismOfKind(pc.kind());
+      cause.silent = pc.kind() == pb::Fault::SDC;
       c.failures.causes.push_back(cause);
     }
   }

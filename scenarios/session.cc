@@ -198,19 +198,21 @@ Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
   WhatIfOutcome out;
   out.report = std::move(w.value());
   // Monte Carlo over failure histories: the same comparison for trials [0, N).
-  std::vector<double> d_wall, d_cost, d_lost;
+  std::vector<double> d_wall, d_cost, d_lost, d_down;
   for (int64_t k = 0; k < trials; ++k) {
     Result<run::WhatIfReport> wk = run::SimulateWhatIf(config.value(), added, cache, k);
     if (!wk.ok()) return wk.status().WithPrefix("trial " + std::to_string(k));
     d_wall.push_back(wk->delta_wall_time_s);
     d_cost.push_back(wk->delta_cost_usd);
     d_lost.push_back(wk->delta_lost_work_s);
+    d_down.push_back(wk->delta_downtime_s);
   }
   out.delta_wall_time_samples_s = d_wall;
   out.delta_cost_samples_usd = d_cost;
   out.delta_wall_time_s = run::StatOf(d_wall);
   out.delta_cost_usd = run::StatOf(d_cost);
   out.delta_lost_work_s = run::StatOf(d_lost);
+  out.delta_downtime_s = run::StatOf(d_down);
   return out;
 }
 

@@ -77,7 +77,7 @@ Result<std::vector<run::ScheduledFault>> ParseAddedFaults(const ResolvedScenario
 struct WhatIfOutcome {
   run::WhatIfReport report;  // on failure history `trial`
   // trials > 0: the deltas over failure histories [0, trials).
-  run::Stat delta_wall_time_s, delta_cost_usd, delta_lost_work_s;
+  run::Stat delta_wall_time_s, delta_cost_usd, delta_lost_work_s, delta_downtime_s;
   // The per-trial deltas the stats summarise, in trial order (the --html report's CDF).
   std::vector<double> delta_wall_time_samples_s, delta_cost_samples_usd;
 };

@@ -546,13 +546,21 @@ Error ValidateCheckpoint(const pb::Scenario& s) {
                      "persistent_every")) {
     return e;
   }
+  if (c.has_keep_last()) {
+    if (auto e = Range("checkpoint.keep_last", c.keep_last(), 0, 1000000,
+                       "keep_last (checkpoints kept in storage; 0 = all)")) {
+      return e;
+    }
+  }
   return Finite("checkpoint.bytes_per_param", c.bytes_per_param(), 0, 1000, true,
                 "bytes per parameter (14 = bf16 weights + fp32 master + Adam moments)");
 }
 
 Error ValidateRecovery(const pb::Scenario& s) {
   const pb::Recovery& r = s.recovery();
-  if (auto e = Duration("recovery.detection_delay", r.detection_delay(), false)) return e;
+  if (!r.detection_delay().empty()) {  // the legacy uniform override; unset = per mechanism
+    if (auto e = Duration("recovery.detection_delay", r.detection_delay(), false)) return e;
+  }
   if (auto e = Duration("recovery.requeue", r.requeue(), false)) return e;
   if (auto e = Duration("recovery.process_start", r.process_start(), false)) return e;
   if (auto e = Duration("recovery.comm_init_base", r.comm_init_base(), false)) return e;
@@ -560,6 +568,23 @@ Error ValidateRecovery(const pb::Scenario& s) {
     return e;
   }
   if (auto e = Duration("recovery.repair_time", r.repair_time(), false)) return e;
+  const pb::Recovery::Detect& d = r.detect();
+  for (const auto& [field, text] :
+       {std::pair{"process_exit", &d.process_exit()}, std::pair{"nccl_error", &d.nccl_error()},
+        std::pair{"heartbeat", &d.heartbeat()},
+        std::pair{"collective_timeout", &d.collective_timeout()},
+        std::pair{"loss_check", &d.loss_check()}}) {
+    if (text->empty()) continue;
+    if (auto e = Duration(std::string("recovery.detect.") + field, *text, false)) return e;
+  }
+  const pb::Recovery::Straggler& st = r.straggler();
+  if (!st.detect_after().empty()) {
+    if (auto e = Duration("recovery.straggler.detect_after", st.detect_after(), false)) return e;
+  }
+  if (st.has_threshold() && !(std::isfinite(st.threshold()) && st.threshold() > 1)) {
+    return Err("recovery.straggler.threshold",
+               Num(st.threshold()) + " must be > 1 (a step-time factor: 1.1 = 10% slower)");
+  }
   return Range("recovery.min_dp", r.min_dp(), 1, s.parallelism().dp(),
                "min_dp (the smallest data-parallel degree ELASTIC continues with)");
 }
@@ -584,7 +609,7 @@ Error ValidateFailures(const pb::Scenario& s) {
     std::string path = "failures.causes[" + Str(i) + "]";
     if (c.kind() == pb::Fault::KIND_UNSPECIFIED || c.kind() == pb::Fault::STRAGGLER) {
       return Err(path + ".kind",
-                 "a failure cause takes out one of GPU, NODE, NIC, LINK, HANG or SOFTWARE");
+                 "a failure cause takes out one of GPU, NODE, NIC, LINK, HANG, SOFTWARE or SDC");
     }
     if (auto e = Finite(path + ".fraction", c.fraction(), 0, 1, false, "fraction")) return e;
     sum += c.fraction();
@@ -603,7 +628,8 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
                                                               std::optional<sim::Time> end) {
   using P = std::pair<std::string, std::string>;
   if (f.kind() == pb::Fault::KIND_UNSPECIFIED) {
-    return P{"kind", "every fault needs a kind: GPU, NODE, NIC, LINK, STRAGGLER, HANG or SOFTWARE"};
+    return P{"kind",
+             "every fault needs a kind: GPU, NODE, NIC, LINK, STRAGGLER, HANG, SOFTWARE or SDC"};
   }
   if (f.at().empty()) return P{"at", "every fault needs a time, e.g. at: \"16h\""};
   auto at = sim::ParseDuration(f.at());
@@ -618,6 +644,7 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
     case pb::Fault::GPU:
     case pb::Fault::STRAGGLER:
     case pb::Fault::HANG:
+    case pb::Fault::SDC:
       limit = nodes * gpus_per_node;
       what = "GPU";
       break;

@@ -104,7 +104,7 @@ void Write(Writer& w, const Evaluation& e) {
   w.D(e.step_time_s);
   w.D(e.estimated_step_time_s);
   w.D(e.mfu);
-  w.D(e.goodput);
+  w.D(e.expected_ettr);
   w.D(e.checkpoint_interval_s);
   w.D(e.time_to_train_s);
   w.D(e.gpu_hours);
@@ -122,7 +122,7 @@ void Read(Reader& r, Evaluation* e) {
   e->step_time_s = r.D();
   e->estimated_step_time_s = r.D();
   e->mfu = r.D();
-  e->goodput = r.D();
+  e->expected_ettr = r.D();
   e->checkpoint_interval_s = r.D();
   e->time_to_train_s = r.D();
   e->gpu_hours = r.D();
@@ -172,9 +172,9 @@ void Finalise(const SweepProblem& problem, const GoodputEstimate& g, Evaluation*
   const int64_t tokens_per_step =
       int64_t(problem.base.parallel.global_batch) * problem.base.model.seq_len;
   const double steps = std::ceil(problem.token_budget / double(tokens_per_step));
-  e->goodput = g.goodput;
+  e->expected_ettr = g.expected_ettr;
   e->checkpoint_interval_s = g.interval_s;
-  e->time_to_train_s = steps * e->step_time_s / std::max(g.goodput, 1e-12);
+  e->time_to_train_s = steps * e->step_time_s / std::max(g.expected_ettr, 1e-12);
   const int gpn = problem.base.topology.gpus_per_node;
   const double billed =
       e->layout.gpus + (problem.run.bill_spares ? double(problem.run.spare_nodes) * gpn : 0.0);
@@ -218,7 +218,7 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
       for (const run::TrialOutcome& t : *mine) {
         w.I(t.trial);
         w.D(t.wall_time_s);
-        w.D(t.goodput);
+        w.D(t.ettr);
         w.D(t.cost_usd);
       }
     } else {
@@ -237,14 +237,14 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
         run::TrialOutcome t;
         t.trial = r.I();
         t.wall_time_s = r.D();
-        t.goodput = r.D();
+        t.ettr = r.D();
         t.cost_usd = r.D();
         outcomes.push_back(t);
       }
     }
     const run::MonteCarloSummary s = run::Summarize(std::move(outcomes));
     e.trials = s.trials;
-    e.mc_goodput = s.goodput.mean;
+    e.mc_ettr = s.ettr.mean;
     e.mc_time_to_train_s = s.wall_time_s.mean;
     e.mc_cost_usd = s.cost_usd.mean;
   }
@@ -307,12 +307,13 @@ Result<GoodputEstimate> ExpectedGoodput(const run::RunConfig& run_template, int6
                 rc.process_start.seconds() + rc.comm_init_base.seconds() +
                 rc.comm_init_per_gpu.seconds() * gpus + load_s;
   if (!std::isfinite(g.mtbf_s) || g.mtbf_s <= 0) {
-    g.goodput = 1;  // no failures: never checkpoint, nothing lost
+    g.expected_ettr = 1;  // no failures: never checkpoint, nothing lost
     g.interval_s = 0;
     return g;
   }
   g.interval_s = ckpt::DalyIntervalSeconds(g.checkpoint_cost_s, g.mtbf_s);
-  g.goodput = ckpt::DalyUsefulFraction(g.interval_s, g.checkpoint_cost_s, g.mtbf_s, g.restart_s);
+  g.expected_ettr =
+      ckpt::DalyUsefulFraction(g.interval_s, g.checkpoint_cost_s, g.mtbf_s, g.restart_s);
   return g;
 }
 
@@ -452,7 +453,7 @@ Evaluation ConfirmLayout(const SweepProblem& problem, const Evaluation& in) {
   if (!g.ok()) {  // EvaluateLayout computed it already; kept as a guard
     e.rejected = true;
     e.fits = false;
-    e.reason = "expected goodput: " + g.status().message();
+    e.reason = "expected ETTR: " + g.status().message();
     return e;
   }
   e.step_time_s = r->time_s;

@@ -2,9 +2,9 @@
 // to train or by cost, with failures and checkpoints counted.
 //
 // Each layout is rejected with its reason or timed by the estimator (sweep/estimator.h) with
-// memory, MFU, expected goodput (Daly) and cost; the best K and the time–cost Pareto front are
+// memory, MFU, expected ETTR (Daly) and cost; the best K and the time–cost Pareto front are
 // confirmed by the step simulation, and only confirmed rows are ranked and printed. Plain
-// structs in and out (no protobuf); docs/sweep.md says what is enumerated and how goodput is
+// structs in and out (no protobuf); docs/sweep.md says what is enumerated and how expected ETTR is
 // computed. Promises: results ordered by layout index and ranked with total orders, so the
 // output is identical for any number of MPI ranks.
 #ifndef TRAINSIM_SWEEP_SWEEP_H_
@@ -107,7 +107,7 @@ struct Evaluation {
   double step_time_s = 0;
   double estimated_step_time_s = 0;  // the analytic estimate (= step_time_s unless confirmed)
   double mfu = 0;
-  double goodput = 0;
+  double expected_ettr = 0;          // Daly's expected ETTR at the optimal interval
   double checkpoint_interval_s = 0;  // Daly's optimum (0 = never: no failures)
   double time_to_train_s = 0;
   double gpu_hours = 0;
@@ -116,14 +116,14 @@ struct Evaluation {
   // Monte Carlo over failure histories (top layouts, SweepOptions::trials > 0): the run
   // simulation with Daly's interval (`auto`), means over the trials.
   int64_t trials = 0;
-  double mc_goodput = 0;
+  double mc_ettr = 0;  // simulated ETTR, mean over the trials
   double mc_time_to_train_s = 0;
   double mc_cost_usd = 0;
 };
 
-// The goodput model of one job size (see the header comment).
+// The expected-ETTR model (Daly) of one job size (see the header comment).
 struct GoodputEstimate {
-  double goodput = 1;
+  double expected_ettr = 1;
   double interval_s = 0;  // 0 when failures are off
   double mtbf_s = 0;      // +inf when failures are off
   double checkpoint_cost_s = 0;

@@ -236,8 +236,12 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   const pb::Recovery& rc = s.recovery();
   out += "Recovery\n";
   out += CheckLine("Policy", pb::Recovery::Policy_Name(rc.policy()));
-  out += CheckLine("Detection", pb::Recovery::Detection_Name(rc.detection()) + " after " +
-                                    sim::FormatDuration(r.detection_delay));
+  out += CheckLine("Detection",
+                   rc.detection_delay().empty()
+                       ? std::string("per fault kind: process exit, NCCL error, heartbeat, "
+                                     "collective timeout or loss check (docs/faults.md)")
+                       : pb::Recovery::Detection_Name(rc.detection()) + " after " +
+                             sim::FormatDuration(r.detection_delay) + " for every fault");
   out += CheckLine("Restart", "requeue " + sim::FormatDuration(r.requeue) + " + process start " +
                                   sim::FormatDuration(r.process_start) + " + communicator init " +
                                   sim::FormatDuration(r.comm_init) + " + checkpoint load");

@@ -11,38 +11,116 @@ namespace trainsim::cli::report {
 namespace {
 
 std::string IntervalText(const run::RunReport& r) {
-  std::string s = r.interval_used.ToString();
-  if (r.interval_used.kind == checkpoint::CheckpointInterval::Kind::kAuto) {
-    s += " (Daly: " + Human(r.interval_used_s) + " of training)";
+  if (r.interval_bound == "DALY") {
+    return "auto: " + Human(r.interval_used_s) +
+           " of training (Daly's optimum; the background write of one checkpoint, " +
+           Human(r.background_write_s) + ", is shorter)";
   }
-  return s;
+  if (r.interval_bound == "BACKGROUND_WRITE") {
+    return "auto: " + Human(r.interval_used_s) +
+           " of training (bounded by the background write of one checkpoint, " +
+           Human(r.background_write_s) + "; Daly's optimum " + Human(r.daly_interval_s) +
+           " would start a checkpoint before the previous one is written)";
+  }
+  return r.interval_used.ToString();
+}
+
+const char* EventKindName(run::RunEventKind k) {
+  switch (k) {
+    case run::RunEventKind::kFailure:
+      return "FAILURE";
+    case run::RunEventKind::kDetected:
+      return "DETECTED";
+    case run::RunEventKind::kElasticShrink:
+      return "ELASTIC_SHRINK";
+    case run::RunEventKind::kWaiting:
+      return "WAITING";
+    case run::RunEventKind::kRestart:
+      return "RESTART";
+    case run::RunEventKind::kResumed:
+      return "RESUMED";
+    case run::RunEventKind::kRepaired:
+      return "REPAIRED";
+    case run::RunEventKind::kElasticRejoin:
+      return "ELASTIC_REJOIN";
+    case run::RunEventKind::kSlowdownStarted:
+      return "SLOWDOWN_STARTED";
+    case run::RunEventKind::kSlowdownEnded:
+      return "SLOWDOWN_ENDED";
+    case run::RunEventKind::kCheckpointWritten:
+      return "CHECKPOINT_WRITTEN";
+    case run::RunEventKind::kCheckpointCompleted:
+      return "CHECKPOINT_COMPLETED";
+    case run::RunEventKind::kPeerCopyCompleted:
+      return "PEER_COPY_COMPLETED";
+    case run::RunEventKind::kCorruption:
+      return "CORRUPTION";
+    case run::RunEventKind::kStragglerDetected:
+      return "STRAGGLER_DETECTED";
+    case run::RunEventKind::kCheckpointDeleted:
+      return "CHECKPOINT_DELETED";
+    case run::RunEventKind::kEnd:
+      return "END";
+  }
+  return "?";
 }
 
 }  // namespace
+
+nlohmann::json FailureRecordJson(const run::FailureRecord& rec) {
+  nlohmann::json j;
+  j["at_s"] = rec.at.seconds();
+  j["cause"] = rec.cause;
+  j["cause_name"] = rec.cause_name;
+  j["what"] = rec.what;
+  j["scheduled"] = rec.scheduled;
+  j["eviction"] = rec.eviction;
+  j["mechanism"] = checkpoint::DetectionMechanismName(rec.mechanism);
+  j["detected_after_s"] = rec.detection_delay.seconds();
+  j["lost_work_s"] = rec.lost.seconds();
+  j["restored_checkpoint"] = rec.restored_checkpoint;
+  j["restored_step"] = rec.restored_step;
+  j["restored_from_peer_memory"] = rec.restored_from_peer_memory;
+  if (!rec.resumed_at.is_max()) j["resumed_at_s"] = rec.resumed_at.seconds();
+  return j;
+}
 
 nlohmann::json RunReportJson(const run::RunReport& r) {
   const run::Breakdown& b = r.breakdown;
   nlohmann::json j;
   j["wall_time_s"] = r.wall_time.seconds();
   j["steps"] = r.total_steps;
-  j["goodput"] = r.goodput;
+  j["useful_compute_fraction"] = r.useful_compute_fraction;
   j["ettr"] = r.ettr;
   j["failures"] = r.failures;
+  j["evictions"] = r.evictions;
   nlohmann::json by_cause = nlohmann::json::object();
   for (const auto& [cause, n] : r.failures_by_cause) by_cause[cause] = n;  // std::map: sorted
   j["failures_by_cause"] = by_cause;
   j["checkpoints"] = r.checkpoints;
   j["persistent_checkpoints"] = r.persistent_checkpoints;
   j["checkpoint_interval"] = r.interval_used.ToString();
+  j["checkpoint_interval_s"] = r.interval_used_s;
+  j["checkpoint_interval_bound"] = r.interval_bound;
+  j["background_write_s"] = r.background_write_s;
+  if (r.daly_interval_s > 0) j["daly_interval_s"] = r.daly_interval_s;
+  nlohmann::json records = nlohmann::json::array();
+  for (const run::FailureRecord& rec : r.failure_records) records.push_back(FailureRecordJson(rec));
+  j["failure_records"] = records;
   j["lost_work_s"] = b.lost.seconds();
   j["downtime_s"] = (b.detection + b.restart + b.waiting).seconds();
   j["gpu_hours"] = r.gpu_hours;
   j["cost_usd"] = r.cost_usd;
-  j["breakdown_s"] = {
-      {"useful", b.useful.seconds()},   {"exposed_comm", b.exposed_comm.seconds()},
-      {"bubble", b.bubble.seconds()},   {"checkpoint_stall", b.checkpoint_stall.seconds()},
-      {"lost", b.lost.seconds()},       {"detection", b.detection.seconds()},
-      {"restart", b.restart.seconds()}, {"waiting", b.waiting.seconds()}};
+  j["breakdown_s"] = {{"useful", b.useful.seconds()},
+                      {"exposed_comm", b.exposed_comm.seconds()},
+                      {"bubble", b.bubble.seconds()},
+                      {"slowdown", b.slowdown.seconds()},
+                      {"checkpoint_stall", b.checkpoint_stall.seconds()},
+                      {"lost", b.lost.seconds()},
+                      {"unfinished_step", b.unfinished_step.seconds()},
+                      {"detection", b.detection.seconds()},
+                      {"restart", b.restart.seconds()},
+                      {"waiting", b.waiting.seconds()}};
   return j;
 }
 
@@ -52,7 +130,9 @@ nlohmann::json StatJson(const run::Stat& s) {
 
 nlohmann::json EventsJson(const std::vector<run::RunEvent>& events) {
   nlohmann::json ev = nlohmann::json::array();
-  for (const run::RunEvent& e : events) ev.push_back({{"at_s", e.at.seconds()}, {"what", e.what}});
+  for (const run::RunEvent& e : events) {
+    ev.push_back({{"at_s", e.at.seconds()}, {"kind", EventKindName(e.kind)}, {"what", e.what}});
+  }
   return ev;
 }
 
@@ -76,20 +156,40 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
   } else {
     out << Line("goal", std::to_string(r.total_steps) + " steps");
   }
-  out << Line("checkpointing", std::string(checkpoint::CheckpointPolicyName(c.checkpoint.policy)) +
-                                   ", interval " + IntervalText(r) + ", " +
-                                   Fmt("%.2f TB", r.checkpoint_costs.size_bytes / 1e12) +
-                                   ", write " + Human(r.checkpoint_costs.persistent_write));
+  out << Line("checkpointing",
+              std::string(checkpoint::CheckpointPolicyName(c.checkpoint.policy)) + ", interval " +
+                  IntervalText(r) + ", " + Fmt("%.2f TB", r.checkpoint_costs.size_bytes / 1e12) +
+                  ", write " + Human(r.checkpoint_costs.persistent_write) +
+                  (c.checkpoint.keep_last > 0
+                       ? ", keep last " + std::to_string(c.checkpoint.keep_last) +
+                             Fmt(" (%.2f TB of storage)",
+                                 c.checkpoint.keep_last * r.checkpoint_costs.size_bytes / 1e12)
+                       : ""));
   out << Line("recovery", std::string(checkpoint::RecoveryPolicyName(c.recovery.policy)) + ", " +
                               std::to_string(c.spare_nodes) + " spare node(s)");
   out << Line("wall time", Human(r.wall_time));
-  out << Line("goodput", Pct(r.goodput) + " (useful compute / wall time)");
-  out << Line("ETTR", Pct(r.ettr) + " (time in training steps whose progress was kept / wall)");
-  out << Line("failures", std::to_string(r.failures));
+  out << Line("ETTR", Pct(r.ettr) + " (productive training time / wall time, Meta's definition)");
+  out << Line("useful compute",
+              Pct(r.useful_compute_fraction) + " of wall time (the useful compute fraction)");
+  out << Line("failures",
+              std::to_string(r.failures) + (r.evictions > 0 ? " (+ " + std::to_string(r.evictions) +
+                                                                  " straggler eviction(s))"
+                                                            : ""));
   for (const auto& [cause, n] : r.failures_by_cause) {  // std::map: sorted by cause
     out << Line("", Pad(std::to_string(n), 4) + cause);
   }
-  out << Line("lost work", Human(b.lost));
+  out << Line("lost work", Human(b.lost) +
+                               " (rolled back by failures; the step in flight when "
+                               "training.duration ends is not lost work)");
+  for (const run::FailureRecord& rec : r.failure_records) {
+    if (&rec - r.failure_records.data() >= 20) {
+      out << Line("", "... (" + std::to_string(r.failure_records.size() - 20) + " more; --events)");
+      break;
+    }
+    out << Line("", At(rec.at) + "  " + rec.what + ": " + rec.cause_name + ", detected by " +
+                        checkpoint::DetectionMechanismName(rec.mechanism) + " after " +
+                        Human(rec.detection_delay) + ", " + Human(rec.lost) + " lost");
+  }
   out << Line("downtime", Human(b.detection + b.restart + b.waiting) + " (detection " +
                               Human(b.detection) + ", restart " + Human(b.restart) + ", waiting " +
                               Human(b.waiting) + ")");
@@ -112,8 +212,10 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
   row("useful compute", b.useful);
   row("exposed comm", b.exposed_comm);
   row("pipeline bubble", b.bubble);
+  row("straggler slowdown", b.slowdown);  // stragglers and degraded links
   row("checkpoint stall", b.checkpoint_stall);
   row("lost work", b.lost);
+  row("unfinished step", b.unfinished_step);
   row("detection", b.detection);
   row("restart/restore", b.restart);
   row("waiting", b.waiting);
@@ -130,7 +232,7 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
     };
     auto human = [](double v) { return Human(v); };
     stat_row("wall time", m.wall_time_s, human);
-    stat_row("goodput", m.goodput, Pct);
+    stat_row("useful compute", m.useful_compute_fraction, Pct);
     stat_row("ETTR", m.ettr, Pct);
     stat_row("cost (USD)", m.cost_usd, [](double v) { return Fmt("%.0f", v); });
     stat_row("lost work", m.lost_work_s, human);
@@ -141,16 +243,23 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
     const run::IntervalOptimum& opt = *o.optimum;
     out << "\ncheckpoint interval (training time between checkpoints), " << o.scan_trials
         << " failure histories each, the same at every interval\n";
-    out << "  " << Pad("interval", 14) << Pad("goodput", 10) << Pad("wall time", 12)
+    out << "  " << Pad("interval", 14) << Pad("useful", 10) << Pad("wall time", 12)
         << Pad("steps", 12) << "wall time per step\n";
     for (const run::IntervalScanPoint& p : opt.scan) {
-      out << "  " << Pad(Human(p.interval_s), 14) << Pad(Pct(p.mean_goodput), 10)
+      out << "  " << Pad(Human(p.interval_s), 14) << Pad(Pct(p.mean_useful_compute_fraction), 10)
           << Pad(Human(p.mean_wall_time_s), 12) << Pad(Fmt("%.1f", p.mean_steps), 12)
           << Fmt("%.4f s", p.wall_time_per_step_s)
           << (p.interval_s == opt.best_grid_s ? "  <- best" : "") << "\n";
     }
     out << Line("optimum", Human(opt.fitted_s) + " (parabola through the best points; grid " +
                                Human(opt.best_grid_s) + ")");
+    out << Line("bound", opt.bound == "BACKGROUND_WRITE"
+                             ? "the background write of one checkpoint, " +
+                                   Human(opt.background_write_s) +
+                                   " (no interval can be shorter; the optimum sits on it)"
+                             : "the failure rate (checkpoint cost against lost work); the "
+                               "background write of one checkpoint, " +
+                                   Human(opt.background_write_s) + ", is shorter");
     out << Line("Young", Human(opt.young_s) + " = sqrt(2 delta M)");
     out << Line("Daly", Human(opt.daly_s) + " (Daly 2006, higher order)");
     out << Line("", "delta = " + Human(opt.delta_s) + " blocking cost of one checkpoint, M = " +
@@ -173,7 +282,7 @@ void AddRunJson(const scenarios::RunOutcome& o, bool events, nlohmann::json& doc
     doc["run_stats"] = {{"trials", m.trials},
                         {"seed", o.config.seed},
                         {"wall_time_s", StatJson(m.wall_time_s)},
-                        {"goodput", StatJson(m.goodput)},
+                        {"useful_compute_fraction", StatJson(m.useful_compute_fraction)},
                         {"ettr", StatJson(m.ettr)},
                         {"cost_usd", StatJson(m.cost_usd)},
                         {"lost_work_s", StatJson(m.lost_work_s)},
@@ -184,15 +293,21 @@ void AddRunJson(const scenarios::RunOutcome& o, bool events, nlohmann::json& doc
     nlohmann::json scan = nlohmann::json::array();
     for (const run::IntervalScanPoint& p : opt.scan) {
       scan.push_back({{"interval_s", p.interval_s},
-                      {"goodput", p.mean_goodput},
+                      {"useful_compute_fraction", p.mean_useful_compute_fraction},
                       {"wall_time_s", p.mean_wall_time_s},
                       {"steps", p.mean_steps},
                       {"wall_time_per_step_s", p.wall_time_per_step_s}});
     }
-    doc["checkpoint_interval"] = {{"trials", o.scan_trials},        {"scan", scan},
-                                  {"best_grid_s", opt.best_grid_s}, {"optimum_s", opt.fitted_s},
-                                  {"young_s", opt.young_s},         {"daly_s", opt.daly_s},
-                                  {"delta_s", opt.delta_s},         {"mtbf_s", opt.mtbf_s}};
+    doc["checkpoint_interval"] = {{"trials", o.scan_trials},
+                                  {"scan", scan},
+                                  {"best_grid_s", opt.best_grid_s},
+                                  {"optimum_s", opt.fitted_s},
+                                  {"young_s", opt.young_s},
+                                  {"daly_s", opt.daly_s},
+                                  {"delta_s", opt.delta_s},
+                                  {"mtbf_s", opt.mtbf_s},
+                                  {"background_write_s", opt.background_write_s},
+                                  {"bound", opt.bound}};
   }
 }
 

@@ -1,6 +1,7 @@
 // cli/report/run_report.h — the run's reports: the human text of `trainsim run` (wall time,
-// goodput, ETTR, failures, where the wall time went, --trials statistics, the interval scan,
-// the event log), its JSON, and the run's timeline as a Chrome/Perfetto trace.
+// ETTR, useful compute fraction, failures with their detection, where the wall time went, --trials
+// statistics, the interval scan, the event log), its JSON, and the run's timeline as a
+// Chrome/Perfetto trace.
 //
 // Promises: the trace is drawn from the report's typed events and phases (never from the log's
 // wording): one track of phases, one of checkpoint stalls, one per kind of background transfer,
@@ -20,12 +21,16 @@
 
 namespace trainsim::cli::report {
 
-// wall_time_s, goodput, ettr, failures, failures_by_cause, checkpoints, lost_work_s, cost_usd,
-// gpu_hours, steps, breakdown_s.{useful, ..., waiting}: `run` of `trainsim run`, and both sides
-// of `trainsim whatif`.
+// wall_time_s, useful_compute_fraction, ettr, failures, evictions, failures_by_cause (stable
+// cause keys), failure_records, checkpoints, checkpoint_interval{,_s,_bound}, lost_work_s,
+// cost_usd, gpu_hours, steps, breakdown_s.{useful, ..., slowdown, ..., unfinished_step, ...,
+// waiting}: `run` of `trainsim run`, and both sides of `trainsim whatif`.
 nlohmann::json RunReportJson(const run::RunReport& report);
+// One failure record: at_s, cause (stable key), cause_name, what, mechanism, detected_after_s,
+// lost_work_s, restored_*, resumed_at_s.
+nlohmann::json FailureRecordJson(const run::FailureRecord& rec);
 nlohmann::json StatJson(const run::Stat& stat);                       // {mean, p50, p90, p99}
-nlohmann::json EventsJson(const std::vector<run::RunEvent>& events);  // [{at_s, what}]
+nlohmann::json EventsJson(const std::vector<run::RunEvent>& events);  // [{at_s, kind, what}]
 std::string EventsText(const std::vector<run::RunEvent>& events);     // "  <at>  <what>" lines
 
 std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,

@@ -33,7 +33,8 @@ std::string Row(const sweep::Evaluation& e, size_t rank) {
       Col(std::to_string(p.dp), 6) + Col(std::to_string(p.micro_batch), 4) + Col(sched, 15) +
       Col(par::RecomputeName(p.recompute), 11) + Col(p.sequence_parallel ? "yes" : "no", 4) +
       Col(zero, 8) + Col(Fmt("%.3f", e.step_time_s), 9) + Col(Fmt("%.1f%%", 100 * e.mfu), 7) +
-      Col(Fmt("%.1f", e.memory_bytes_per_gpu / 1e9), 7) + Col(Fmt("%.2f%%", 100 * e.goodput), 8) +
+      Col(Fmt("%.1f", e.memory_bytes_per_gpu / 1e9), 7) +
+      Col(Fmt("%.2f%%", 100 * e.expected_ettr), 8) +
       Col(Fmt("%.2f", e.time_to_train_s / 86400), 8) + Col(Fmt("%.0f", e.gpu_hours), 10) +
       Col(Fmt("%.0f", e.cost_usd), 12);
   s += e.confirmed ? "\n" : "  (estimate)\n";
@@ -44,7 +45,7 @@ std::string Header() {
   return Col("#", 3) + Col("GPUs", 8) + Col("TP", 4) + Col("CP", 4) + Col("EP", 4) + Col("ETP", 4) +
          Col("PP", 4) + Col("1st/last", 9) + Col("DP", 6) + Col("mb", 4) + Col("schedule", 15) +
          Col("recompute", 11) + Col("SP", 4) + Col("ZeRO/sh", 8) + Col("step s", 9) +
-         Col("MFU", 7) + Col("mem GB", 7) + Col("goodput", 8) + Col("days", 8) +
+         Col("MFU", 7) + Col("mem GB", 7) + Col("E[ETTR]", 8) + Col("days", 8) +
          Col("GPU-hours", 10) + Col("cost USD", 12) + "\n";
 }
 
@@ -75,14 +76,14 @@ nlohmann::ordered_json EvalJson(const sweep::Evaluation& e) {
   j["confirmed"] = e.confirmed;
   j["mfu"] = e.mfu;
   j["memory_bytes_per_gpu"] = e.memory_bytes_per_gpu;
-  j["goodput"] = e.goodput;
+  j["expected_ettr"] = e.expected_ettr;
   j["checkpoint_interval_s"] = e.checkpoint_interval_s;
   j["time_to_train_s"] = e.time_to_train_s;
   j["gpu_hours"] = e.gpu_hours;
   j["cost_usd"] = e.cost_usd;
   if (e.trials > 0) {
     j["trials"] = e.trials;
-    j["mc_goodput"] = e.mc_goodput;
+    j["mc_ettr"] = e.mc_ettr;
     j["mc_time_to_train_s"] = e.mc_time_to_train_s;
     j["mc_cost_usd"] = e.mc_cost_usd;
   }
@@ -113,10 +114,11 @@ std::string FormatSweepTable(const sweep::SweepProblem& problem, const sweep::Sw
          " layouts: " + std::to_string(result.evaluated) + " evaluated, " +
          std::to_string(result.rejected) + " rejected (invalid or over memory), " +
          std::to_string(result.confirmed) + " confirmed by the step simulation\n";
-  out += "  token budget " + Fmt("%.4g", problem.token_budget) + ", price " +
-         Fmt("%.2f", problem.run.usd_per_gpu_hour) +
-         " USD per GPU-hour; goodput = Daly's expected useful fraction at the optimal "
-         "checkpoint interval\n\n";
+  out +=
+      "  token budget " + Fmt("%.4g", problem.token_budget) + ", price " +
+      Fmt("%.2f", problem.run.usd_per_gpu_hour) +
+      " USD per GPU-hour; expected ETTR (E[ETTR]) = Daly's expected useful fraction at the optimal "
+      "checkpoint interval\n\n";
   out += std::string("Top ") + std::to_string(result.top.size()) + " by " +
          (objective == sweep::Objective::kTime ? "time to train" : "cost") + ":\n";
   out += Header();
@@ -129,8 +131,8 @@ std::string FormatSweepTable(const sweep::SweepProblem& problem, const sweep::Sw
     k = 1;
     for (size_t i : result.top) {
       const sweep::Evaluation& e = result.evaluations[i];
-      out += Col(std::to_string(k++), 3) + "  " + std::to_string(e.trials) + " trials: goodput " +
-             Fmt("%.2f%%", 100 * e.mc_goodput) + ", " +
+      out += Col(std::to_string(k++), 3) + "  " + std::to_string(e.trials) + " trials: ETTR " +
+             Fmt("%.2f%%", 100 * e.mc_ettr) + ", " +
              Fmt("%.2f days", e.mc_time_to_train_s / 86400) + ", " +
              Fmt("%.0f USD", e.mc_cost_usd) + "\n";
     }
@@ -163,7 +165,7 @@ std::string FormatSweepCsv(const sweep::SweepResult& result) {
       "zero_stage,cp,ep,etp,first_stage_layers,last_stage_layers,shard_group,tp_comm_overlap,"
       "overlap_param_gather,overlap_p2p,status,memory_bytes_per_gpu,step_time_s,estimated_step_"
       "time_s,confirmed,mfu,"
-      "goodput,checkpoint_interval_s,time_to_train_s,gpu_hours,cost_usd,reason\n";
+      "expected_ettr,checkpoint_interval_s,time_to_train_s,gpu_hours,cost_usd,reason\n";
   for (const sweep::Evaluation& e : result.evaluations) {
     const par::ParallelConfig& p = e.layout.parallel;
     out += std::to_string(e.index) + "," + std::to_string(e.layout.gpus) + "," +
@@ -180,8 +182,8 @@ std::string FormatSweepCsv(const sweep::SweepResult& result) {
       out += ",,,,,,,,,";
     } else {
       out += Exact(e.step_time_s) + "," + Exact(e.estimated_step_time_s) + "," +
-             (e.confirmed ? "true" : "false") + "," + Exact(e.mfu) + "," + Exact(e.goodput) + "," +
-             Exact(e.checkpoint_interval_s) + "," + Exact(e.time_to_train_s) + "," +
+             (e.confirmed ? "true" : "false") + "," + Exact(e.mfu) + "," + Exact(e.expected_ettr) +
+             "," + Exact(e.checkpoint_interval_s) + "," + Exact(e.time_to_train_s) + "," +
              Exact(e.gpu_hours) + "," + Exact(e.cost_usd) + ",";
     }
     out += CsvField(e.reason) + "\n";

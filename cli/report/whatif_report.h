@@ -1,6 +1,7 @@
-// cli/report/whatif_report.h — `trainsim whatif`'s reports: the side-by-side table (baseline,
-// what-if, delta), the distribution of the delta over failure histories, and the JSON
-// {baseline, whatif, delta, steps, trial, added_faults, [trials], [events]}.
+// cli/report/whatif_report.h — `trainsim whatif`'s reports: the distribution of the delta over
+// failure histories (led with), the side-by-side table of one history (baseline, what-if,
+// delta) as the worked example, and the JSON {trials?, baseline, whatif, delta, notes,
+// warnings, steps, trial, added_faults (with mechanism, detected_after_s, no_effect), events?}.
 //
 // Promises: for each added fault that interrupted training, the table and the JSON name the
 // checkpoint restored and when training resumed; a fault that only slows the cluster says so.
@@ -19,6 +20,13 @@
 
 namespace trainsim::cli::report {
 
+// The scenario name, the added faults, and the notes (faults with no effect) and warnings
+// (duplicates) of the comparison.
+std::string FormatWhatIfHeader(const scenarios::ResolvedScenario& resolved,
+                               const std::vector<run::ScheduledFault>& added,
+                               const run::WhatIfReport& report);
+// One failure history as the worked example: the side-by-side table and each fault's detection
+// (mechanism and delay), lost work, restored checkpoint and resumption.
 std::string FormatWhatIfTable(const scenarios::ResolvedScenario& resolved,
                               const std::vector<run::ScheduledFault>& added,
                               const run::WhatIfReport& report, int64_t trial);

@@ -144,3 +144,30 @@ TEST(FailureProcessTest, WeibullGapsAlwaysMoveEachNodesTimeForwardEvenForATinySh
 
 }  // namespace
 }  // namespace trainsim::checkpoint
+
+namespace trainsim::checkpoint {
+namespace {
+
+// Each Llama 3 root cause is detected the way it shows itself (docs/faults.md).
+TEST(FailureModelTest, DefaultCausesCarryTheirDetectionMechanism) {
+  int silent = 0;
+  for (const FailureCause& c : DefaultFailureCauses()) {
+    if (c.name == "Silent data corruption") {
+      EXPECT_EQ(c.detection, DetectionMechanism::kLossCheck);
+      EXPECT_TRUE(c.silent);
+    } else if (c.name == "NCCL watchdog timeouts") {
+      EXPECT_EQ(c.detection, DetectionMechanism::kCollectiveTimeout);
+    } else if (c.category == "network") {
+      EXPECT_EQ(c.detection, DetectionMechanism::kNcclError) << c.name;
+    } else if (c.category == "host") {
+      EXPECT_EQ(c.detection, DetectionMechanism::kHeartbeat) << c.name;
+    } else {
+      EXPECT_EQ(c.detection, DetectionMechanism::kProcessExit) << c.name;
+    }
+    silent += c.silent ? 1 : 0;
+  }
+  EXPECT_EQ(silent, 1);
+}
+
+}  // namespace
+}  // namespace trainsim::checkpoint

@@ -86,8 +86,8 @@ TEST(CliTest, CheckPrintsTheResolvedDemoWithDerivedValues) {
         "global 1,536 sequences = 3,145,728 tokens per step",
         "768 micro-batches per pipeline per step", "ASYNC, every 1h",
         // The label is the concept, not the C++ enum (a rename once leaked into it).
-        "  Schedule        ", "COLLECTIVE_TIMEOUT after 10m",
-        "Resolved scenario (text format, defaults filled in):", "detection_delay: \"10m\"",
+        "  Schedule        ", "per fault kind: process exit, NCCL error",
+        "Resolved scenario (text format, defaults filled in):", "policy: RESTART_ON_SPARE",
         "bytes_per_param: 14"}) {
     EXPECT_TRUE(Contains(r.out, part)) << "missing: " << part << "\n" << r.out;
   }

@@ -47,8 +47,9 @@ std::string DemoWithFault(const std::string& fault_text) {
   return path.string();
 }
 
-const char* const kBreakdownKeys[] = {"useful",           "exposed_comm", "bubble",  "lost",
-                                      "checkpoint_stall", "detection",    "restart", "waiting"};
+const char* const kBreakdownKeys[] = {"useful",  "exposed_comm",    "bubble",           "slowdown",
+                                      "lost",    "unfinished_step", "checkpoint_stall", "detection",
+                                      "restart", "waiting"};
 
 TEST(RunReportTest, JsonHasEveryRunKeyAndKeepsTheStep) {
   RunResult r = RunTrainsim({"run", kDemo, "--json"});
@@ -60,7 +61,8 @@ TEST(RunReportTest, JsonHasEveryRunKeyAndKeepsTheStep) {
   EXPECT_TRUE(j["step"]["mfu"].is_number());
   ASSERT_TRUE(j.contains("run"));
   const json& run = j["run"];
-  for (const char* key : {"wall_time_s", "goodput", "ettr", "lost_work_s", "cost_usd"}) {
+  for (const char* key :
+       {"wall_time_s", "useful_compute_fraction", "ettr", "lost_work_s", "cost_usd"}) {
     EXPECT_TRUE(run.contains(key) && run[key].is_number()) << key;
   }
   EXPECT_TRUE(run["failures"].is_number_integer());
@@ -88,10 +90,10 @@ TEST(RunReportTest, BreakdownSumsToWallTime) {
     for (const char* key : kBreakdownKeys) sum += run["breakdown_s"][key].get<double>();
     const double wall = run["wall_time_s"].get<double>();
     // Each category is a whole number of nanoseconds printed as seconds: the sum is exact to
-    // rounding of eight doubles.
+    // rounding of ten doubles.
     EXPECT_NEAR(sum, wall, 1e-9 * wall) << rate;
-    EXPECT_NEAR(run["goodput"].get<double>(), run["breakdown_s"]["useful"].get<double>() / wall,
-                1e-12);
+    EXPECT_NEAR(run["useful_compute_fraction"].get<double>(),
+                run["breakdown_s"]["useful"].get<double>() / wall, 1e-12);
     EXPECT_GT(run["checkpoints"].get<int>(), 0);
     if (rate == "0.2") {
       // 16 nodes × 0.2 per node-day × 21 days ≈ 67 failures expected.
@@ -117,7 +119,7 @@ TEST(RunReportTest, TrialsAreReproducibleUnderASeed) {
   EXPECT_NE(ja["run_stats"], jc["run_stats"]);
   const json& stats = ja["run_stats"];
   EXPECT_EQ(stats["trials"], 20);
-  for (const char* q : {"wall_time_s", "goodput", "ettr", "cost_usd"}) {
+  for (const char* q : {"wall_time_s", "useful_compute_fraction", "ettr", "cost_usd"}) {
     for (const char* p : {"mean", "p50", "p90", "p99"}) {
       ASSERT_TRUE(stats[q].contains(p) && stats[q][p].is_number()) << q << "." << p;
     }
@@ -136,10 +138,11 @@ TEST(RunReportTest, TrialsAreReproducibleUnderASeed) {
 TEST(RunReportTest, HumanReportShowsTheRunAndItsAccounting) {
   RunResult r = RunTrainsim({"run", kDemo, "--events", "--trials", "5"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* part : {"where GPU", "run (failure history 0", "wall time", "goodput", "ETTR",
-                           "failures", "lost work", "downtime", "checkpoints", "GPU-hours", "cost",
-                           "checkpoint stall", "total = wall time", "over 5 failure histories",
-                           "p99", "events (failure history 0)", "checkpoint #1 completed"}) {
+  for (const char* part :
+       {"where GPU", "run (failure history 0", "wall time", "useful compute", "ETTR", "failures",
+        "lost work", "downtime", "checkpoints", "GPU-hours", "cost", "checkpoint stall",
+        "total = wall time", "over 5 failure histories", "p99", "events (failure history 0)",
+        "checkpoint #1 completed"}) {
     EXPECT_TRUE(Contains(r.out, part)) << part;
   }
 }

@@ -30,13 +30,13 @@ TEST(WhatIfCommandTest, JsonHasBothRunsAndTheDelta) {
   ASSERT_EQ(o.exit_code, kExitOk) << o.err;
   nlohmann::json j = nlohmann::json::parse(o.out);
   for (const char* side : {"baseline", "whatif"}) {
-    for (const char* key : {"wall_time_s", "goodput", "ettr", "failures", "failures_by_cause",
-                            "checkpoints", "lost_work_s", "cost_usd"}) {
+    for (const char* key : {"wall_time_s", "useful_compute_fraction", "ettr", "failures",
+                            "failures_by_cause", "checkpoints", "lost_work_s", "cost_usd"}) {
       EXPECT_TRUE(j[side].contains(key)) << side << "." << key;
     }
     double sum = 0;
-    for (const char* key : {"useful", "exposed_comm", "bubble", "checkpoint_stall", "lost",
-                            "detection", "restart", "waiting"}) {
+    for (const char* key : {"useful", "exposed_comm", "bubble", "slowdown", "checkpoint_stall",
+                            "lost", "unfinished_step", "detection", "restart", "waiting"}) {
       sum += j[side]["breakdown_s"][key].get<double>();
     }
     EXPECT_NEAR(sum, j[side]["wall_time_s"].get<double>(), 1e-6);
@@ -45,9 +45,13 @@ TEST(WhatIfCommandTest, JsonHasBothRunsAndTheDelta) {
   EXPECT_NEAR(j["delta"]["wall_time_s"].get<double>(),
               j["whatif"]["wall_time_s"].get<double>() - j["baseline"]["wall_time_s"].get<double>(),
               1e-6);
-  EXPECT_EQ(j["whatif"]["failures_by_cause"]["scheduled gpu"], 1);
+  // Stable cause keys; trial 0's own stochastic GPU failure counts as "GPU".
+  EXPECT_EQ(j["whatif"]["failures_by_cause"]["SCHEDULED_GPU"], 1);
   const nlohmann::json& added = j["added_faults"].at(0);
   EXPECT_TRUE(added["interrupted_training"].get<bool>());
+  EXPECT_EQ(added["mechanism"], "PROCESS_EXIT");  // a GPU Xid crashes the process
+  EXPECT_DOUBLE_EQ(added["detected_after_s"].get<double>(), 5.0);
+  EXPECT_EQ(j["trials"]["n"], 100);  // stochastic failures on: 100 histories by default
   EXPECT_GT(added["restored_checkpoint"].get<int>(), 0);
   EXPECT_GT(added["resumed_at_s"].get<double>(), 16 * 3600.0);
 }
@@ -71,24 +75,50 @@ TEST(WhatIfCommandTest, TrialsReportTheDistributionOfTheDelta) {
   const nlohmann::json& w = t["delta_wall_time_s"];
   EXPECT_LE(w["p50"].get<double>(), w["p90"].get<double>());
   EXPECT_LE(w["p90"].get<double>(), w["p99"].get<double>());
-  // A node failure costs at least its detection (10 min) in every history.
-  EXPECT_GE(w["p50"].get<double>(), 600.0);
+  // A node failure adds at least its detection (HEARTBEAT, 15 s) and a restart of downtime.
+  EXPECT_GE(t["delta_downtime_s"]["p50"].get<double>(), 15.0);
 }
 
 TEST(WhatIfCommandTest, BadInputExitsTwoWithAMessageAndNoOutput) {
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
            {"whatif", kDemo},                           // no fault
            {"whatif", kDemo, "--fail", "gpu:999@16h"},  // no such GPU
-           {"whatif", kDemo, "--fail", "gpu:3@30d"},    // after the end
            {"whatif", kDemo, "--fail", "disk:3@1h"},    // unknown kind
            {"whatif", kDemo, "--slow", "node:3@1h"},    // not a slowdown
            {"whatif", kDemo, "--fail", "gpu:3@1h", "--set", "failures.node_day_rate=-1"},
-           {"whatif", kDemo, "--fail", "gpu:3@1h", "--trials", "0"},
+           {"whatif", kDemo, "--fail", "gpu:3@1h", "--trials", "-1"},
        }) {
     Outcome o = RunCommand(args);
     EXPECT_EQ(o.exit_code, kExitBadInput) << args.back();
     EXPECT_TRUE(o.out.empty()) << args.back();
     EXPECT_NE(o.err.find("trainsim: error: "), std::string::npos) << args.back();
+  }
+}
+
+TEST(WhatIfCommandTest, AFaultAfterTheEndHasNoEffectAndExitsZeroWithANote) {
+  Outcome o = RunCommand({"whatif", kDemo, "--fail", "gpu:3@30d", "--trials", "0"});
+  ASSERT_EQ(o.exit_code, kExitOk) << o.err;
+  EXPECT_NE(o.out.find("note: added fault 1 (gpu 3 fails at 30d) has no effect"), std::string::npos)
+      << o.out;
+}
+
+TEST(WhatIfCommandTest, ADuplicateFaultWarnsOnStderr) {
+  Outcome o =
+      RunCommand({"whatif", kDemo, "--fail", "gpu:3@1d", "--fail", "gpu:3@1d", "--trials", "0"});
+  ASSERT_EQ(o.exit_code, kExitOk) << o.err;
+  EXPECT_NE(o.err.find("trainsim: warning: added fault 2 (gpu 3 fails at 1d) duplicates"),
+            std::string::npos)
+      << o.err;
+}
+
+TEST(WhatIfCommandTest, EachFaultPrintsItsDetectionMechanismAndDelay) {
+  Outcome o = RunCommand({"whatif", kDemo, "--fail", "software@16h", "--fail", "hang:9@20h",
+                          "--fail", "link:5@1d", "--trials", "0"});
+  ASSERT_EQ(o.exit_code, kExitOk) << o.err;
+  for (const char* part : {"software crash at 16h: detected by PROCESS_EXIT after 5.000 s",
+                           "gpu 9 hangs at 20h: detected by COLLECTIVE_TIMEOUT after 10.00 min",
+                           "link 5 goes down at 1d: detected by NCCL_ERROR after 34.360 s"}) {
+    EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
   }
 }
 

@@ -27,7 +27,7 @@ TEST(MonteCarloTest, SplittingTheTrialRangeGivesIdenticalResults) {
   joined.insert(joined.end(), lo->begin(), lo->end());
   MonteCarloSummary a = Summarize(all.value()), b = Summarize(joined);
   EXPECT_EQ(a.wall_time_s.mean, b.wall_time_s.mean);
-  EXPECT_EQ(a.goodput.p90, b.goodput.p90);
+  EXPECT_EQ(a.useful_compute_fraction.p90, b.useful_compute_fraction.p90);
   EXPECT_EQ(a.cost_usd.p99, b.cost_usd.p99);
   EXPECT_EQ(a.trials, 10);
   // Different trials draw different histories.
@@ -89,7 +89,7 @@ TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
     c.failures.enabled = true;
     c.failures.node_day_rate = 86400.0 / k.mtbf_s;
     c.failures.causes = {FailureCause{"crash", "software", 1, false, Time()}};
-    c.recovery.collective_timeout = Time();
+    c.recovery.detect.process_exit = Time();  // a software crash: PROCESS_EXIT
     c.recovery.scheduler_requeue = Time::Seconds(60);
     c.recovery.process_start = Time();
     c.recovery.comm_init_base = Time();

@@ -69,15 +69,16 @@ inline ScheduledFault Fault(ScheduledFault::Kind kind, int id, sim::Time at,
 }
 
 // The report's phases tile [0, wall_time] in order, none empty, and the phases of each kind add
-// up to the breakdown (training = useful + exposed comm + bubble + checkpoint stall + lost).
+// up to the breakdown (training = useful + exposed comm + bubble + slowdown + checkpoint stall +
+// lost + unfinished step).
 inline ::testing::AssertionResult PhasesMatchBreakdown(const RunReport& r) {
   sim::Time at, training, detection, restart, waiting;
   for (size_t i = 0; i < r.phases.size(); ++i) {
     const RunPhase& p = r.phases[i];
     if (p.start != at || p.end <= p.start) {
       return ::testing::AssertionFailure()
-             << "phase " << i << " (" << RunPhaseName(p.kind) << ") is [" << p.start.nanos()
-             << ", " << p.end.nanos() << ") ns, expected to start at " << at.nanos() << " ns";
+             << "phase " << i << " (" << RunPhaseName(p.kind) << ") is [" << p.start.nanos() << ", "
+             << p.end.nanos() << ") ns, expected to start at " << at.nanos() << " ns";
     }
     at = p.end;
     const sim::Time d = p.end - p.start;
@@ -101,7 +102,8 @@ inline ::testing::AssertionResult PhasesMatchBreakdown(const RunReport& r) {
     return ::testing::AssertionFailure() << "phases end at " << at.nanos() << " ns, wall time is "
                                          << r.wall_time.nanos() << " ns";
   }
-  if (training != b.useful + b.exposed_comm + b.bubble + b.checkpoint_stall + b.lost ||
+  if (training != b.useful + b.exposed_comm + b.bubble + b.slowdown + b.checkpoint_stall + b.lost +
+                      b.unfinished_step ||
       detection != b.detection || restart != b.restart || waiting != b.waiting) {
     return ::testing::AssertionFailure() << "phase totals differ from the breakdown";
   }

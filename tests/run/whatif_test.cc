@@ -29,20 +29,10 @@ TEST(WhatIfTest, WallClockGoalComparesTheSameTrainingWithAndWithoutTheFault) {
   const Time lost = Time::Hours(16) - (Time::Hours(1) + Time::Millis(24500)) * 15;
   const Time restart =
       Time::Minutes(5) + Time::Seconds(10) + Time::Millis(2) * 128 + Time::Micros(6125000);
-  EXPECT_DOUBLE_EQ(w->delta_wall_time_s, (lost + Time::Minutes(10) + restart).seconds());
+  EXPECT_DOUBLE_EQ(w->delta_wall_time_s, (lost + Time::Seconds(5) + restart).seconds());
   EXPECT_DOUBLE_EQ(w->delta_lost_work_s, lost.seconds());
   EXPECT_GT(w->delta_cost_usd, 0);
   EXPECT_EQ(w->whatif.failure_records.at(0).restored_checkpoint, 15);
-}
-
-TEST(WhatIfTest, RejectsAFaultAfterTheEnd) {
-  RunConfig c = DemoLikeConfig();
-  c.total_steps = 100;  // 2,000 s
-  StepTimeCache cache(SimpleStep());
-  Result<WhatIfReport> w =
-      SimulateWhatIf(c, {Fault(ScheduledFault::Kind::kNode, 1, Time::Hours(1))}, cache);
-  ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.status().message().find("after the end of training"), std::string::npos);
 }
 
 }  // namespace

@@ -39,7 +39,9 @@ TEST(RunConfigTest, DemoScenarioMapsOntoTheRunSimulation) {
   EXPECT_DOUBLE_EQ(c->checkpoint.hardware.node_net_GBps, 8 * 400 / 8.0);  // 8 × NDR-400
   EXPECT_TRUE(c->failures.enabled);
   EXPECT_NEAR(c->failures.node_day_rate, 419.0 / (54 * 2048), 1e-5);
-  EXPECT_EQ(c->recovery.collective_timeout, r.detection_delay);
+  // No recovery.detection_delay: per-mechanism detection with the documented defaults.
+  EXPECT_FALSE(c->recovery.uniform_detection);
+  EXPECT_EQ(c->recovery.detect.collective_timeout, Time::Minutes(10));
   // The resolved scenario's communicator init for 128 GPUs equals the library's base + per GPU.
   EXPECT_EQ(c->recovery.comm_init_base + c->recovery.comm_init_per_gpu * 128, r.comm_init);
 }
@@ -56,8 +58,8 @@ TEST(RunConfigTest, FaultsMapByKind) {
   EXPECT_EQ(s->kind, ScheduledFault::Kind::kLinkDegraded);
   EXPECT_DOUBLE_EQ(s->factor, 0.75);
   EXPECT_EQ(s->duration, Time::Minutes(30));
-  f.fault.set_degrade(1.0);  // down
-  EXPECT_EQ(MakeScheduledFault(f)->kind, ScheduledFault::Kind::kNic);
+  f.fault.set_degrade(1.0);                                                 // down
+  EXPECT_EQ(MakeScheduledFault(f)->kind, ScheduledFault::Kind::kLinkDown);  // prints as a link
   f.fault.set_kind(pb::Fault::HANG);
   EXPECT_EQ(MakeScheduledFault(f)->kind, ScheduledFault::Kind::kHang);
 }
@@ -142,14 +144,15 @@ TEST(RunConfigTest, DemoGpu37At16hCostsLostWorkPlusDetectionPlusRestart) {
   const Time lost = Time::Hours(16) - period * k;
   const Time load = checkpoint::TransferTime(size, std::min(st.read_gbyte_per_s(), 16 * node_GBps));
   const Time restart = r.requeue + r.process_start + r.comm_init + load;
-  EXPECT_EQ(w->delta_wall_time_s, (lost + r.detection_delay + restart).seconds());
+  const Time detection = c->recovery.detect.process_exit;  // a GPU Xid crashes the process
+  EXPECT_EQ(w->delta_wall_time_s, (lost + detection + restart).seconds());
   EXPECT_EQ(w->whatif.breakdown.lost, lost);
   EXPECT_EQ(w->whatif.breakdown.waiting, Time());
   const run::FailureRecord& rec = w->whatif.failure_records.at(0);
   EXPECT_EQ(rec.restored_checkpoint, k);
   EXPECT_EQ(rec.restored_step, n * k);
   EXPECT_EQ(rec.restored_checkpoint_written_at, period * k);
-  EXPECT_EQ(rec.resumed_at, Time::Hours(16) + r.detection_delay + restart);
+  EXPECT_EQ(rec.resumed_at, Time::Hours(16) + detection + restart);
 }
 
 TEST(RunConfigTest, DemoAsIsAddsUpAndRuns) {

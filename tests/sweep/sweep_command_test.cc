@@ -54,7 +54,7 @@ TEST(SweepCommandTest, JsonHasTheIssuesKeys) {
                         "step_time_s",
                         "mfu",
                         "memory_bytes_per_gpu",
-                        "goodput",
+                        "expected_ettr",
                         "time_to_train_s",
                         "cost_usd",
                         "cp",
@@ -165,7 +165,7 @@ TEST(SweepCommandTest, TwoMpiRanksPrintExactlyWhatOneProcessPrints) {
   RunResult one_mc = RunCommand({}, json_args);
   RunResult two_mc = RunCommand({mpiexec, "--oversubscribe", "-np", "2"}, json_args);
   ASSERT_EQ(two_mc.exit_code, 0) << two_mc.err;
-  EXPECT_TRUE(Contains(one_mc.out, "\"mc_goodput\"")) << one_mc.out;
+  EXPECT_TRUE(Contains(one_mc.out, "\"mc_ettr\"")) << one_mc.out;
   EXPECT_EQ(two_mc.out, one_mc.out);
 }
 
