@@ -1,3 +1,4 @@
+#include "cli/api.h"
 #include "cli/commands.h"
 
 // Times come from comm::EstimateCollective (the closed form on an idle network); --expand runs
@@ -32,15 +33,9 @@
 namespace trainsim::cli {
 
 void AddCollectiveCommand(CLI::App& app, int* exit_code) {
-  struct Options {
+  // op, algo, group, sizes, step_factor, expand, calibration: cli/api.h.
+  struct Options : api::CollectiveOptions {
     ScenarioOptions scenario;
-    std::string op = "all_reduce";
-    std::string algo = "auto";
-    std::string group;
-    std::string sizes = "8B:8GiB";
-    int step_factor = 2;
-    bool expand = false;
-    std::string calibration;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -68,48 +63,17 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
                   "where they cover the op, algorithm, group and size (default: "
                   "cluster.calibration)");
   cmd->callback([opts, exit_code] {
-    Result<comm::Op> op = comm::ParseOp(opts->op);
-    if (!op.ok()) {
-      *exit_code = ReportError(op.status().WithPrefix("--op"));
-      return;
-    }
-    Result<comm::Algo> algo = comm::ParseAlgo(opts->algo);
-    if (!algo.ok()) {
-      *exit_code = ReportError(algo.status().WithPrefix("--algo"));
-      return;
-    }
-    if (opts->step_factor < 2) {
-      *exit_code = ReportError(Status::InvalidArgument("--step-factor must be an integer >= 2"));
-      return;
-    }
-    Result<std::vector<uint64_t>> sizes =
-        comm::ParseSizeRange(opts->sizes, static_cast<uint64_t>(opts->step_factor));
-    if (!sizes.ok()) {
-      *exit_code = ReportError(sizes.status().WithPrefix("--sizes"));
-      return;
-    }
-    Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
-    if (!resolved.ok()) {
-      *exit_code = ReportError(resolved.status());
-      return;
-    }
-    scenarios::CollectiveRequest request;
-    request.op = *op;
-    request.algo = *algo;
-    request.sizes = std::move(*sizes);
-    request.group = opts->group;
-    request.expand = opts->expand;
-    request.calibration_path = opts->calibration;
-    Result<scenarios::CollectiveOutcome> outcome =
-        scenarios::TimeScenarioCollective(*resolved, request);
+    Result<api::CollectiveOutcome> outcome =
+        api::Collective(ScenarioInputOf(opts->scenario), *opts);
     if (!outcome.ok()) {
       *exit_code = ReportError(outcome.status());
       return;
     }
     if (opts->scenario.json) {
-      std::cout << report::CollectiveJson(*op, *outcome).dump(2) << "\n";
+      std::cout << api::CollectiveDocument(*outcome);
     } else {
-      std::cout << report::FormatCollectiveTable(*op, opts->algo, opts->expand, *outcome);
+      std::cout << report::FormatCollectiveTable(outcome->op, opts->algo, opts->expand,
+                                                 outcome->outcome);
     }
     *exit_code = kExitOk;
   });

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/api.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
 
@@ -38,15 +39,16 @@ struct ScenarioOptions {
 // outlive the parse.
 void AddScenarioOptions(CLI::App* command, ScenarioOptions* options);
 
-// LoadScenario + Resolve with the options' path and overrides.
+// LoadScenario + Resolve with the options' path and overrides (api::Load).
 Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& options);
+// The options' path and overrides as the library layer's input (cli/api.h).
+api::ScenarioInput ScenarioInputOf(const ScenarioOptions& options);
 
 // Prints "trainsim: error: MESSAGE" to stderr and returns the exit code for the status
 // (kExitBadInput for user errors, kExitUnavailable, or kExitFailure for kInternal). A run of
 // more than 32 digits in MESSAGE (a 3,000-digit number the parser echoes) is shortened to its
-// first 20 and its length (ElideLongNumbers), so the message stays one readable line.
+// first 20 and its length (ElideLongNumbers, cli/api.h), so the message stays one readable line.
 int ReportError(const Status& status);
-std::string ElideLongNumbers(const std::string& message);
 
 // The subcommands, registered by main.cc.
 void AddCheckCommand(CLI::App& app, int* exit_code);

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/report/run_report.h"
 #include "cli/report/step_report.h"
@@ -36,16 +37,10 @@ Status WriteTraces(const std::string& path, const step::StepResult& step_result,
 }  // namespace
 
 void AddRunCommand(CLI::App& app, int* exit_code) {
-  struct Options {
+  // The run's own options (allow_oom, gpu, events, trials, seed, ...) are cli/api.h's.
+  struct Options : api::RunOptions {
     ScenarioOptions scenario;
     std::string trace;
-    bool allow_oom = false;
-    int gpu = 0;
-    bool events = false;
-    int64_t trials = 0;
-    std::optional<uint64_t> seed;
-    bool optimize_interval = false;
-    std::string calibration;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -73,47 +68,27 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "collective curves replace the model where they cover (default: "
                   "cluster.calibration)");
   cmd->callback([opts, exit_code] {
-    Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
-    if (!resolved.ok()) {
-      *exit_code = ReportError(resolved.status());
-      return;
-    }
-    scenarios::StepRequest step_request;
-    step_request.allow_oom = opts->allow_oom;
-    step_request.report_gpu = opts->gpu;
-    step_request.calibration_path = opts->calibration;
-    step_request.record_trace = !opts->trace.empty();
-    Result<scenarios::StepOutcome> step = scenarios::SimulateScenarioStep(*resolved, step_request);
-    if (!step.ok()) {
-      *exit_code = ReportError(step.status());
-      return;
-    }
-    // The run, before anything is written: bad input leaves stdout and the trace files empty.
-    scenarios::RunRequest request;
-    request.seed = opts->seed;
-    request.trials = opts->trials;
-    request.optimize_interval = opts->optimize_interval;
-    Result<scenarios::RunOutcome> run =
-        scenarios::SimulateScenarioRun(*resolved, step->config, request);
+    // The step and the run, before anything is written: bad input leaves stdout and the trace
+    // files empty.
+    opts->record_trace = !opts->trace.empty();
+    Result<api::RunOutcome> run = api::Run(ScenarioInputOf(opts->scenario), *opts);
     if (!run.ok()) {
       *exit_code = ReportError(run.status());
       return;
     }
     if (!opts->trace.empty()) {
-      Status st = WriteTraces(opts->trace, step->result, *run);
+      Status st = WriteTraces(opts->trace, run->step.result, run->run);
       if (!st.ok()) {
         *exit_code = ReportError(st.WithPrefix("--trace"));
         return;
       }
     }
     if (opts->scenario.json) {
-      nlohmann::json doc =
-          report::StepJsonDocument(*resolved, step->config, step->result, step->faulted);
-      report::AddRunJson(*run, opts->events, doc);
-      std::cout << doc.dump(2) << "\n";
+      std::cout << api::RunDocument(*run, opts->events);
     } else {
-      std::cout << report::FormatStepReport(*resolved, step->config, step->result, step->faulted)
-                << report::FormatRunReport(*resolved, *run, opts->events);
+      std::cout << report::FormatStepReport(run->resolved, run->step.config, run->step.result,
+                                            run->step.faulted)
+                << report::FormatRunReport(run->resolved, run->run, opts->events);
     }
     *exit_code = kExitOk;
   });

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/report/sweep_report.h"
 #include "scenarios/run_config.h"
@@ -16,19 +17,10 @@ namespace {
 
 namespace par = trainsim::parallelism;
 
-struct SweepOptions {
+// The sweep's own options (gpus, objective, top, tokens, cp, ep, zero, ...): cli/api.h.
+struct SweepOptions : api::SweepOptions {
   ScenarioOptions scenario;
-  std::vector<int> gpus;
-  std::string objective = "time";
-  int top = 10;
   std::string csv;
-  double tokens = 0;
-  bool tp_across_nodes = false;
-  std::vector<int> micro_batches;
-  int64_t trials = 0;
-  std::vector<int> cp, ep, etp, zero;
-  bool no_uneven = false;
-  bool no_overlaps = false;
 };
 
 int RunSweepCommand(const SweepOptions& opts) {
@@ -48,62 +40,25 @@ int RunSweepCommand(const SweepOptions& opts) {
         return kExitBadInput;
     }
   };
-  Result<sweep::Objective> objective = sweep::ParseObjective(opts.objective);
-  if (!objective.ok()) return fail(objective.status().WithPrefix("--objective"));
-  if (opts.top < 1) return fail(Status::InvalidArgument("--top must be >= 1"));
-  Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts.scenario);
-  if (!resolved.ok()) return fail(resolved.status());
-  Result<sweep::SweepProblem> problem =
-      scenarios::MakeSweepProblem(*resolved, opts.gpus, opts.tokens);
-  if (!problem.ok()) return fail(problem.status());
-  problem->tp_across_nodes = opts.tp_across_nodes;
-  if (!opts.micro_batches.empty()) problem->micro_batches = opts.micro_batches;
-  for (const auto& [name, list] :
-       {std::pair{"--cp", &opts.cp}, std::pair{"--ep", &opts.ep}, std::pair{"--etp", &opts.etp}}) {
-    for (int d : *list) {
-      if (d < 1) return fail(Status::InvalidArgument(std::string(name) + " degrees must be >= 1"));
-    }
-  }
-  for (int z : opts.zero) {
-    if (z < 0 || z > 3) return fail(Status::InvalidArgument("--zero stages are 0, 1, 2 or 3"));
-  }
-  if ((!opts.ep.empty() || !opts.etp.empty()) && !problem->base.model.moe.enabled()) {
-    return fail(Status::InvalidArgument(
-        "--ep/--etp need a mixture-of-experts model (model.moe.experts > 0)"));
-  }
-  problem->cp_degrees = opts.cp;
-  problem->ep_degrees = opts.ep;
-  problem->etp_degrees = opts.etp;
-  if (!opts.zero.empty()) {
-    problem->zero_stages = opts.zero;
-    problem->zero2_with_pp = true;  // asked for by name
-  }
-  problem->uneven_pipelines = !opts.no_uneven;
-  problem->modern_overlaps = !opts.no_overlaps;
-
-  sweep::SweepOptions so;
-  so.objective = *objective;
-  so.top_k = opts.top;
-  so.progress = true;  // drawn only on a terminal outside CI (sim::ProgressBar)
-  if (opts.trials < 0) return fail(Status::InvalidArgument("--trials must be >= 0"));
-  so.trials = opts.trials;
-  problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
-  Result<sweep::SweepResult> result = sweep::RunSweep(*problem, so, comm);
-  if (!result.ok()) return fail(result.status());
+  Result<api::SweepOutcome> outcome = api::Sweep(ScenarioInputOf(opts.scenario), opts, comm);
+  if (!outcome.ok()) return fail(outcome.status());
   if (!root) return kExitOk;
 
   if (!opts.csv.empty()) {
-    Status s = sim::WriteFileAtomically(opts.csv, report::FormatSweepCsv(*result));
+    Status s = sim::WriteFileAtomically(opts.csv, report::FormatSweepCsv(outcome->result));
     if (!s.ok()) return ReportError(s.WithPrefix("--csv " + opts.csv));
   }
   if (opts.scenario.json) {
-    std::cout << report::FormatSweepJson(*result, *objective);
+    std::cout << api::SweepDocument(*outcome);
   } else {
     std::string counts;
-    for (int n : problem->gpu_counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-    const std::string title =
-        resolved->scenario.model().name() + " on " + counts + " " + resolved->gpu.name() + " GPUs";
-    std::cout << report::FormatSweepTable(*problem, *result, *objective, title);
+    for (int n : outcome->problem.gpu_counts) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+    }
+    const std::string title = outcome->resolved.scenario.model().name() + " on " + counts + " " +
+                              outcome->resolved.gpu.name() + " GPUs";
+    std::cout << report::FormatSweepTable(outcome->problem, outcome->result, outcome->objective,
+                                          title);
   }
   return kExitOk;
 }

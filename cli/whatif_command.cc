@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/api.h"
 #include "cli/commands.h"
 #include "cli/report/run_report.h"
 #include "cli/report/whatif_report.h"
@@ -11,13 +12,9 @@
 namespace trainsim::cli {
 namespace {
 
-struct WhatIfOptions {
+// fail, slow, events, trial, trials: cli/api.h.
+struct WhatIfOptions : api::WhatIfOptions {
   ScenarioOptions scenario;
-  std::vector<std::string> fail;
-  std::vector<std::string> slow;
-  bool events = false;
-  int64_t trial = 0;
-  int64_t trials = 0;  // > 0: also the distribution of the delta over trials [0, trials)
 };
 
 }  // namespace
@@ -46,33 +43,18 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
                   "report mean, p50, p90 and p99 of the extra wall time, cost and lost work")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   cmd->callback([opts, exit_code] {
-    Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(opts->scenario);
-    if (!r.ok()) {
-      *exit_code = ReportError(r.status());
-      return;
-    }
-    Result<std::vector<run::ScheduledFault>> added =
-        scenarios::ParseAddedFaults(r.value(), opts->fail, opts->slow);
-    if (!added.ok()) {
-      *exit_code = ReportError(added.status());
-      return;
-    }
-    Result<scenarios::WhatIfOutcome> w =
-        scenarios::SimulateScenarioWhatIf(r.value(), added.value(), opts->trial, opts->trials);
+    Result<api::WhatIfOutcome> w = api::WhatIf(ScenarioInputOf(opts->scenario), *opts);
     if (!w.ok()) {
       *exit_code = ReportError(w.status());
       return;
     }
     if (opts->scenario.json) {
-      std::cout << report::WhatIfJson(added.value(), w.value(), opts->trial, opts->trials,
-                                      opts->events)
-                       .dump(2)
-                << "\n";
+      std::cout << api::WhatIfDocument(*w, *opts);
     } else {
-      std::cout << report::FormatWhatIfTable(r.value(), added.value(), w->report, opts->trial);
-      if (opts->trials > 0) std::cout << report::FormatWhatIfTrials(w.value(), opts->trials);
+      std::cout << report::FormatWhatIfTable(w->resolved, w->added, w->whatif.report, opts->trial);
+      if (opts->trials > 0) std::cout << report::FormatWhatIfTrials(w->whatif, opts->trials);
       if (opts->events) {
-        std::cout << "\nevents (whatif):\n" << report::EventsText(w->report.whatif.events);
+        std::cout << "\nevents (whatif):\n" << report::EventsText(w->whatif.report.whatif.events);
       }
     }
     *exit_code = kExitOk;
