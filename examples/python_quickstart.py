@@ -25,9 +25,13 @@ print("%d steps in %.1f days: goodput %.3f, ETTR %.4f, %d failure(s), $%.0f" % (
     run.steps, run.wall_time_s / 86400, run.goodput, run.ettr, run.failures, run.cost_usd))
 
 # %% Overrides, as --set on the command line: another layout of the same 128 GPUs.
+# A layout that does not fit in memory raises trainsim.Error, with the command's message.
 for tp, dp in [(8, 2), (4, 4), (2, 8)]:
-    r = trainsim.run(DEMO, sets=["parallelism.tp=%d" % tp, "parallelism.dp=%d" % dp])
-    print("TP %d x PP 8 x DP %d: MFU %.1f%%" % (tp, dp, 100 * r.step.mfu))
+    try:
+        r = trainsim.run(DEMO, sets=["parallelism.tp=%d" % tp, "parallelism.dp=%d" % dp])
+        print("TP %d x PP 8 x DP %d: MFU %.1f%%" % (tp, dp, 100 * r.step.mfu))
+    except trainsim.Error as e:
+        print("TP %d x PP 8 x DP %d: %s" % (tp, dp, e.message[:60]))
 
 # %% A scenario built in Python: a dict in the scenario's JSON form (scenario.proto).
 small = {
@@ -42,7 +46,11 @@ print("1.3B on 8 A100s: MFU %.1f%%" % (100 * trainsim.run(small).step.mfu))
 # %% The best layouts for it (sweep), and a what-if: one GPU failure 16 hours in.
 best = trainsim.sweep(small, top=3)
 for layout in best.top:
-    print("tp %d pp %d dp %d micro-batch %d" % (layout.tp, layout.pp, layout.dp, layout.micro_batch))
+    print(
+        "tp %d pp %d dp %d mb %d, recompute %s, ZeRO-%d: %.2f s/step, %.1f h to train, $%.0f"
+        % (layout.tp, layout.pp, layout.dp, layout.micro_batch, layout.recompute,
+           layout.zero_stage, layout.step_time_s, layout.time_to_train_s / 3600, layout.cost_usd)
+    )
 whatif = trainsim.whatif(DEMO, fail=["gpu:37@16h"])
 print("one GPU failure costs", whatif.delta.to_dict())
 

@@ -59,6 +59,11 @@ class RunTest(unittest.TestCase):
         with self.assertRaises(trainsim.Error):
             trainsim.run(DEMO, trials=-1)
 
+    def test_load_checks_the_scenario_at_once(self):
+        # tp 4 x pp 8 x dp 2 = 64 is not the demo's 128 GPUs.
+        with self.assertRaises(trainsim.Error):
+            trainsim.load(DEMO, sets="parallelism.tp=4")
+
 
 class OverrideTest(unittest.TestCase):
     def test_sets_apply_like_set_on_the_command_line(self):
@@ -75,9 +80,9 @@ class OverrideTest(unittest.TestCase):
         self.assertNotEqual(result.step.mfu, trainsim.run(DEMO).step.mfu)
 
     def test_a_scenario_keeps_its_sets_and_later_ones_win(self):
-        scenario = trainsim.load(DEMO, sets="parallelism.tp=4").with_sets(
-            ["parallelism.dp=4", "parallelism.tp=8", "parallelism.dp=2"]
-        )
+        four = trainsim.load(DEMO, sets=["parallelism.tp=4", "parallelism.dp=4"])
+        self.assertEqual(four.check().scenario.parallelism.tp, 4)
+        scenario = four.with_sets(["parallelism.tp=8", "parallelism.dp=2"])
         self.assertEqual(scenario.check().scenario.parallelism.tp, 8)
         self.assertEqual(scenario.run().to_dict(), command("run", DEMO, "--json"))
 
