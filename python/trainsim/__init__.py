@@ -87,6 +87,8 @@ class Result(Mapping):
         object.__setattr__(self, "_data", data)
 
     def __getattr__(self, name):
+        if name.startswith("__") or name == "_data":  # copy/pickle probing a half-built object
+            raise AttributeError(name)
         try:
             return _wrap(self._data[name])
         except KeyError:
@@ -96,6 +98,9 @@ class Result(Mapping):
 
     def __setattr__(self, name, value):
         raise AttributeError("a trainsim.Result is read-only; use to_dict() for a copy")
+
+    def __reduce__(self):
+        return (Result, (self._data,))
 
     def __getitem__(self, key):
         return _wrap(self._data[key])

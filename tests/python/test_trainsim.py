@@ -206,6 +206,15 @@ class ResultTest(unittest.TestCase):
             result.nothing_here
         self.assertIn("derived", str(caught.exception))
 
+    def test_results_copy_and_pickle(self):
+        import copy
+        import pickle
+
+        result = trainsim.check(DEMO)
+        self.assertEqual(copy.deepcopy(result), result)
+        self.assertEqual(pickle.loads(pickle.dumps(result)), result)
+        self.assertEqual(pickle.loads(pickle.dumps(result.scenario.faults)), result.scenario.faults)
+
     def test_to_dict_is_a_copy(self):
         result = trainsim.check(DEMO)
         plain = result.to_dict()
