@@ -7,6 +7,7 @@
 // command does, and returns a Status for any bad input (the message the command prints after
 // "trainsim: error: "), never exits. The *Document functions return exactly what the command
 // prints on stdout with --json (a JSON document and a newline). Same input ⇒ the same document.
+// Every option's default is the command's (docs/commands.md gives the reasons).
 #ifndef TRAINSIM_CLI_API_H_
 #define TRAINSIM_CLI_API_H_
 
