@@ -55,15 +55,9 @@ Result<uint64_t> NcclTestsSize(const std::string& text) {
 }  // namespace
 
 void AddCollectiveCommand(CLI::App& app, int* exit_code) {
-  struct Options {
+  // The collective's own options (op, algo, group, sizes, ...) are cli/api.h's.
+  struct Options : api::CollectiveOptions {
     ScenarioOptions scenario;
-    std::string op = "all_reduce";
-    std::string algo = "auto";
-    std::string group;
-    std::string sizes = "8B:8GiB";
-    int step_factor = 2;
-    bool expand = false;
-    std::string calibration;
     std::string html;
     std::string format = "table";
     // nccl-tests' range options (-b/-e/-f/-g), mapped onto --sizes, --step-factor and --group.
@@ -158,48 +152,19 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
       }
       web = std::move(*libs);
     }
-    Result<comm::Op> op = comm::ParseOp(opts->op);
-    if (!op.ok()) {
-      *exit_code = ReportError(op.status().WithPrefix("--op"));
+    Result<api::CollectiveOutcome> timed = api::Collective(ScenarioInputOf(opts->scenario), *opts);
+    if (!timed.ok()) {
+      *exit_code = ReportError(timed.status());
       return;
     }
-    Result<comm::Algo> algo = comm::ParseAlgo(opts->algo);
-    if (!algo.ok()) {
-      *exit_code = ReportError(algo.status().WithPrefix("--algo"));
-      return;
-    }
-    if (opts->step_factor < 2) {
-      *exit_code = ReportError(Status::InvalidArgument("--step-factor must be an integer >= 2"));
-      return;
-    }
-    Result<std::vector<uint64_t>> sizes =
-        comm::ParseSizeRange(opts->sizes, static_cast<uint64_t>(opts->step_factor));
-    if (!sizes.ok()) {
-      *exit_code = ReportError(sizes.status().WithPrefix("--sizes"));
-      return;
-    }
-    Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
-    if (!resolved.ok()) {
-      *exit_code = ReportError(resolved.status());
-      return;
-    }
+    const scenarios::ResolvedScenario* resolved = &timed->resolved;
+    const comm::Op* op = &timed->op;
+    const scenarios::CollectiveRequest& request = timed->request;
+    const scenarios::CollectiveOutcome* outcome = &timed->outcome;
     report::NcclTestsRange range;
-    range.min_bytes = sizes->front();
-    range.max_bytes = sizes->back();
+    range.min_bytes = request.sizes.front();
+    range.max_bytes = request.sizes.back();
     range.step_factor = uint64_t(opts->step_factor);
-    scenarios::CollectiveRequest request;
-    request.op = *op;
-    request.algo = *algo;
-    request.sizes = std::move(*sizes);
-    request.group = opts->group;
-    request.expand = opts->expand;
-    request.calibration_path = opts->calibration;
-    Result<scenarios::CollectiveOutcome> outcome =
-        scenarios::TimeScenarioCollective(*resolved, request);
-    if (!outcome.ok()) {
-      *exit_code = ReportError(outcome.status());
-      return;
-    }
     if (web) {
       // The same sizes timed with every algorithm of the op that applies to the group.
       nlohmann::json per_algorithm = nlohmann::json::array();

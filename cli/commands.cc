@@ -26,32 +26,15 @@ void AddScenarioOptions(CLI::App* command, ScenarioOptions* options) {
   command->add_flag("--json", options->json, "Print JSON instead of a table");
 }
 
-Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& options) {
-  auto scenario = scenarios::LoadScenario(options.path, options.sets);
-  if (!scenario.ok()) return scenario.status();
-  return scenarios::Resolve(*scenario);
+api::ScenarioInput ScenarioInputOf(const ScenarioOptions& options) {
+  api::ScenarioInput input;
+  input.path = options.path;
+  input.sets = options.sets;
+  return input;
 }
 
-std::string ElideLongNumbers(const std::string& msg) {
-  constexpr size_t kMax = 32, kKeep = 20;
-  std::string out;
-  size_t i = 0;
-  while (i < msg.size()) {
-    if (msg[i] < '0' || msg[i] > '9') {
-      out += msg[i++];
-      continue;
-    }
-    size_t j = i;
-    while (j < msg.size() && msg[j] >= '0' && msg[j] <= '9') ++j;
-    if (j - i > kMax) {
-      out.append(msg, i, kKeep);
-      out += "...(" + std::to_string(j - i) + " digits)";
-    } else {
-      out.append(msg, i, j - i);
-    }
-    i = j;
-  }
-  return out;
+Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& options) {
+  return api::Load(ScenarioInputOf(options));
 }
 
 bool IsMessageRank() { return sweep::LaunchRank() == 0; }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/api.h"
 #include "scenarios/scenario.h"
 #include "sim/atomic_file.h"
 #include "sim/status.h"
@@ -41,16 +42,18 @@ struct ScenarioOptions {
 void AddScenarioOptions(CLI::App* command, ScenarioOptions* options);
 
 // LoadScenario + Resolve with the options' path and overrides.
+// LoadScenario + Resolve with the options' path and overrides (api::Load).
 Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& options);
+// The options' path and overrides as the library layer's input (cli/api.h).
+api::ScenarioInput ScenarioInputOf(const ScenarioOptions& options);
 
 // Prints "trainsim: error: MESSAGE" to stderr and returns the exit code for the status
 // (kExitBadInput for user errors, kExitUnavailable, or kExitFailure for kInternal). A run of
 // more than 32 digits in MESSAGE (a 3,000-digit number the parser echoes) is shortened to its
-// first 20 and its length (ElideLongNumbers), so the message stays one readable line. Under
-// mpirun only rank 0 prints input errors (every rank meets the same ones); kInternal and
+// first 20 and its length (ElideLongNumbers, cli/api.h), so the message stays one readable line.
+// Under mpirun only rank 0 prints input errors (every rank meets the same ones); kInternal and
 // kUnavailable (a bug, a rank that stopped answering) print on every rank, with "(rank N)".
 int ReportError(const Status& status);
-std::string ElideLongNumbers(const std::string& message);
 
 // Output files (docs/commands.md, "Output files"). An output option is checked and opened
 // before the long work starts, so a bad path fails in milliseconds, not after the sweep:

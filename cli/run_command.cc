@@ -81,18 +81,11 @@ std::optional<nlohmann::json> ScanForHtml(const scenarios::ResolvedScenario& res
 }  // namespace
 
 void AddRunCommand(CLI::App& app, int* exit_code) {
-  struct Options {
+  // The run's own options (allow_oom, gpu, events, trials, seed, ...) are cli/api.h's.
+  struct Options : api::RunOptions {
     ScenarioOptions scenario;
     std::string trace;
     CLI::Option* trace_option = nullptr;  // to tell --trace '' from no --trace
-    int64_t trace_microbatches = 1;
-    bool allow_oom = false;
-    int gpu = 0;
-    bool events = false;
-    int64_t trials = 0;
-    std::optional<uint64_t> seed;
-    bool optimize_interval = false;
-    std::string calibration;
     bool ops = false;
     std::string html;
   };
@@ -162,28 +155,17 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    scenarios::StepRequest step_request;
-    step_request.allow_oom = opts->allow_oom;
-    step_request.report_gpu = opts->gpu;
-    step_request.calibration_path = opts->calibration;
-    step_request.record_trace = tracing;
-    step_request.trace_microbatches = opts->trace_microbatches;
-    Result<scenarios::StepOutcome> step = scenarios::SimulateScenarioStep(*resolved, step_request);
-    if (!step.ok()) {
-      *exit_code = ReportError(step.status());
+    // The step and the run, before anything is written: bad input leaves stdout and the trace
+    // files empty.
+    opts->record_trace = tracing;
+    Result<api::RunOutcome> outcome = api::Run(std::move(*resolved), *opts);
+    if (!outcome.ok()) {
+      *exit_code = ReportError(outcome.status());
       return;
     }
-    // The run, before anything is written: bad input leaves stdout and the trace files empty.
-    scenarios::RunRequest request;
-    request.seed = opts->seed;
-    request.trials = opts->trials;
-    request.optimize_interval = opts->optimize_interval;
-    Result<scenarios::RunOutcome> run =
-        scenarios::SimulateScenarioRun(*resolved, step->config, request);
-    if (!run.ok()) {
-      *exit_code = ReportError(run.status());
-      return;
-    }
+    const scenarios::ResolvedScenario* scenario = &outcome->resolved;
+    const scenarios::StepOutcome* step = &outcome->step;
+    const scenarios::RunOutcome* run = &outcome->run;
     if (tracing) {
       Status st = WriteTraces(&traces, step->result, *run);
       if (!st.ok()) {
@@ -194,7 +176,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     // The HTML report embeds the very document --json prints.
     nlohmann::json doc;
     if (web || opts->scenario.json) {
-      doc = report::StepJsonDocument(*resolved, step->config, step->result, step->faulted);
+      doc = report::StepJsonDocument(*scenario, step->config, step->result, step->faulted);
       report::AddRunJson(*run, opts->events, doc);
       if (opts->ops) {
         doc["ops"] = report::OpsJson(LayerRoofline(step->config, false));
@@ -207,7 +189,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       Status st = report::WriteHtml(
           opts->html,
           report::RunHtmlPage(doc, step->result, *run,
-                              ScanForHtml(*resolved, step->config, request, *run)),
+                              ScanForHtml(*scenario, step->config, api::RunRequestOf(*opts), *run)),
           *web);
       if (!st.ok()) {
         *exit_code = ReportError(st);
@@ -217,8 +199,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     if (opts->scenario.json) {
       std::cout << doc.dump(2) << "\n";
     } else {
-      std::cout << report::FormatStepReport(*resolved, step->config, step->result, step->faulted)
-                << report::FormatRunReport(*resolved, *run, opts->events);
+      std::cout << report::FormatStepReport(*scenario, step->config, step->result, step->faulted)
+                << report::FormatRunReport(*scenario, *run, opts->events);
       if (opts->ops) {
         std::cout << report::FormatOpsTable("roofline of one layer's ops, per micro-batch",
                                             LayerRoofline(step->config, false));

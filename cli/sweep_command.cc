@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report/format.h"
 #include "cli/report/html_pages.h"
 #include "cli/report/html_report.h"
-#include "cli/report/format.h"
 #include "cli/report/sweep_report.h"
 #include "run/monte_carlo.h"
 #include "scenarios/run_config.h"
@@ -24,58 +24,14 @@ namespace {
 
 namespace par = trainsim::parallelism;
 
-struct SweepOptions {
+// The sweep's own options (gpus, objective, top, tokens, cp, ep, zero, ...): cli/api.h.
+struct SweepOptions : api::SweepOptions {
   ScenarioOptions scenario;
-  std::vector<int> gpus;
-  std::string objective = "time";
-  int top = 10;
   std::string csv;
   CLI::Option* csv_option = nullptr;  // to tell --csv '' from no --csv
   double mpi_timeout = 0;
-  double tokens = 0;
-  bool tp_across_nodes = false;
-  std::vector<int> micro_batches;
-  int64_t trials = 0;
-  std::vector<int> cp, ep, etp, zero;
-  bool no_uneven = false;
-  bool no_overlaps = false;
   std::string html;
 };
-
-// The most Monte Carlo trials per layout: run's --trials cap (cli/run_command.cc), 100x the
-// trials that resolve a p99 to about 1 % (10^4), and about 0.3 GB of outcomes (below).
-constexpr int64_t kMaxSweepTrials = 1000000;
-// Memory a trial holds until its layout is summarised: its outcome, the copy gathered to rank 0,
-// and one double per summarised quantity (sim::Summarize sorts a copy of each).
-constexpr double kBytesPerTrial = 2.0 * sizeof(run::TrialOutcome) + 6.0 * sizeof(double);
-// --tokens: the range training.tokens accepts (scenarios/validate.cc: 1 to 2^60, far beyond the
-// largest published pretraining budgets of ~4e13 tokens).
-constexpr double kMaxSweepTokens = 1152921504606846976.0;  // 2^60
-
-// --trials and --tokens, checked before any work starts.
-Status ValidateSweepOptions(const SweepOptions& opts) {
-  if (opts.trials < 0 || opts.trials > kMaxSweepTrials) {
-    std::string msg = "--trials " + std::to_string(opts.trials) + ": must be between 0 and " +
-                      std::to_string(kMaxSweepTrials);
-    if (opts.trials > kMaxSweepTrials) {
-      msg += " (each trial keeps about " + std::to_string(static_cast<int>(kBytesPerTrial)) +
-             " bytes until its layout is summarised: " + std::to_string(opts.trials) +
-             " trials would need about " +
-             report::Gigabytes(kBytesPerTrial * static_cast<double>(opts.trials)) + ")";
-    }
-    return Status::InvalidArgument(msg);
-  }
-  // 0 (the default) takes the scenario's budget; anything else must be a real token count.
-  if (opts.tokens != 0 &&
-      !(std::isfinite(opts.tokens) && opts.tokens >= 1 && opts.tokens <= kMaxSweepTokens)) {
-    std::ostringstream v;
-    v << opts.tokens;
-    return Status::InvalidArgument("--tokens " + v.str() +
-                                   ": must be a token count between 1 and 2^60 "
-                                   "(1152921504606846976), or 0 for the scenario's budget");
-  }
-  return Status::Ok();
-}
 
 int RunSweepCommand(const SweepOptions& opts) {
   Result<std::unique_ptr<sweep::Communicator>> comm_or = sweep::MakeCommunicator();
@@ -108,46 +64,13 @@ int RunSweepCommand(const SweepOptions& opts) {
     if (!libs.ok()) return fail(libs.status());
     web = std::move(*libs);
   }
-  Result<sweep::Objective> objective = sweep::ParseObjective(opts.objective);
-  if (!objective.ok()) return fail(objective.status().WithPrefix("--objective"));
-  if (opts.top < 1) return fail(Status::InvalidArgument("--top must be >= 1"));
-  if (Status s = ValidateSweepOptions(opts); !s.ok()) return fail(s);
+  if (Status s = api::CheckSweepOptions(opts); !s.ok()) return fail(s);
   Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts.scenario);
   if (!resolved.ok()) return fail(resolved.status());
-  Result<sweep::SweepProblem> problem =
-      scenarios::MakeSweepProblem(*resolved, opts.gpus, opts.tokens);
-  if (!problem.ok()) return fail(problem.status());
-  problem->tp_across_nodes = opts.tp_across_nodes;
-  if (!opts.micro_batches.empty()) problem->micro_batches = opts.micro_batches;
-  for (const auto& [name, list] :
-       {std::pair{"--cp", &opts.cp}, std::pair{"--ep", &opts.ep}, std::pair{"--etp", &opts.etp}}) {
-    for (int d : *list) {
-      if (d < 1) return fail(Status::InvalidArgument(std::string(name) + " degrees must be >= 1"));
-    }
-  }
-  for (int z : opts.zero) {
-    if (z < 0 || z > 3) return fail(Status::InvalidArgument("--zero stages are 0, 1, 2 or 3"));
-  }
-  if ((!opts.ep.empty() || !opts.etp.empty()) && !problem->base.model.moe.enabled()) {
-    return fail(Status::InvalidArgument(
-        "--ep/--etp need a mixture-of-experts model (model.moe.experts > 0)"));
-  }
-  problem->cp_degrees = opts.cp;
-  problem->ep_degrees = opts.ep;
-  problem->etp_degrees = opts.etp;
-  if (!opts.zero.empty()) {
-    problem->zero_stages = opts.zero;
-    problem->zero2_with_pp = true;  // asked for by name
-  }
-  problem->uneven_pipelines = !opts.no_uneven;
-  problem->modern_overlaps = !opts.no_overlaps;
-
-  sweep::SweepOptions so;
-  so.objective = *objective;
-  so.top_k = opts.top;
-  so.progress = true;  // drawn only on a terminal outside CI (sim::ProgressBar)
-  so.trials = opts.trials;
-  problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
+  Result<api::SweepPlan> plan = api::PlanSweep(*resolved, opts);
+  if (!plan.ok()) return fail(plan.status());
+  const sweep::SweepProblem* problem = &plan->problem;
+  const sweep::Objective* objective = &plan->objective;
 
   // The CSV is opened (by rank 0, which writes it) before the sweep, so an unwritable path
   // fails now and not after the sweep; every rank learns the outcome so all stop together.
@@ -167,7 +90,7 @@ int RunSweepCommand(const SweepOptions& opts) {
     return fail(csv_status);
   }
 
-  Result<sweep::SweepResult> result = sweep::RunSweep(*problem, so, comm);
+  Result<sweep::SweepResult> result = sweep::RunSweep(plan->problem, plan->options, comm);
   if (!result.ok()) return fail(result.status());
   if (!root) return kExitOk;
 

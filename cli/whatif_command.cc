@@ -14,16 +14,9 @@
 namespace trainsim::cli {
 namespace {
 
-struct WhatIfOptions {
+// The what-if's own options (fail, slow, events, trial, trials) are cli/api.h's.
+struct WhatIfOptions : api::WhatIfOptions {
   ScenarioOptions scenario;
-  std::vector<std::string> fail;
-  std::vector<std::string> slow;
-  bool events = false;
-  int64_t trial = 0;
-  // The distribution of the delta over failure histories [0, trials); -1 = 100 when the
-  // stochastic failure model is on (one history is noise: failures shift against checkpoints),
-  // else 0 (every history is the same).
-  int64_t trials = -1;
   std::string html;
 };
 
@@ -66,51 +59,37 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
       }
       web = std::move(*libs);
     }
-    Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(opts->scenario);
-    if (!r.ok()) {
-      *exit_code = ReportError(r.status());
+    Result<api::WhatIfOutcome> outcome = api::WhatIf(ScenarioInputOf(opts->scenario), *opts);
+    if (!outcome.ok()) {
+      *exit_code = ReportError(outcome.status());
       return;
     }
-    Result<std::vector<run::ScheduledFault>> added =
-        scenarios::ParseAddedFaults(r.value(), opts->fail, opts->slow);
-    if (!added.ok()) {
-      *exit_code = ReportError(added.status());
-      return;
-    }
-    const auto& fm = r->scenario.failures();
-    // 100 histories: p99 is then interpolated between the two largest deltas (sim/stats.h).
-    const int64_t trials =
-        opts->trials >= 0 ? opts->trials : (fm.enabled() && fm.node_day_rate() > 0 ? 100 : 0);
-    Result<scenarios::WhatIfOutcome> w =
-        scenarios::SimulateScenarioWhatIf(r.value(), added.value(), opts->trial, trials);
-    if (!w.ok()) {
-      *exit_code = ReportError(w.status());
-      return;
-    }
+    const scenarios::ResolvedScenario* r = &outcome->resolved;
+    const std::vector<run::ScheduledFault>* added = &outcome->added;
+    const scenarios::WhatIfOutcome* w = &outcome->whatif;
+    const int64_t trials = outcome->trials;
     for (const std::string& warning : w->report.warnings) {
       std::cerr << "trainsim: warning: " << warning << "\n";
     }
     if (web) {
       // The very document --json prints.
-      const nlohmann::json doc =
-          report::WhatIfJson(added.value(), w.value(), opts->trial, trials, opts->events);
-      Status st = report::WriteHtml(opts->html, report::WhatIfHtmlPage(doc, w.value()), *web);
+      const nlohmann::json doc = report::WhatIfJson(*added, *w, opts->trial, trials, opts->events);
+      Status st = report::WriteHtml(opts->html, report::WhatIfHtmlPage(doc, *w), *web);
       if (!st.ok()) {
         *exit_code = ReportError(st);
         return;
       }
     }
     if (opts->scenario.json) {
-      std::cout
-          << report::WhatIfJson(added.value(), w.value(), opts->trial, trials, opts->events).dump(2)
-          << "\n";
+      std::cout << report::WhatIfJson(*added, *w, opts->trial, trials, opts->events).dump(2)
+                << "\n";
     } else {
-      std::cout << report::FormatWhatIfHeader(r.value(), added.value(), w->report);
-      if (trials > 0) std::cout << report::FormatWhatIfTrials(w.value(), trials);
+      std::cout << report::FormatWhatIfHeader(*r, *added, w->report);
+      if (trials > 0) std::cout << report::FormatWhatIfTrials(*w, trials);
       std::cout << "\n"
                 << (trials > 0 ? "worked example: failure history " : "failure history ")
                 << opts->trial << "\n"
-                << report::FormatWhatIfTable(r.value(), added.value(), w->report, opts->trial);
+                << report::FormatWhatIfTable(*r, *added, w->report, opts->trial);
       if (opts->events) {
         std::cout << "\nevents (whatif):\n" << report::EventsText(w->report.whatif.events);
       }
