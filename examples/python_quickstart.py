@@ -21,8 +21,8 @@ for part, seconds in result.step.breakdown_s.items():
 
 # %% What the run costs with failures and checkpoints.
 run = result.run
-print("%d steps in %.1f days: goodput %.3f, ETTR %.4f, %d failure(s), $%.0f" % (
-    run.steps, run.wall_time_s / 86400, run.goodput, run.ettr, run.failures, run.cost_usd))
+print("%d steps in %.1f days: useful compute %.3f, ETTR %.4f, %d failure(s), $%.0f" % (
+    run.steps, run.wall_time_s / 86400, run.useful_compute_fraction, run.ettr, run.failures, run.cost_usd))
 
 # %% Overrides, as --set on the command line: another layout of the same 128 GPUs.
 # A layout that does not fit in memory raises trainsim.Error, with the command's message.

@@ -1,4 +1,4 @@
-// sim::Summarize — summary statistics of Monte Carlo samples (e.g. goodput over N trials).
+// sim::Summarize — summary statistics of Monte Carlo samples (e.g. ETTR over N trials).
 //
 // Percentile rule: linear interpolation between closest ranks, the "type 7" estimator of
 // Hyndman & Fan (1996) and the default of NumPy's percentile and R's quantile: for sorted

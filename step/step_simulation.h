@@ -26,9 +26,9 @@
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
 #include "sim/status.h"
+#include "sim/trace_writer.h"
 #include "step/host_overhead.h"
 #include "step/input_pipeline.h"
-#include "sim/trace_writer.h"
 
 namespace trainsim::step {
 

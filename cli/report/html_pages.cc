@@ -179,7 +179,7 @@ json IntervalSpec(const json& scan, const json& run) {
   for (const json& p : scan["scan"]) {
     values.push_back({{"interval_min", p["interval_s"].get<double>() / 60},
                       {"cost_usd", p["wall_time_per_step_s"].get<double>() * steps * usd_per_s},
-                      {"goodput", p["goodput"]}});
+                      {"useful_compute_fraction", p["useful_compute_fraction"]}});
   }
   json spec = Spec(R"vl({"width": 760, "height": 300,
     "layer": [
@@ -192,7 +192,7 @@ json IntervalSpec(const json& scan, const json& run) {
                "title": "expected cost of the run's steps (USD)"},
          "tooltip": [{"field": "interval_min", "format": ".1f"},
                      {"field": "cost_usd", "format": ",.0f"},
-                     {"field": "goodput", "format": ".4f"}]}},
+                     {"field": "useful_compute_fraction", "format": ".4f"}]}},
       {"mark": {"type": "rule", "strokeDash": [4, 3], "strokeWidth": 2},
        "encoding": {"x": {"field": "at_min", "type": "quantitative"},
                     "color": {"field": "mark", "type": "nominal", "title": "interval",
@@ -224,7 +224,8 @@ HtmlPage RunHtmlPage(const json& doc, const step::StepResult& step,
       Fig("tokens_per_s", "tokens / s", "/step/tokens_per_s", "int"),
       Fig("peak_memory", "peak memory / GPU", "/step/memory/peak_bytes_per_gpu", "bytes"),
       Fig("wall_time_s", "wall time", "/run/wall_time_s", "duration"),
-      Fig("goodput", "goodput", "/run/goodput", "pct"),
+      Fig("useful_compute_fraction", "useful compute fraction", "/run/useful_compute_fraction",
+          "pct"),
       Fig("ettr", "ETTR", "/run/ettr", "pct"),
       Fig("failures", "failures", "/run/failures", "int"),
       Fig("cost_usd", "cost", "/run/cost_usd", "usd")};

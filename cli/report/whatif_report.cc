@@ -138,8 +138,8 @@ std::string FormatWhatIfTable(const scenarios::ResolvedScenario& r,
                    "rollback wiped it first)\n";
       continue;
     }
-    out += DetectionText(*rec) + "; " + Human(rec->lost.seconds()) +
-           " of work lost; " + RestoredText(*rec) + "; detected at " + At(rec->detected_at);
+    out += DetectionText(*rec) + "; " + Human(rec->lost.seconds()) + " of work lost; " +
+           RestoredText(*rec) + "; detected at " + At(rec->detected_at);
     if (!rec->resumed_at.is_max()) {
       out += ", training resumed at " + At(rec->resumed_at);
     }

@@ -2,7 +2,7 @@
 
     import trainsim
     r = trainsim.run("scenarios/examples/demo.textproto", sets=["parallelism.tp=4"])
-    print(r.step.mfu, r.run.goodput)
+    print(r.step.mfu, r.run.useful_compute_fraction)
 
 Each function takes a scenario -- a file path, a dict (the scenario's JSON form), or a
 Scenario from trainsim.load() -- plus --set style overrides (``sets=["path=value", ...]``) and
@@ -288,7 +288,7 @@ def run(
     progress=False,
 ):
     """`trainsim run --json`: one step (r.step: time, MFU, memory, breakdown), then the run
-    (r.run: wall time, goodput, ETTR, cost). trials > 0 adds the Monte Carlo statistics."""
+    (r.run: wall time, useful compute fraction, ETTR, cost). trials > 0 adds the Monte Carlo statistics."""
     # The command line's ranges (cli/run_command.cc).
     _check_range("trials", trials, 1, 1000000)
     return _document(

@@ -3,7 +3,8 @@
 
   html_report_test.py TRAINSIM SOURCE_DIR OUT_DIR [bad-web-dir]
 
-For run, whatif --trials 100, sweep, collective and validate on the demo scenario, writes the
+For run, whatif --trials 100, sweep, collective and validate on the demo scenario (and diagnose
+on the low_utilisation example), writes the
 report together with the --json document (one invocation: stdout is the JSON, --html the page),
 then loads the page in `chromium --headless` and checks:
   * the browser logs no console message at all (errors, warnings, uncaught exceptions) and the
@@ -39,7 +40,7 @@ CHROMIUM_TIMEOUT_S = 180
 VIRTUAL_TIME_BUDGET_MS = 30000
 # Screenshot heights (pixels, at 1200 wide) that hold each page's plots with little blank below.
 SCREENSHOT_HEIGHT = {"run": 2700, "whatif": 1400, "sweep": 780, "collective": 740,
-                     "validate": 1260}
+                     "validate": 1260, "diagnose": 900}
 
 
 class Failure(Exception):
@@ -227,13 +228,24 @@ def check_validate(doc, extra):
     check(close(doc["mape"], sum(errors) / len(errors)), "validate: MAPE is not mean |error|")
 
 
+def check_diagnose(doc, extra):
+    # Every proposal keeps the model and the global batch, so the model FLOPs per step are the
+    # same and MFU x step time is too (MFU = FLOPs / (step x peak)).
+    work = doc["mfu"] * doc["step_time_s"]
+    for p in doc["proposals"]:
+        check(close(p["predicted_mfu"] * p["predicted_step_s"], work, rel=1e-6),
+              f"diagnose: {p['change']}: MFU x step {p['predicted_mfu'] * p['predicted_step_s']}"
+              f" differs from today's {work}")
+    check(doc["causes"] and doc["proposals"], "diagnose: no causes or no proposals")
+
+
 def cases(demo):
     return [
         ("run", ["run", demo], lambda d: {
             "step_time_s": d["step"]["time_s"], "mfu": d["step"]["mfu"],
             "tokens_per_s": d["step"]["tokens_per_s"],
             "peak_memory": d["step"]["memory"]["peak_bytes_per_gpu"],
-            "wall_time_s": d["run"]["wall_time_s"], "goodput": d["run"]["goodput"],
+            "wall_time_s": d["run"]["wall_time_s"], "useful_compute_fraction": d["run"]["useful_compute_fraction"],
             "ettr": d["run"]["ettr"], "failures": d["run"]["failures"],
             "cost_usd": d["run"]["cost_usd"]}, check_run),
         ("whatif", ["whatif", demo, "--fail", "gpu:37@16h", "--trials", "100"], lambda d: {
@@ -259,6 +271,8 @@ def cases(demo):
             [("mape", d["mape"])] +
             [(f"mape_{i}", v) for i, (_, v) in enumerate(sorted(d["mape_by_source"].items()))]),
          check_validate),
+        ("diagnose", ["diagnose", "scenarios/examples/low_utilisation.textproto"],
+         lambda d: {"step_time_s": d["step_time_s"], "mfu": d["mfu"]}, check_diagnose),
     ]
 
 
