@@ -143,15 +143,14 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
       }
       opts->sizes = std::to_string(*lo) + ":" + std::to_string(*hi);
     }
-    std::optional<report::WebLibraries> web;
-    if (!opts->html.empty()) {
-      Result<report::WebLibraries> libs = report::LoadWebLibraries();
-      if (!libs.ok()) {
-        *exit_code = ReportError(libs.status());
-        return;
-      }
-      web = std::move(*libs);
+    Result<std::optional<report::WebLibraries>> html = PrepareHtml(
+        opts->html,
+        {{"the input scenario", opts->scenario.path}, {"the calibration file", opts->calibration}});
+    if (!html.ok()) {
+      *exit_code = ReportError(html.status());
+      return;
     }
+    std::optional<report::WebLibraries> web = std::move(*html);
     Result<api::CollectiveOutcome> timed = api::Collective(ScenarioInputOf(opts->scenario), *opts);
     if (!timed.ok()) {
       *exit_code = ReportError(timed.status());

@@ -37,6 +37,15 @@ Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& 
   return api::Load(ScenarioInputOf(options));
 }
 
+Result<std::optional<report::WebLibraries>> PrepareHtml(const std::string& path,
+                                                        const std::vector<InputFile>& inputs) {
+  if (path.empty()) return std::optional<report::WebLibraries>();
+  Result<report::WebLibraries> libs = report::LoadWebLibraries();
+  if (!libs.ok()) return libs.status();
+  TRAINSIM_RETURN_IF_ERROR(CheckOutput("--html", path, inputs));
+  return std::optional<report::WebLibraries>(std::move(*libs));
+}
+
 bool IsMessageRank() { return sweep::LaunchRank() == 0; }
 
 int ReportError(const Status& status) {

@@ -13,10 +13,12 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/api.h"
+#include "cli/report/html_report.h"
 #include "scenarios/scenario.h"
 #include "sim/atomic_file.h"
 #include "sim/status.h"
@@ -72,6 +74,12 @@ Status CheckOutput(const std::string& option, const std::string& path,
                    const std::vector<InputFile>& inputs);
 Status OpenOutput(const std::string& option, const std::string& path,
                   const std::vector<InputFile>& inputs, sim::AtomicFileWriter* writer);
+
+// --html FILE, before any work: the plotting libraries loaded (report::LoadWebLibraries) and FILE
+// checked as an output (CheckOutput), so a missing library or an unwritable path fails at once.
+// nullopt when `path` is empty (no --html).
+Result<std::optional<report::WebLibraries>> PrepareHtml(const std::string& path,
+                                                        const std::vector<InputFile>& inputs);
 
 // Everything main() does after registering the commands runs inside this: an exception that
 // escapes (std::bad_alloc, std::length_error, a library's exception) becomes one

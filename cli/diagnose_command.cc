@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/report/diagnose_report.h"
 #include "cli/report/format.h"
+#include "cli/report/html_pages.h"
 #include "parallelism/compute.h"
 #include "parallelism/roofline.h"
 #include "profile/kineto_profile.h"
@@ -350,6 +351,7 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
     std::string profile;
     std::string calibration;
     bool no_run = false;
+    std::string html;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -373,7 +375,19 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
                   "Calibration file (trainsim calibrate), as for run");
   cmd->add_flag("--no-run", opts->no_run,
                 "Skip the run simulation (no checkpoint-stall and failure causes)");
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
+      ->type_name("FILE");
   cmd->callback([opts, exit_code] {
+    Result<std::optional<report::WebLibraries>> html =
+        PrepareHtml(opts->html, {{"the input scenario", opts->scenario.path},
+                                 {"the profile", opts->profile},
+                                 {"the calibration file", opts->calibration}});
+    if (!html.ok()) {
+      *exit_code = ReportError(html.status());
+      return;
+    }
+    const std::optional<report::WebLibraries> web = std::move(*html);
     report::Diagnosis d;
     if (!opts->profile.empty()) {
       Result<profile::Profile> p = profile::ReadKinetoTrace(opts->profile);
@@ -412,6 +426,15 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
       d.measured_step_s = res.time_s * res.mfu / *opts->measured_mfu;
     }
     if (d.profile) CompareProfile(*base, &d);
+    if (web) {
+      // The very document --json prints.
+      Status st =
+          report::WriteHtml(opts->html, report::DiagnoseHtmlPage(report::DiagnosisJson(d)), *web);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
+    }
     std::cout << (opts->scenario.json ? report::DiagnosisJson(d).dump(2) + "\n"
                                       : report::FormatDiagnosis(d));
     *exit_code = kExitOk;

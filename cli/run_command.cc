@@ -93,7 +93,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "run",
       "Simulate one training step (time, throughput, MFU, memory, where time goes), then the "
-      "whole run with its checkpoints and failures (wall time, goodput, ETTR, lost work, cost)");
+      "whole run with its checkpoints and failures (wall time, ETTR, useful compute fraction, lost "
+      "work, cost)");
   AddScenarioOptions(cmd, &opts->scenario);
   opts->trace_option = cmd->add_option(
       "--trace", opts->trace,
@@ -110,7 +111,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--events", opts->events, "Also print the run's event log");
   cmd->add_option("--trials", opts->trials,
                   "Monte Carlo: N independent failure histories; mean, p50, p90, p99 of wall "
-                  "time, goodput, ETTR and cost")
+                  "time, useful compute fraction, ETTR and cost")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_option("--seed", opts->seed, "Seed of the failure histories (replaces the scenario's)");
   cmd->add_flag("--optimize-checkpoint-interval", opts->optimize_interval,
@@ -128,15 +129,14 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");
   cmd->callback([opts, exit_code] {
-    std::optional<report::WebLibraries> web;
-    if (!opts->html.empty()) {
-      Result<report::WebLibraries> libs = report::LoadWebLibraries();
-      if (!libs.ok()) {
-        *exit_code = ReportError(libs.status());
-        return;
-      }
-      web = std::move(*libs);
+    Result<std::optional<report::WebLibraries>> html = PrepareHtml(
+        opts->html,
+        {{"the input scenario", opts->scenario.path}, {"the calibration file", opts->calibration}});
+    if (!html.ok()) {
+      *exit_code = ReportError(html.status());
+      return;
     }
+    std::optional<report::WebLibraries> web = std::move(*html);
     Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
     if (!resolved.ok()) {
       *exit_code = ReportError(resolved.status());

@@ -58,12 +58,10 @@ int RunSweepCommand(const SweepOptions& opts) {
         return kExitBadInput;
     }
   };
-  std::optional<report::WebLibraries> web;
-  if (!opts.html.empty()) {
-    Result<report::WebLibraries> libs = report::LoadWebLibraries();
-    if (!libs.ok()) return fail(libs.status());
-    web = std::move(*libs);
-  }
+  Result<std::optional<report::WebLibraries>> html =
+      PrepareHtml(opts.html, {{"the input scenario", opts.scenario.path}});
+  if (!html.ok()) return fail(html.status());
+  std::optional<report::WebLibraries> web = std::move(*html);
   if (Status s = api::CheckSweepOptions(opts); !s.ok()) return fail(s);
   Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts.scenario);
   if (!resolved.ok()) return fail(resolved.status());
@@ -126,7 +124,7 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
       "Every valid parallel layout (TP, CP, EP, ETP, PP with uneven stages, DP, micro-batch, "
       "schedule, recompute, SP, ZeRO/FSDP, shard group) of "
       "the scenario's model on its cluster or on --gpus counts: memory, step time, MFU, "
-      "expected goodput under failures, time and cost to train; top K and the time-cost Pareto "
+      "expected ETTR under failures, time and cost to train; top K and the time-cost Pareto "
       "front. Splits the work across ranks under mpirun.");
   AddScenarioOptions(cmd, &opts->scenario);
   cmd->add_option("--gpus", opts->gpus,

@@ -38,15 +38,12 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");
   cmd->callback([opts, exit_code] {
-    std::optional<report::WebLibraries> web;
-    if (!opts->html.empty()) {
-      Result<report::WebLibraries> libs = report::LoadWebLibraries();
-      if (!libs.ok()) {
-        *exit_code = ReportError(libs.status());
-        return;
-      }
-      web = std::move(*libs);
+    Result<std::optional<report::WebLibraries>> html = PrepareHtml(opts->html, {});
+    if (!html.ok()) {
+      *exit_code = ReportError(html.status());
+      return;
     }
+    std::optional<report::WebLibraries> web = std::move(*html);
     Result<std::vector<scenarios::ValidationRow>> rows =
         scenarios::RunValidation(opts->dir, opts->sets);
     if (!rows.ok()) {

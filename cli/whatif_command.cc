@@ -50,15 +50,13 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");
   cmd->callback([opts, exit_code] {
-    std::optional<report::WebLibraries> web;
-    if (!opts->html.empty()) {
-      Result<report::WebLibraries> libs = report::LoadWebLibraries();
-      if (!libs.ok()) {
-        *exit_code = ReportError(libs.status());
-        return;
-      }
-      web = std::move(*libs);
+    Result<std::optional<report::WebLibraries>> html =
+        PrepareHtml(opts->html, {{"the input scenario", opts->scenario.path}});
+    if (!html.ok()) {
+      *exit_code = ReportError(html.status());
+      return;
     }
+    std::optional<report::WebLibraries> web = std::move(*html);
     Result<api::WhatIfOutcome> outcome = api::WhatIf(ScenarioInputOf(opts->scenario), *opts);
     if (!outcome.ok()) {
       *exit_code = ReportError(outcome.status());

@@ -42,6 +42,10 @@ HtmlPage CollectiveHtmlPage(const nlohmann::json& doc, const nlohmann::json& per
 // `validate`: predicted vs published for every row, and each row's error by source.
 HtmlPage ValidateHtmlPage(const nlohmann::json& doc);
 
+// `diagnose`: each cause's share of the step in the order checked, and the MFU each proposed
+// change is predicted to reach (re-simulated) against today's.
+HtmlPage DiagnoseHtmlPage(const nlohmann::json& doc);
+
 }  // namespace trainsim::cli::report
 
 #endif  // TRAINSIM_CLI_REPORT_HTML_PAGES_H_

@@ -1,4 +1,4 @@
-// The HTML pages of whatif, sweep, collective and validate (html_pages.h); run's is in
+// The HTML pages of whatif, sweep, collective, validate and diagnose (html_pages.h); run's is in
 // html_pages.cc.
 #include <algorithm>
 #include <string>
@@ -289,6 +289,61 @@ HtmlPage ValidateHtmlPage(const json& doc) {
                   {"field": "published"}, {"field": "predicted", "format": ".4~f"},
                   {"field": "error", "format": "+.1%"}]}})vl",
                              values)});
+  return page;
+}
+
+HtmlPage DiagnoseHtmlPage(const json& doc) {
+  HtmlPage page;
+  page.title = "trainsim diagnose";
+  page.subtitle = "Why " + doc["scenario"].get<std::string>() +
+                  " runs at its MFU: the causes in the order an expert checks them, and the "
+                  "changes the simulator predicts would help.";
+  page.report = doc;
+  page.figures = {Fig("step_time_s", "step time", "/step_time_s", "s"),
+                  Fig("mfu", "MFU", "/mfu", "pct")};
+  json causes = json::array();
+  int order = 0;
+  for (const json& c : doc["causes"]) {
+    causes.push_back({{"cause", std::to_string(++order) + ". " + c["name"].get<std::string>()},
+                      {"share", c["share_of_step"]},
+                      {"evidence", c["evidence"]}});
+  }
+  page.plots.push_back({"Where the step goes, in the order to check",
+                        "Each cause's share of the step (checkpoint stalls and failures: of the "
+                        "run's wall time); hover for the evidence.",
+                        Spec(R"vl({"width": 640, "height": {"step": 24}, "mark": "bar",
+    "encoding": {
+      "y": {"field": "cause", "type": "nominal", "title": null, "sort": null},
+      "x": {"field": "share", "type": "quantitative", "axis": {"format": "%"},
+            "title": "share of the step"},
+      "tooltip": [{"field": "cause"}, {"field": "share", "format": ".1%"},
+                  {"field": "evidence"}]}})vl",
+                             causes)});
+  if (!doc["proposals"].empty()) {
+    json proposals = json::array();
+    proposals.push_back({{"change", "today"},
+                         {"mfu", doc["mfu"]},
+                         {"step_s", doc["step_time_s"]},
+                         {"kind", "today"}});
+    for (const json& p : doc["proposals"]) {
+      proposals.push_back({{"change", p["change"]},
+                           {"mfu", p["predicted_mfu"]},
+                           {"step_s", p["predicted_step_s"]},
+                           {"kind", "proposed (re-simulated)"}});
+    }
+    page.plots.push_back({"Predicted MFU of each proposed change",
+                          "Each change applied alone, and the helpful ones together, each "
+                          "re-simulated by the step model.",
+                          Spec(R"vl({"width": 640, "height": {"step": 24}, "mark": "bar",
+    "encoding": {
+      "y": {"field": "change", "type": "nominal", "title": null, "sort": null},
+      "x": {"field": "mfu", "type": "quantitative", "axis": {"format": "%"},
+            "title": "MFU"},
+      "color": {"field": "kind", "type": "nominal", "title": null},
+      "tooltip": [{"field": "change"}, {"field": "mfu", "format": ".1%"},
+                  {"field": "step_s", "format": ".3f"}]}})vl",
+                               proposals)});
+  }
   return page;
 }
 
