@@ -34,7 +34,9 @@ test: build setup-web
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Sanitizers: every test, and the trainsim binary the CLI tests run, built with ASan and UBSan;
-# any report fails the test (UBSan does not recover). No CUDA: the NCCL runner is not built here.
+# any report fails the test (UBSan does not recover). No CUDA: the NCCL runner is not built here;
+# no Python module (an ASan extension cannot load into a plain python3); the headless-browser
+# test of the --html pages (label "browser") runs in `make test` only.
 ASAN_BUILD ?= build-asan
 test-asan: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSIM_WITH_CUDA=OFF \
@@ -42,7 +44,7 @@ test-asan: setup
 	  -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -LE browser
 
 # Fuzzing: clang's libFuzzer on the scenario loader (text, JSON), durations and --set.
 FUZZ_BUILD ?= build-fuzz
