@@ -12,22 +12,6 @@ namespace {
 
 using namespace parallelism;  // NOLINT: the closed-form models these costs come from
 
-comm::Op ToCommOp(TpCollectiveKind k) {
-  switch (k) {
-    case TpCollectiveKind::kAllReduce:
-      return comm::Op::kAllReduce;
-    case TpCollectiveKind::kReduceScatter:
-      return comm::Op::kReduceScatter;
-    case TpCollectiveKind::kAllGather:
-      return comm::Op::kAllGather;
-    case TpCollectiveKind::kAllToAll:
-      return comm::Op::kAllToAll;
-    case TpCollectiveKind::kSendRecv:
-      return comm::Op::kSendRecv;
-  }
-  return comm::Op::kAllReduce;
-}
-
 // Kernels `ops` launch in one pass (forward, or backward).
 double SumKernels(const std::vector<KernelOp>& ops, bool forward, bool selective_only = false) {
   double n = 0;
@@ -49,6 +33,22 @@ double SumOps(const StepConfig& cfg, const GemmCalibration& cal, const std::vect
 }
 
 }  // namespace
+
+comm::Op ToCommOp(TpCollectiveKind k) {
+  switch (k) {
+    case TpCollectiveKind::kAllReduce:
+      return comm::Op::kAllReduce;
+    case TpCollectiveKind::kReduceScatter:
+      return comm::Op::kReduceScatter;
+    case TpCollectiveKind::kAllGather:
+      return comm::Op::kAllGather;
+    case TpCollectiveKind::kAllToAll:
+      return comm::Op::kAllToAll;
+    case TpCollectiveKind::kSendRecv:
+      return comm::Op::kSendRecv;
+  }
+  return comm::Op::kAllReduce;
+}
 
 CalibratedTpTimer::CalibratedTpTimer(const comm::Topology* topo, std::vector<int> group,
                                      const comm::Calibration* calibration)

@@ -22,6 +22,9 @@
 
 namespace trainsim::step {
 
+// The comm op a layer's collective runs as (parallelism/model.h TpCollectiveKind).
+comm::Op ToCommOp(parallelism::TpCollectiveKind kind);
+
 // Times one collective of `bytes` over the layout's TP group (seconds; 0 for a group of one).
 class TpCollectiveTimer {
  public:

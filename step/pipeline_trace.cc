@@ -12,6 +12,7 @@
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
 #include "parallelism/roofline.h"
+#include "step/pass_costs.h"
 #include "step/pipeline.h"
 
 namespace trainsim::step {
@@ -20,22 +21,6 @@ namespace {
 using parallelism::CommGroup;
 using parallelism::Task;
 using parallelism::TpCollectiveKind;
-
-comm::Op OpOf(TpCollectiveKind k) {
-  switch (k) {
-    case TpCollectiveKind::kAllReduce:
-      return comm::Op::kAllReduce;
-    case TpCollectiveKind::kReduceScatter:
-      return comm::Op::kReduceScatter;
-    case TpCollectiveKind::kAllGather:
-      return comm::Op::kAllGather;
-    case TpCollectiveKind::kAllToAll:
-      return comm::Op::kAllToAll;
-    case TpCollectiveKind::kSendRecv:
-      return comm::Op::kSendRecv;
-  }
-  return comm::Op::kAllReduce;
-}
 
 int TrackOf(CommGroup g) {
   switch (g) {
@@ -101,7 +86,7 @@ void Pipeline::InitTrace() {
       if (group.size() <= 1) continue;
       LayerCollective lc;
       lc.name = col.name;
-      lc.op = OpOf(col.kind);
+      lc.op = ToCommOp(col.kind);
       lc.bytes = col.bytes;
       lc.count = std::max(1, col.count);
       lc.ranks = int(group.size());

@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "cli/report/html_spec.h"
+
 namespace trainsim::cli::report {
 namespace {
 
@@ -11,17 +13,6 @@ using nlohmann::json;
 
 constexpr double kHour = 3600;  // seconds
 constexpr double kGB = 1e9;     // bytes: the GB the text reports print (cli/report/format.h)
-
-// A Vega-Lite spec from its text, with `values` as its inline data.
-json Spec(const char* text, json values) {
-  json spec = json::parse(text);
-  spec["data"] = {{"values", std::move(values)}};
-  return spec;
-}
-
-HtmlFigure Fig(std::string id, std::string label, std::string pointer, std::string format) {
-  return {std::move(id), std::move(label), "/report" + std::move(pointer), std::move(format)};
-}
 
 // ---- run ----
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/report/html_pages.h"
+#include "cli/report/html_spec.h"
 
 namespace trainsim::cli::report {
 namespace {
@@ -14,16 +15,6 @@ using nlohmann::json;
 
 constexpr double kHour = 3600;  // seconds
 constexpr double kDay = 86400;  // seconds
-
-json Spec(const char* text, json values) {
-  json spec = json::parse(text);
-  spec["data"] = {{"values", std::move(values)}};
-  return spec;
-}
-
-HtmlFigure Fig(std::string id, std::string label, std::string pointer, std::string format) {
-  return {std::move(id), std::move(label), "/report" + std::move(pointer), std::move(format)};
-}
 
 // The empirical CDF of `samples` (value, share of trials at or below it) with the JSON's p50,
 // p90 and p99 of the same samples as rules.
