@@ -15,6 +15,6 @@ show() {
   "$TRAINSIM" "$@"
 }
 
-show check "$DEMO"
+show check "$DEMO" --quiet
 if has_command run; then show run "$DEMO"; fi
 if has_command whatif; then show whatif "$DEMO" --fail gpu:37@16h; fi
