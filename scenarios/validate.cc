@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
 #include <sstream>
 #include <vector>
@@ -69,32 +70,48 @@ std::string Divisors(int64_t n) {
   return out;
 }
 
-// Proto3 enums are open: text format and JSON accept any number ("recompute: 7"). Only the
-// declared values mean something.
-Error CheckEnums(const google::protobuf::Message& m, const std::string& prefix) {
-  namespace gp = google::protobuf;
+namespace gp = google::protobuf;
+
+// Walks every set field of `m` and of its sub-messages, in field-number order (deterministic),
+// and returns the first error `leaf` reports for a value that is not a message: it gets the
+// message, the field, the index in a repeated field (0 otherwise) and the value's path
+// ("model.name", "faults[2].kind").
+using LeafCheck =
+    std::function<Error(const gp::Message&, const gp::FieldDescriptor*, int, const std::string&)>;
+Error FirstLeafError(const gp::Message& m, const std::string& prefix, const LeafCheck& leaf) {
   const gp::Reflection* r = m.GetReflection();
   std::vector<const gp::FieldDescriptor*> fields;
-  r->ListFields(m, &fields);  // in field-number order: deterministic
+  r->ListFields(m, &fields);
   for (const gp::FieldDescriptor* f : fields) {
     std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
     int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
     for (int i = 0; i < n; ++i) {
       std::string p = f->is_repeated() ? path + "[" + Str(i) + "]" : path;
-      if (f->enum_type() != nullptr) {
-        int v = f->is_repeated() ? r->GetRepeatedEnumValue(m, f, i) : r->GetEnumValue(m, f);
-        if (f->enum_type()->FindValueByNumber(v) == nullptr) {
-          return Err(p, Str(v) + " is not a value of " + f->name() +
-                            " (valid: " + JoinNames(EnumNames(*f->enum_type())) + ")");
-        }
-      } else if (f->message_type() != nullptr) {
-        const gp::Message& sub =
-            f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
-        if (auto e = CheckEnums(sub, p)) return e;
-      }
+      Error e = f->message_type() != nullptr
+                    ? FirstLeafError(
+                          f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f),
+                          p, leaf)
+                    : leaf(m, f, i, p);
+      if (e) return e;
     }
   }
   return std::nullopt;
+}
+
+// Proto3 enums are open: text format and JSON accept any number ("recompute: 7"). Only the
+// declared values mean something.
+Error CheckEnums(const gp::Message& m, const std::string& prefix) {
+  return FirstLeafError(
+      m, prefix,
+      [](const gp::Message& msg, const gp::FieldDescriptor* f, int i,
+         const std::string& p) -> Error {
+        if (f->enum_type() == nullptr) return std::nullopt;
+        const gp::Reflection* r = msg.GetReflection();
+        int v = f->is_repeated() ? r->GetRepeatedEnumValue(msg, f, i) : r->GetEnumValue(msg, f);
+        if (f->enum_type()->FindValueByNumber(v) != nullptr) return std::nullopt;
+        return Err(p, Str(v) + " is not a value of " + f->name() +
+                          " (valid: " + JoinNames(EnumNames(*f->enum_type())) + ")");
+      });
 }
 
 std::string Hex(unsigned char b) {
@@ -105,33 +122,21 @@ std::string Hex(unsigned char b) {
 }  // namespace
 
 std::optional<FieldError> CheckUtf8(const google::protobuf::Message& m, const std::string& prefix) {
-  namespace gp = google::protobuf;
-  const gp::Reflection* r = m.GetReflection();
-  std::vector<const gp::FieldDescriptor*> fields;
-  r->ListFields(m, &fields);  // in field-number order: deterministic
-  for (const gp::FieldDescriptor* f : fields) {
-    std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
-    int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
-    for (int i = 0; i < n; ++i) {
-      std::string p = f->is_repeated() ? path + "[" + Str(i) + "]" : path;
-      if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING) {
+  return FirstLeafError(
+      m, prefix,
+      [](const gp::Message& msg, const gp::FieldDescriptor* f, int i,
+         const std::string& p) -> Error {
+        if (f->cpp_type() != gp::FieldDescriptor::CPPTYPE_STRING) return std::nullopt;
+        const gp::Reflection* r = msg.GetReflection();
         std::string scratch;
-        const std::string& v = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
-                                                : r->GetStringReference(m, f, &scratch);
-        if (std::optional<size_t> bad = FirstInvalidUtf8(v)) {
-          return Err(p, "is not valid UTF-8 text (byte " +
-                            Hex(static_cast<unsigned char>(v[*bad])) + " at byte " +
-                            Str(static_cast<int64_t>(*bad)) +
-                            " of the value); scenario text must be UTF-8");
-        }
-      } else if (f->message_type() != nullptr) {
-        const gp::Message& sub =
-            f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
-        if (auto e = CheckUtf8(sub, p)) return e;
-      }
-    }
-  }
-  return std::nullopt;
+        const std::string& v = f->is_repeated() ? r->GetRepeatedStringReference(msg, f, i, &scratch)
+                                                : r->GetStringReference(msg, f, &scratch);
+        std::optional<size_t> bad = FirstInvalidUtf8(v);
+        if (!bad) return std::nullopt;
+        return Err(p, "is not valid UTF-8 text (byte " + Hex(static_cast<unsigned char>(v[*bad])) +
+                          " at byte " + Str(static_cast<int64_t>(*bad)) +
+                          " of the value); scenario text must be UTF-8");
+      });
 }
 
 namespace {
