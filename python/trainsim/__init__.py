@@ -73,7 +73,37 @@ def _wrap(value):
     return value
 
 
-class Result(Mapping):
+class _Document:
+    """What Result and ResultList share: the plain JSON data they wrap, compared, printed and
+    copied out the same way."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data):
+        object.__setattr__(self, "_data", data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __eq__(self, other):
+        if isinstance(other, _Document):
+            other = other._data
+        return self._data == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "trainsim.%s(%s)" % (type(self).__name__, json.dumps(self._data)[:400])
+
+    def to_dict(self):
+        """A deep copy of the plain data (a dict, or a list for a ResultList)."""
+        return copy.deepcopy(self._data)
+
+    def to_json(self, indent=2):
+        return json.dumps(self._data, indent=indent)
+
+
+class Result(_Document, Mapping):
     """A JSON object from a command's --json document.
 
     Keys read as attributes (r.step.mfu) or items (r["step"]["mfu"]); nested objects and arrays
@@ -81,10 +111,7 @@ class Result(Mapping):
     is read as an item. to_dict() returns a deep copy of the plain data; to_json() the JSON text.
     """
 
-    __slots__ = ("_data",)
-
-    def __init__(self, data):
-        object.__setattr__(self, "_data", data)
+    __slots__ = ()
 
     def __getattr__(self, name):
         if name.startswith("__") or name == "_data":  # copy/pickle probing a half-built object
@@ -108,62 +135,22 @@ class Result(Mapping):
     def __iter__(self):
         return iter(self._data)
 
-    def __len__(self):
-        return len(self._data)
-
     def __dir__(self):
         return sorted(set(super().__dir__()) | {k for k in self._data if k.isidentifier()})
 
-    def __eq__(self, other):
-        if isinstance(other, (Result, ResultList)):
-            other = other._data
-        return self._data == other
 
-    __hash__ = None
-
-    def __repr__(self):
-        return "trainsim.Result(%s)" % json.dumps(self._data)[:400]
-
-    def to_dict(self):
-        return copy.deepcopy(self._data)
-
-    def to_json(self, indent=2):
-        return json.dumps(self._data, indent=indent)
-
-
-class ResultList(Sequence):
+class ResultList(_Document, Sequence):
     """A JSON array from a command's --json document; its objects come back as Results."""
 
-    __slots__ = ("_data",)
-
-    def __init__(self, data):
-        self._data = data
+    __slots__ = ()
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             return ResultList(self._data[index])
         return _wrap(self._data[index])
 
-    def __len__(self):
-        return len(self._data)
-
-    def __eq__(self, other):
-        if isinstance(other, (Result, ResultList)):
-            other = other._data
-        return self._data == other
-
-    __hash__ = None
-
-    def __repr__(self):
-        return "trainsim.ResultList(%s)" % json.dumps(self._data)[:400]
-
     def to_list(self):
-        return copy.deepcopy(self._data)
-
-    to_dict = to_list  # the plain data, whatever the document's top level is
-
-    def to_json(self, indent=2):
-        return json.dumps(self._data, indent=indent)
+        return self.to_dict()
 
 
 class Scenario:
