@@ -16,5 +16,14 @@ show() {
 }
 
 show check "$DEMO" --quiet
-if has_command run; then show run "$DEMO"; fi
+# With the plotting libraries (scripts/setup-web.sh installs them; it cannot offline) the run also
+# writes its page with plots next to the binary.
+HTML=()
+if [ -d third_party/npm/node_modules/vega-embed ] || [ -n "${TRAINSIM_WEB_DIR:-}" ]; then
+  HTML=(--html "$(dirname "$(realpath "$TRAINSIM")")/demo-report.html")
+fi
+if has_command run; then show run "$DEMO" "${HTML[@]}"; fi
 if has_command whatif; then show whatif "$DEMO" --fail gpu:37@16h; fi
+# Why a job is slow: a 7B model at about 30% MFU, its causes and re-simulated fixes.
+if has_command diagnose; then show diagnose scenarios/examples/low_utilisation.textproto; fi
+if [ ${#HTML[@]} -gt 0 ]; then echo; echo "report with plots: ${HTML[1]}"; fi
