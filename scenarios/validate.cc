@@ -2,6 +2,7 @@
 // and what would be valid; the path names the field so the loader can point at its line.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <numeric>
@@ -72,10 +73,9 @@ std::string Divisors(int64_t n) {
 
 namespace gp = google::protobuf;
 
-// Walks every set field of `m` and of its sub-messages, in field-number order (deterministic),
-// and returns the first error `leaf` reports for a value that is not a message: it gets the
-// message, the field, the index in a repeated field (0 otherwise) and the value's path
-// ("model.name", "faults[2].kind").
+// Walks every set field of `m` and its sub-messages in field-number order (deterministic); the
+// first error `leaf` reports for a non-message value (its message, field, index in a repeated
+// field or 0, and path such as "faults[2].kind") is returned.
 using LeafCheck =
     std::function<Error(const gp::Message&, const gp::FieldDescriptor*, int, const std::string&)>;
 Error FirstLeafError(const gp::Message& m, const std::string& prefix, const LeafCheck& leaf) {
@@ -83,9 +83,8 @@ Error FirstLeafError(const gp::Message& m, const std::string& prefix, const Leaf
   std::vector<const gp::FieldDescriptor*> fields;
   r->ListFields(m, &fields);
   for (const gp::FieldDescriptor* f : fields) {
-    std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
-    int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
-    for (int i = 0; i < n; ++i) {
+    const std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
+    for (int i = 0, n = f->is_repeated() ? r->FieldSize(m, f) : 1; i < n; ++i) {
       std::string p = f->is_repeated() ? path + "[" + Str(i) + "]" : path;
       Error e = f->message_type() != nullptr
                     ? FirstLeafError(
@@ -114,11 +113,6 @@ Error CheckEnums(const gp::Message& m, const std::string& prefix) {
       });
 }
 
-std::string Hex(unsigned char b) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
-}
-
 }  // namespace
 
 std::optional<FieldError> CheckUtf8(const google::protobuf::Message& m, const std::string& prefix) {
@@ -133,8 +127,10 @@ std::optional<FieldError> CheckUtf8(const google::protobuf::Message& m, const st
                                                 : r->GetStringReference(msg, f, &scratch);
         std::optional<size_t> bad = FirstInvalidUtf8(v);
         if (!bad) return std::nullopt;
-        return Err(p, "is not valid UTF-8 text (byte " + Hex(static_cast<unsigned char>(v[*bad])) +
-                          " at byte " + Str(static_cast<int64_t>(*bad)) +
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02X", unsigned{static_cast<unsigned char>(v[*bad])});
+        return Err(p, "is not valid UTF-8 text (byte " + std::string(hex) + " at byte " +
+                          Str(static_cast<int64_t>(*bad)) +
                           " of the value); scenario text must be UTF-8");
       });
 }
