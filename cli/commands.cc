@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -48,14 +49,44 @@ Result<std::optional<report::WebLibraries>> PrepareHtml(const std::string& path,
 
 bool IsMessageRank() { return sweep::LaunchRank() == 0; }
 
+namespace {
+std::string& KeptError() {
+  static std::string kept;
+  return kept;
+}
+}  // namespace
+
+void SayError(const std::string& text) {
+  if (IsMessageRank()) {
+    std::cerr << "trainsim: error: " << text;
+    if (text.empty() || text.back() != '\n') std::cerr << "\n";
+  } else if (KeptError().empty()) {
+    KeptError() = text;
+  }
+}
+
+int FinishRank(int code) {
+  if (code == kExitOk || IsMessageRank() || KeptError().empty()) return code;
+  std::cerr.flush();
+  // mpirun ends this process (SIGTERM) once rank 0 has exited with the same error.
+  for (int tenth = 0; tenth < 10 * kFollowerGraceSeconds; ++tenth) {
+    ::usleep(100 * 1000);
+  }
+  std::cerr << "trainsim: error: (rank " << sweep::LaunchRank() << ") " << KeptError();
+  if (KeptError().back() != '\n') std::cerr << "\n";
+  return code;
+}
+
 int ReportError(const Status& status) {
   // Under mpirun every rank reads the same input and meets the same bad input: rank 0 says it.
   // What only one rank may see (a bug, a rank that stopped answering) every rank says.
   const bool rank_specific =
       status.code() == Status::Code::kInternal || status.code() == Status::Code::kUnavailable;
-  if (IsMessageRank()) {
+  if (!rank_specific) {
+    SayError(ElideLongNumbers(status.message()));
+  } else if (IsMessageRank()) {
     std::cerr << "trainsim: error: " << ElideLongNumbers(status.message()) << "\n";
-  } else if (rank_specific) {
+  } else {
     std::cerr << "trainsim: error: (rank " << sweep::LaunchRank() << ") "
               << ElideLongNumbers(status.message()) << "\n";
   }
@@ -103,8 +134,10 @@ Status OpenOutput(const std::string& option, const std::string& path,
 namespace {
 
 int ReportException(const std::string& message, int code) {
-  if (IsMessageRank() || code == kExitFailure) {
+  if (code == kExitFailure) {
     std::cerr << "trainsim: error: " << ElideLongNumbers(message) << "\n";
+  } else {
+    SayError(ElideLongNumbers(message));
   }
   return code;
 }

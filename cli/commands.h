@@ -94,6 +94,19 @@ int RunGuarded(const std::function<int()>& body);
 // prints messages every rank would print alike (bad input), so mpirun -np 8 says it once.
 bool IsMessageRank();
 
+// Prints "trainsim: error: <text>" on the message rank. Another rank keeps the text back for
+// FinishRank: every rank reads the same command line and files, so rank 0 says it.
+void SayError(const std::string& text);
+
+// Called by main() with the exit code. On a rank other than 0 that kept an error back it waits
+// up to kFollowerGraceSeconds before exiting: a rank that exited at once could make mpirun tear
+// the job down before rank 0's message got out (seen under ASan on an oversubscribed machine).
+// Normally rank 0 exits first with the same error and mpirun ends this rank inside the wait; if
+// the wait runs out, the error was this rank's own (a file missing on its node), and it prints
+// the kept message with its rank number. Returns `code` unchanged.
+inline constexpr int kFollowerGraceSeconds = 10;
+int FinishRank(int code);
+
 // The subcommands, registered by main.cc.
 void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);

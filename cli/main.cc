@@ -44,10 +44,9 @@ int Main(int argc, char** argv) {
   // A first word that is neither an option nor a command is the commonest slip; say so plainly.
   if (argc > 1 && argv[1][0] != '-' &&
       std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-    if (trainsim::cli::IsMessageRank()) {
-      std::cerr << "trainsim: error: unknown command \"" << argv[1]
-                << "\" (commands: " << command_list << ")\nRun 'trainsim --help' for usage.\n";
-    }
+    trainsim::cli::SayError(std::string("unknown command \"") + argv[1] +
+                            "\" (commands: " + command_list +
+                            ")\nRun 'trainsim --help' for usage.");
     return trainsim::cli::kExitBadInput;
   }
 
@@ -58,16 +57,12 @@ int Main(int argc, char** argv) {
     // (exit 2), not CLI11's own codes (100+).
     if (e.get_exit_code() == 0) return app.exit(e);
     // Under mpirun every rank parses the same command line: rank 0 says what is wrong.
-    if (trainsim::cli::IsMessageRank()) {
-      std::cerr << "trainsim: error: " << e.what() << "\nRun 'trainsim --help' for usage.\n";
-    }
+    trainsim::cli::SayError(std::string(e.what()) + "\nRun 'trainsim --help' for usage.");
     return trainsim::cli::kExitBadInput;
   }
   if (app.get_subcommands().empty()) {
-    if (trainsim::cli::IsMessageRank()) {
-      std::cerr << "trainsim: error: a command is required (commands: " << command_list
-                << ")\nRun 'trainsim --help' for usage.\n";
-    }
+    trainsim::cli::SayError("a command is required (commands: " + command_list +
+                            ")\nRun 'trainsim --help' for usage.");
     return trainsim::cli::kExitBadInput;
   }
   return exit_code;
@@ -79,6 +74,7 @@ int main(int argc, char** argv) {
   // Before any output file is opened: a signal removes the temporary files, SIGXFSZ is ignored
   // so a write over the file-size limit fails and is reported (sim/atomic_file.h).
   trainsim::sim::InstallTempFileCleanup();
-  // Any exception becomes one message; standard output is checked at the end (cli/commands.h).
-  return trainsim::cli::RunGuarded([&] { return Main(argc, argv); });
+  // Any exception becomes one message; standard output is checked at the end; under mpirun a rank
+  // other than 0 that kept an error back gives rank 0 time to say it (cli/commands.h).
+  return trainsim::cli::FinishRank(trainsim::cli::RunGuarded([&] { return Main(argc, argv); }));
 }

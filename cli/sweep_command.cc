@@ -43,53 +43,41 @@ int RunSweepCommand(const SweepOptions& opts) {
         "--mpi-timeout must be a number of seconds >= 0 (0 = wait for ever)"));
   }
   comm->SetTimeout(opts.mpi_timeout);
-  // Every rank sees the same input and takes the same path; only rank 0 speaks of it. What one
-  // rank alone may meet (a bug, a timeout waiting for the others) that rank says itself.
-  auto fail = [&](const Status& s) {
-    if (root || s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kInternal) {
-      return ReportError(s);
+  // Every rank prepares its share (the same input on every rank, normally). The CSV is opened by
+  // rank 0, which writes it, before the sweep, so an unwritable path fails now and not after the
+  // sweep. Then the ranks agree on the outcome, so a problem one rank alone met (a file missing
+  // on its node) stops all of them here; rank 0 says it (cli/commands.h: ReportError).
+  std::optional<report::WebLibraries> web;
+  std::optional<scenarios::ResolvedScenario> resolved;
+  std::optional<api::SweepPlan> plan;
+  sim::AtomicFileWriter csv;
+  auto prepare = [&]() -> Status {
+    Result<std::optional<report::WebLibraries>> html =
+        PrepareHtml(opts.html, {{"the input scenario", opts.scenario.path}});
+    if (!html.ok()) return html.status();
+    web = std::move(*html);
+    TRAINSIM_RETURN_IF_ERROR(api::CheckSweepOptions(opts));
+    Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(opts.scenario);
+    if (!r.ok()) return r.status();
+    resolved = std::move(*r);
+    Result<api::SweepPlan> p = api::PlanSweep(*resolved, opts);
+    if (!p.ok()) return p.status();
+    plan = std::move(*p);
+    if (root && opts.csv_option != nullptr && opts.csv_option->count() > 0) {
+      return OpenOutput(
+          "--csv", opts.csv,
+          {{"the input scenario", opts.scenario.path},
+           {"the calibration file", resolved->scenario.cluster().calibration()}},
+          &csv);
     }
-    switch (s.code()) {
-      case Status::Code::kUnavailable:
-        return kExitUnavailable;
-      case Status::Code::kInternal:
-        return kExitFailure;
-      default:
-        return kExitBadInput;
-    }
+    return Status::Ok();
   };
-  Result<std::optional<report::WebLibraries>> html =
-      PrepareHtml(opts.html, {{"the input scenario", opts.scenario.path}});
-  if (!html.ok()) return fail(html.status());
-  std::optional<report::WebLibraries> web = std::move(*html);
-  if (Status s = api::CheckSweepOptions(opts); !s.ok()) return fail(s);
-  Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts.scenario);
-  if (!resolved.ok()) return fail(resolved.status());
-  Result<api::SweepPlan> plan = api::PlanSweep(*resolved, opts);
-  if (!plan.ok()) return fail(plan.status());
+  if (Status s = sweep::AgreeOnStatus(comm, prepare()); !s.ok()) return ReportError(s);
   const sweep::SweepProblem* problem = &plan->problem;
   const sweep::Objective* objective = &plan->objective;
 
-  // The CSV is opened (by rank 0, which writes it) before the sweep, so an unwritable path
-  // fails now and not after the sweep; every rank learns the outcome so all stop together.
-  sim::AtomicFileWriter csv;
-  Status csv_status;
-  if (root && opts.csv_option != nullptr && opts.csv_option->count() > 0) {
-    csv_status = OpenOutput("--csv", opts.csv,
-                            {{"the input scenario", opts.scenario.path},
-                             {"the calibration file", resolved->scenario.cluster().calibration()}},
-                            &csv);
-  }
-  if (comm->size() > 1) {
-    Result<std::vector<std::string>> agreed = comm->AllGather(csv_status.ok() ? "" : "x");
-    if (!agreed.ok()) return fail(agreed.status());
-    if (!(*agreed)[0].empty()) return fail(csv_status);
-  } else if (!csv_status.ok()) {
-    return fail(csv_status);
-  }
-
   Result<sweep::SweepResult> result = sweep::RunSweep(plan->problem, plan->options, comm);
-  if (!result.ok()) return fail(result.status());
+  if (!result.ok()) return ReportError(result.status());
   if (!root) return kExitOk;
 
   if (csv.is_open()) {

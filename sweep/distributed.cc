@@ -129,6 +129,37 @@ class MpiCommunicator : public Communicator {
 
 }  // namespace
 
+Status AgreeOnStatus(Communicator* comm, const Status& mine) {
+  if (comm->size() == 1) return mine;
+  // One byte of code, then the message; "" for OK.
+  std::string bytes;
+  if (!mine.ok()) bytes = static_cast<char>(mine.code()) + mine.message();
+  Result<std::vector<std::string>> all = comm->AllGather(bytes);
+  if (!all.ok()) return all.status();
+  for (size_t k = 0; k < all->size(); ++k) {
+    const std::string& b = (*all)[k];
+    if (b.empty()) continue;
+    if (static_cast<int>(k) == comm->rank()) return mine;
+    const std::string message =
+        (k == 0 ? "" : "(rank " + std::to_string(k) + ") ") + b.substr(1);
+    switch (static_cast<Status::Code>(b[0])) {
+      case Status::Code::kNotFound:
+        return Status::NotFound(message);
+      case Status::Code::kOutOfRange:
+        return Status::OutOfRange(message);
+      case Status::Code::kFailedPrecondition:
+        return Status::FailedPrecondition(message);
+      case Status::Code::kUnavailable:
+        return Status::Unavailable(message);
+      case Status::Code::kInternal:
+        return Status::Internal(message);
+      default:
+        return Status::InvalidArgument(message);
+    }
+  }
+  return Status::Ok();
+}
+
 int LaunchRank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
     if (std::getenv(name) != nullptr) return EnvInt(name);

@@ -44,6 +44,14 @@ class LocalCommunicator : public Communicator {
   }
 };
 
+// Collective: every rank passes what it met preparing its share (loading the scenario, opening
+// an output); every rank gets back OK when all were OK, else the failure of the lowest failing
+// rank, its message prefixed "(rank k) " when k is not 0. So a problem only one rank meets (a
+// file missing on its node) stops every rank at the same point — none is left waiting in an
+// exchange, none in MPI_Finalize — and rank 0 can say it. An exchange that fails (a timeout)
+// is returned as is.
+Status AgreeOnStatus(Communicator* comm, const Status& mine);
+
 // True when the environment says mpirun (Open MPI or a PMI launcher) started this process.
 bool LaunchedUnderMpi();
 // This process's rank as the launcher's environment gives it (OMPI_COMM_WORLD_RANK, PMI_RANK,

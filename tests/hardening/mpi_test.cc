@@ -1,5 +1,6 @@
 // trainsim under mpirun ends the way one process does: bad input is reported once (by rank 0,
-// not once per rank), and with --mpi-timeout a rank that stopped answering ends the sweep with
+// not once per rank, and not lost when another rank exits first), an error only one rank meets
+// is reported by that rank, and with --mpi-timeout a rank that stopped answering ends the sweep with
 // a message instead of leaving the other ranks waiting for ever (issue 21). Skipped where
 // mpirun is not installed.
 #include <gtest/gtest.h>
@@ -62,6 +63,22 @@ TEST_F(MpiTest, BadInputIsReportedOnceNotOncePerRank) {
     EXPECT_EQ(CountOf(r.err, "trainsim: error: "), 1) << args[1] << " " << args.back() << "\n"
                                                       << r.err;
   }
+}
+
+// An error only one rank meets (here: rank 1 is given a file that does not exist; on a cluster,
+// a file missing on one node) is not swallowed because that rank is not rank 0: the rank waits
+// its grace period for rank 0 to end the job, then says what it met, with its rank number, and
+// mpirun ends the job (rank 0 would otherwise wait in the sweep's exchange).
+TEST_F(MpiTest, AnErrorOnlyOneRankMeetsIsReportedByThatRank) {
+  const std::string script =
+      "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then exec \"$0\" sweep /nonexistent/s.json; fi; "
+      "exec \"$0\" sweep \"$1\" --tokens 300e9";
+  RunResult r = Mpirun(2, {"/bin/sh", "-c", script, kBinary, kDemo}, 180);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_EQ(CountOf(r.err, "trainsim: error: (rank 1) "), 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, "/nonexistent/s.json")) << r.err;
+  EXPECT_EQ(r.out, "") << "a partial result was printed";
 }
 
 // Rank 1 is stopped (SIGSTOP) once the sweep runs; rank 0 finishes its share, waits
