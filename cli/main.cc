@@ -44,9 +44,8 @@ int Main(int argc, char** argv) {
   // A first word that is neither an option nor a command is the commonest slip; say so plainly.
   if (argc > 1 && argv[1][0] != '-' &&
       std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-    trainsim::cli::SayError(std::string("unknown command \"") + argv[1] +
-                            "\" (commands: " + command_list +
-                            ")\nRun 'trainsim --help' for usage.");
+    trainsim::cli::SayError(std::string("unknown command \"") + argv[1] + "\" (commands: " +
+                            command_list + ")\nRun 'trainsim --help' for usage.");
     return trainsim::cli::kExitBadInput;
   }
 

@@ -64,11 +64,10 @@ int RunSweepCommand(const SweepOptions& opts) {
     if (!p.ok()) return p.status();
     plan = std::move(*p);
     if (root && opts.csv_option != nullptr && opts.csv_option->count() > 0) {
-      return OpenOutput(
-          "--csv", opts.csv,
-          {{"the input scenario", opts.scenario.path},
-           {"the calibration file", resolved->scenario.cluster().calibration()}},
-          &csv);
+      return OpenOutput("--csv", opts.csv,
+                        {{"the input scenario", opts.scenario.path},
+                         {"the calibration file", resolved->scenario.cluster().calibration()}},
+                        &csv);
     }
     return Status::Ok();
   };

@@ -140,8 +140,7 @@ Status AgreeOnStatus(Communicator* comm, const Status& mine) {
     const std::string& b = (*all)[k];
     if (b.empty()) continue;
     if (static_cast<int>(k) == comm->rank()) return mine;
-    const std::string message =
-        (k == 0 ? "" : "(rank " + std::to_string(k) + ") ") + b.substr(1);
+    const std::string message = (k == 0 ? "" : "(rank " + std::to_string(k) + ") ") + b.substr(1);
     switch (static_cast<Status::Code>(b[0])) {
       case Status::Code::kNotFound:
         return Status::NotFound(message);

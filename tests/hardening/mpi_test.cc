@@ -1,7 +1,7 @@
 // trainsim under mpirun ends the way one process does: bad input is reported once (by rank 0,
 // not once per rank, and not lost when another rank exits first), an error only one rank meets
-// is reported by that rank, and with --mpi-timeout a rank that stopped answering ends the sweep with
-// a message instead of leaving the other ranks waiting for ever (issue 21). Skipped where
+// is reported by that rank, and with --mpi-timeout a rank that stopped answering ends the sweep
+// with a message instead of leaving the other ranks waiting for ever (issue 21). Skipped where
 // mpirun is not installed.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -23,9 +23,7 @@ class FixedGroup : public Communicator {
     std::vector<std::string> all;
     for (int k = 0; k < size(); ++k) {
       const Status& s = statuses_[k];
-      all.push_back(k == rank_ ? mine
-                    : s.ok()   ? ""
-                               : static_cast<char>(s.code()) + s.message());
+      all.push_back(k == rank_ ? mine : s.ok() ? "" : static_cast<char>(s.code()) + s.message());
     }
     return all;
   }
