@@ -17,6 +17,7 @@
 #include "comm/message_size.h"
 #include "run/monte_carlo.h"
 #include "scenarios/run_config.h"
+#include "sim/parallel.h"
 
 namespace trainsim::cli {
 
@@ -190,37 +191,83 @@ Status CheckSweepOptions(const SweepOptions& opts) {
   return Status::Ok();
 }
 
-Result<SweepPlan> PlanSweep(const scenarios::ResolvedScenario& resolved, const SweepOptions& opts) {
+std::vector<std::vector<std::string>> SweepHardwareSets(const std::vector<std::string>& sets,
+                                                        const SweepOptions& opts) {
+  std::vector<std::vector<std::string>> out;
+  const std::vector<std::string> gpus =
+      opts.gpu_types.empty() ? std::vector<std::string>{""} : opts.gpu_types;
+  for (const std::string& gpu : gpus) {
+    std::vector<std::string> s = sets;
+    if (!gpu.empty()) {
+      s.push_back("cluster.gpu=" + gpu);
+      s.push_back("cluster.node_type=");  // the GPU's own node type (the catalogue's first)
+    }
+    if (!opts.memory_headroom.empty())
+      s.push_back("cluster.memory_headroom=" + opts.memory_headroom);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<SweepPlan> PlanSweep(const std::vector<scenarios::ResolvedScenario>& resolved,
+                            const SweepOptions& opts) {
   Result<sweep::Objective> objective = sweep::ParseObjective(opts.objective);
   if (!objective.ok()) return objective.status().WithPrefix("--objective");
-  Result<sweep::SweepProblem> problem =
-      scenarios::MakeSweepProblem(resolved, opts.gpus, opts.tokens);
-  if (!problem.ok()) return problem.status();
-  TRAINSIM_RETURN_IF_ERROR(ApplySweepOptions(opts, *problem));
-  problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
-  SweepPlan plan{std::move(*problem), {}, *objective};
+  Result<std::pair<sweep::Objective, sweep::Objective>> pareto =
+      sweep::ParseParetoAxes(opts.pareto);
+  if (!pareto.ok()) return pareto.status().WithPrefix("--pareto");
+  Result<int> threads = sim::ResolveThreads(opts.threads, "--threads");
+  if (!threads.ok()) return threads.status();
+  SweepPlan plan;
+  for (size_t h = 0; h < resolved.size(); ++h) {
+    const std::string gpu = resolved[h].gpu.name();
+    for (size_t k = 0; k < h; ++k) {
+      if (resolved[k].gpu.name() == gpu) {
+        return Status::InvalidArgument("--gpu names " + gpu + " twice (as " + opts.gpu_types[k] +
+                                       " and " + opts.gpu_types[h] + ")");
+      }
+    }
+    Result<sweep::SweepProblem> problem =
+        scenarios::MakeSweepProblem(resolved[h], opts.gpus, opts.tokens);
+    if (!problem.ok()) {
+      return resolved.size() > 1 ? problem.status().WithPrefix("--gpu " + gpu) : problem.status();
+    }
+    TRAINSIM_RETURN_IF_ERROR(ApplySweepOptions(opts, *problem));
+    problem->step_time_fn = [](const step::StepConfig& c) { return scenarios::MakeStepTimeFn(c); };
+    problem->hardware = int(h);
+    plan.problems.push_back(std::move(*problem));
+  }
   plan.options.objective = *objective;
+  plan.options.pareto = *pareto;
   plan.options.top_k = opts.top;
   plan.options.progress = opts.progress;  // drawn only on a terminal outside CI
   plan.options.trials = opts.trials;
+  plan.options.threads = *threads;
   return plan;
 }
 
 Result<SweepOutcome> Sweep(const ScenarioInput& input, const SweepOptions& opts,
                            sweep::Communicator* comm) {
   TRAINSIM_RETURN_IF_ERROR(CheckSweepOptions(opts));
-  Result<scenarios::ResolvedScenario> resolved = Load(input);
-  if (!resolved.ok()) return resolved.status();
-  Result<SweepPlan> plan = PlanSweep(*resolved, opts);
+  std::vector<scenarios::ResolvedScenario> resolved;
+  for (const std::vector<std::string>& sets : SweepHardwareSets(input.sets, opts)) {
+    ScenarioInput one = input;
+    one.sets = sets;
+    Result<scenarios::ResolvedScenario> r = Load(one);
+    if (!r.ok()) return r.status();
+    resolved.push_back(std::move(*r));
+  }
+  Result<SweepPlan> plan = PlanSweep(resolved, opts);
   if (!plan.ok()) return plan.status();
-  Result<sweep::SweepResult> result = sweep::RunSweep(plan->problem, plan->options, comm);
+  Result<sweep::SweepResult> result = sweep::RunSweeps(plan->problems, plan->options, comm);
   if (!result.ok()) return result.status();
-  return SweepOutcome{std::move(*resolved), std::move(plan->problem), std::move(*result),
-                      plan->objective};
+  return SweepOutcome{std::move(resolved.front()), std::move(plan->problems), std::move(*result),
+                      plan->options, input.path.empty() ? input.name : input.path};
 }
 
 std::string SweepDocument(const SweepOutcome& outcome) {
-  return report::FormatSweepJson(outcome.result, outcome.objective);
+  return report::FormatSweepJson(outcome.scenario, outcome.resolved.scenario.model().name(),
+                                 outcome.problems, outcome.options, outcome.result);
 }
 
 Result<CollectiveOutcome> Collective(const ScenarioInput& input, const CollectiveOptions& opts) {

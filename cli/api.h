@@ -107,23 +107,36 @@ struct SweepOptions {
   bool no_uneven = false;
   bool no_overlaps = false;
   bool progress = true;  // a progress bar on a terminal outside CI (sim::ProgressBar decides)
+  // GPU types to sweep (catalogue names or aliases; each brings its node type); empty = the
+  // scenario's.
+  std::vector<std::string> gpu_types;
+  // cluster.memory_headroom for this sweep ("" = the scenario's, else 5% of HBM).
+  std::string memory_headroom;
+  std::string pareto = "time,cost";  // the Pareto front's two objectives
+  int threads = 1;                   // per rank, for the confirmations (0 = all cores)
 };
 struct SweepOutcome {
-  scenarios::ResolvedScenario resolved;
-  sweep::SweepProblem problem;
+  scenarios::ResolvedScenario resolved;  // the first GPU type's
+  std::vector<sweep::SweepProblem> problems;
   sweep::SweepResult result;
-  sweep::Objective objective{};
+  sweep::SweepOptions options;
+  std::string scenario;  // the path (or name) the scenario came from
 };
 // The options' own checks (objective, top, trials, tokens), before the scenario is read.
 Status CheckSweepOptions(const SweepOptions& options);
 // The sweep problem and the sweep's options for a loaded scenario (the command opens its CSV
 // between this and sweep::RunSweep).
 struct SweepPlan {
-  sweep::SweepProblem problem;
+  std::vector<sweep::SweepProblem> problems;  // one per GPU type
   sweep::SweepOptions options;
-  sweep::Objective objective{};
 };
-Result<SweepPlan> PlanSweep(const scenarios::ResolvedScenario& resolved,
+// The --set overrides that load the scenario for each GPU type of options.gpu_types (one entry,
+// `sets` with the headroom, when it is empty): `sets` + cluster.gpu=NAME, cluster.node_type=""
+// (the GPU's own node), cluster.memory_headroom.
+std::vector<std::vector<std::string>> SweepHardwareSets(const std::vector<std::string>& sets,
+                                                        const SweepOptions& options);
+// `resolved`: the scenario loaded with each of SweepHardwareSets, in order.
+Result<SweepPlan> PlanSweep(const std::vector<scenarios::ResolvedScenario>& resolved,
                             const SweepOptions& options);
 // `comm` splits the work across MPI ranks (sweep::MakeCommunicator); every rank gets the outcome,
 // only rank 0's result is complete.

@@ -31,6 +31,7 @@ struct SweepOptions : api::SweepOptions {
   CLI::Option* csv_option = nullptr;  // to tell --csv '' from no --csv
   double mpi_timeout = 0;
   std::string html;
+  bool quiet = false;
 };
 
 int RunSweepCommand(const SweepOptions& opts) {
@@ -48,7 +49,7 @@ int RunSweepCommand(const SweepOptions& opts) {
   // sweep. Then the ranks agree on the outcome, so a problem one rank alone met (a file missing
   // on its node) stops all of them here; rank 0 says it (cli/commands.h: ReportError).
   std::optional<report::WebLibraries> web;
-  std::optional<scenarios::ResolvedScenario> resolved;
+  std::vector<scenarios::ResolvedScenario> resolved;
   std::optional<api::SweepPlan> plan;
   sim::AtomicFileWriter csv;
   auto prepare = [&]() -> Status {
@@ -57,47 +58,55 @@ int RunSweepCommand(const SweepOptions& opts) {
     if (!html.ok()) return html.status();
     web = std::move(*html);
     TRAINSIM_RETURN_IF_ERROR(api::CheckSweepOptions(opts));
-    Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(opts.scenario);
-    if (!r.ok()) return r.status();
-    resolved = std::move(*r);
-    Result<api::SweepPlan> p = api::PlanSweep(*resolved, opts);
+    // One scenario per GPU type of --gpu (the scenario's own when there is none).
+    for (const std::vector<std::string>& sets : api::SweepHardwareSets(opts.scenario.sets, opts)) {
+      ScenarioOptions one = opts.scenario;
+      one.sets = sets;
+      Result<scenarios::ResolvedScenario> r = LoadResolvedScenario(one);
+      if (!r.ok()) return r.status();
+      resolved.push_back(std::move(*r));
+    }
+    Result<api::SweepPlan> p = api::PlanSweep(resolved, opts);
     if (!p.ok()) return p.status();
     plan = std::move(*p);
     if (root && opts.csv_option != nullptr && opts.csv_option->count() > 0) {
       return OpenOutput("--csv", opts.csv,
                         {{"the input scenario", opts.scenario.path},
-                         {"the calibration file", resolved->scenario.cluster().calibration()}},
+                         {"the calibration file", resolved[0].scenario.cluster().calibration()}},
                         &csv);
     }
     return Status::Ok();
   };
   if (Status s = sweep::AgreeOnStatus(comm, prepare()); !s.ok()) return ReportError(s);
-  const sweep::SweepProblem* problem = &plan->problem;
-  const sweep::Objective* objective = &plan->objective;
-
-  Result<sweep::SweepResult> result = sweep::RunSweep(plan->problem, plan->options, comm);
+  const std::vector<sweep::SweepProblem>& problems = plan->problems;
+  Result<sweep::SweepResult> result = sweep::RunSweeps(problems, plan->options, comm);
   if (!result.ok()) return ReportError(result.status());
   if (!root) return kExitOk;
+  const std::string json = report::FormatSweepJson(
+      opts.scenario.path, resolved[0].scenario.model().name(), problems, plan->options, *result);
 
   if (csv.is_open()) {
-    csv.Append(report::FormatSweepCsv(*result));
+    csv.Append(report::FormatSweepCsv(problems, *result));
     Status s = csv.Commit();
     if (!s.ok()) return ReportError(s.WithPrefix("--csv"));
   }
   if (web) {
     // The very document --json prints, parsed back.
-    const nlohmann::json doc = nlohmann::json::parse(report::FormatSweepJson(*result, *objective));
+    const nlohmann::json doc = nlohmann::json::parse(json);
     Status s = report::WriteHtml(opts.html, report::SweepHtmlPage(doc, *result), *web);
     if (!s.ok()) return ReportError(s);
   }
   if (opts.scenario.json) {
-    std::cout << report::FormatSweepJson(*result, *objective);
+    std::cout << json;
   } else {
-    std::string counts;
-    for (int n : problem->gpu_counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
-    const std::string title = report::Printable(resolved->scenario.model().name()) + " on " +
-                              counts + " " + resolved->gpu.name() + " GPUs";
-    std::cout << report::FormatSweepTable(*problem, *result, *objective, title);
+    std::string counts, gpus;
+    for (int n : problems[0].gpu_counts) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+    for (const scenarios::ResolvedScenario& r : resolved) {
+      gpus += (gpus.empty() ? "" : " or ") + r.gpu.name();
+    }
+    const std::string title = report::Printable(resolved[0].scenario.model().name()) + " on " +
+                              counts + " " + gpus + " GPUs";
+    std::cout << report::FormatSweepTable(problems, *result, plan->options, title);
   }
   return kExitOk;
 }
@@ -119,7 +128,25 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
       ->delimiter(',')
       ->type_name("N,N,...");
   cmd->add_option("--objective", opts->objective,
-                  "Rank by 'time' to train or 'cost' (default time)");
+                  "Rank by 'time' to train, 'cost' (GPU-hours x price) or 'energy' (kWh at the "
+                  "facility) (default time)");
+  cmd->add_option("--pareto", opts->pareto,
+                  "The Pareto front's two objectives, e.g. time,energy (default time,cost)");
+  cmd->add_option("--gpu", opts->gpu_types,
+                  "GPU types to sweep, comma-separated catalogue names or aliases (each on its "
+                  "own node type), ranked together (default: the scenario's)")
+      ->delimiter(',')
+      ->type_name("NAME,NAME,...");
+  cmd->add_option("--memory-headroom", opts->memory_headroom,
+                  "HBM to keep free beyond the memory model's peak: a fraction (0.05), a "
+                  "percentage (5%) or a size (4GB); default the scenario's "
+                  "cluster.memory_headroom, else 5% (docs/memory.md)")
+      ->type_name("F|P%|NGB");
+  cmd->add_option("--threads", opts->threads,
+                  "Threads per rank for the step-simulation confirmations (0 = all cores; "
+                  "default 1); the output does not depend on it");
+  cmd->add_flag("--quiet,-q", opts->quiet,
+                "No progress line on stderr (it is drawn only on a terminal anyway)");
   cmd->add_option("--top", opts->top, "How many layouts to list and confirm (default 10)");
   opts->csv_option = cmd->add_option(
       "--csv", opts->csv,
@@ -166,7 +193,10 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");
-  cmd->callback([opts, exit_code] { *exit_code = RunSweepCommand(*opts); });
+  cmd->callback([opts, exit_code] {
+    if (opts->quiet) opts->progress = false;
+    *exit_code = RunSweepCommand(*opts);
+  });
 }
 
 }  // namespace trainsim::cli

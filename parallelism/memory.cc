@@ -238,7 +238,8 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
   r.per_stage = PerStage(m, c, p);
   r.peak_bytes = Peak(r.per_stage, &r.peak_stage);
   r.capacity_bytes = capacity;
-  r.fits = r.peak_bytes <= capacity;
+  const double usable = capacity - p.headroom_bytes;
+  r.fits = r.peak_bytes <= usable;
   if (r.fits) return r;
   const MemoryBreakdown& w = r.per_stage[r.peak_stage];
   r.reason = "pipeline stage " + std::to_string(r.peak_stage) + " needs " + Gb(r.peak_bytes) +
@@ -248,9 +249,12 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
              (w.step_grads > w.activations + w.gathered
                   ? ", then fp32 gradient copies at the optimizer step " + Gb(w.step_grads)
                   : std::string()) +
-             ", overhead " + Gb(w.overhead) + "), " + Gb(r.peak_bytes - capacity) + " over the " +
-             Gb(capacity) + " of the GPU";
-  r.suggestions = Suggestions(m, c, capacity, gpus_per_node, p);
+             ", overhead " + Gb(w.overhead) + "), " + Gb(r.peak_bytes - usable) + " over the " +
+             (p.headroom_bytes > 0
+                  ? Gb(usable) + " usable (the " + Gb(capacity) +
+                        " of the GPU less a memory headroom of " + Gb(p.headroom_bytes) + ")"
+                  : Gb(capacity) + " of the GPU");
+  r.suggestions = Suggestions(m, c, usable, gpus_per_node, p);
   return r;
 }
 

@@ -44,6 +44,10 @@ struct MemoryParams {
   // cross_entropy holds the saved fp32 log-softmax, the gradient nll_loss's backward makes and
   // the one log_softmax's backward makes at once: 12.
   double loss_bytes_per_logit = 6;
+  // HBM a layout must leave free beyond its modelled peak (--memory-headroom, cluster.
+  // memory_headroom): the caching allocator's fragmentation, NCCL's buffers, CUDA graphs'
+  // private pools (docs/memory.md). A layout fits when peak <= capacity - headroom_bytes.
+  double headroom_bytes = 0;
   double gathered_bytes() const {
     return gathered_bytes_per_param > 0 ? gathered_bytes_per_param : weight_bytes_per_param;
   }

@@ -284,6 +284,10 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   pb::Cost* cost = s->mutable_cost();
   if (!cost->has_usd_per_gpu_hour()) cost->set_usd_per_gpu_hour(2.50);
   if (!cost->has_bill_spares()) cost->set_bill_spares(true);
+  // The energy model's defaults: their sources are in scenario.proto (Cost).
+  if (!cost->has_usd_per_kwh()) cost->set_usd_per_kwh(0.08);
+  if (!cost->has_pue()) cost->set_pue(1.10);
+  if (!cost->has_gpu_idle_fraction()) cost->set_gpu_idle_fraction(0.3);
   if (!s->has_seed()) s->set_seed(1);
   return std::nullopt;
 }

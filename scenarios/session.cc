@@ -348,6 +348,21 @@ Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& r,
   p.base = *step;
   p.run = *run;
   p.parameters = r.params;
+  // A sweep recommends layouts, so unless the scenario says otherwise it keeps 5% of HBM free
+  // (4.3 GB on an 80 GiB H100) for what the memory model leaves out: the caching allocator's
+  // fragmentation, NCCL buffers beyond the 2 GB framework allowance, CUDA graphs' pools
+  // (docs/memory.md gives the sources).
+  constexpr double kSweepHeadroomFraction = 0.05;
+  Result<double> headroom = MemoryHeadroomBytes(r.scenario.cluster().memory_headroom(),
+                                                p.base.gpu.memory_bytes, kSweepHeadroomFraction);
+  if (!headroom.ok()) return headroom.status();
+  p.base.memory.headroom_bytes = *headroom;
+  p.energy.tdp_watts = r.gpu.tdp_watts();
+  p.energy.idle_fraction = r.scenario.cost().gpu_idle_fraction();
+  p.energy.pue = r.scenario.cost().pue();
+  p.energy.usd_per_kwh = r.scenario.cost().usd_per_kwh();
+  p.hardware_name = r.gpu.name();
+  p.node_name = r.node.name();
   p.gpu_counts = gpus.empty() ? std::vector<int>{r.num_gpus} : gpus;
   if (tokens > 0) {
     p.token_budget = tokens;

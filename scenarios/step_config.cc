@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -224,6 +225,37 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
   return spec;
 }
 
+Result<double> MemoryHeadroomBytes(const std::string& text, double hbm_bytes,
+                                   double fallback_fraction) {
+  if (text.empty()) return fallback_fraction * hbm_bytes;
+  const Status bad = Status::InvalidArgument(
+      "cluster.memory_headroom '" + text +
+      "': use a fraction of HBM below 1 (0.05), a percentage below 100 (5%) or a size below the "
+      "GPU's memory (4GB, 4GiB)");
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return bad;
+  }
+  const std::string unit = text.substr(used);
+  double bytes = 0;
+  if (unit.empty()) {
+    bytes = v * hbm_bytes;
+  } else if (unit == "%") {
+    bytes = v / 100 * hbm_bytes;
+  } else if (unit == "GB") {
+    bytes = v * 1e9;
+  } else if (unit == "GiB") {
+    bytes = v * double(1ULL << 30);
+  } else {
+    return bad;
+  }
+  if (!std::isfinite(v) || v < 0 || !(bytes < hbm_bytes)) return bad;
+  return bytes;
+}
+
 Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   namespace par = parallelism;
   const pb::Scenario& s = r.scenario;
@@ -301,6 +333,9 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.gpu.peak_mxfp8_flops = blackwell ? c.gpu.peak_fp8_flops : 0.0;
   c.gpu.hbm_bytes_per_s = r.gpu.hbm_gbyte_per_s() * 1e9;
   c.gpu.memory_bytes = double(r.gpu.hbm_bytes());
+  Result<double> headroom = MemoryHeadroomBytes(s.cluster().memory_headroom(), c.gpu.memory_bytes);
+  if (!headroom.ok()) return headroom.status();
+  c.memory.headroom_bytes = *headroom;
   c.compute.precision = m.precision() == pb::FP8    ? par::Precision::kFp8
                         : m.precision() == pb::FP16 ? par::Precision::kFp16
                         : m.precision() == pb::TF32 ? par::Precision::kTf32

@@ -30,6 +30,12 @@ comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r);
 // The step simulation's configuration (model, layout, GPU, network).
 Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r);
 
+// cluster.memory_headroom (or --memory-headroom) in bytes for a GPU of `hbm_bytes`: a fraction
+// of HBM ("0.05"), a percentage ("5%") or a size ("4GB", "4GiB"); "" = `fallback_fraction` of
+// HBM. InvalidArgument names the field and the forms accepted.
+Result<double> MemoryHeadroomBytes(const std::string& text, double hbm_bytes,
+                                   double fallback_fraction = 0);
+
 // The model's shape as the closed-form models take it (MakeStepConfig's `model`).
 parallelism::ModelSpec MakeModelSpec(const pb::Model& model);
 

@@ -13,6 +13,7 @@
 #include "comm/topology.h"
 #include "parallelism/memory.h"
 #include "run/monte_carlo.h"
+#include "sim/parallel.h"
 #include "sim/progress.h"
 
 namespace trainsim::sweep {
@@ -32,9 +33,10 @@ std::string Gb(double bytes) {
 
 auto Tuple(const Candidate& c) {
   const par::ParallelConfig& p = c.parallel;
-  return std::make_tuple(c.gpus, p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.first_stage_layers,
-                         p.last_stage_layers, p.micro_batch, int(p.schedule), p.virtual_stages,
-                         int(p.recompute), p.sequence_parallel, p.zero_stage, p.shard_group);
+  return std::make_tuple(c.gpus, c.hardware, p.tp, p.cp, p.ep, p.etp, p.pp, p.dp,
+                         p.first_stage_layers, p.last_stage_layers, p.micro_batch, int(p.schedule),
+                         p.virtual_stages, int(p.recompute), p.sequence_parallel, p.zero_stage,
+                         p.shard_group);
 }
 
 // --- serialisation of evaluations for the all-gather ------------------------------------------
@@ -110,6 +112,10 @@ void Write(Writer& w, const Evaluation& e) {
   w.D(e.gpu_hours);
   w.D(e.cost_usd);
   w.I(e.confirmed);
+  w.D(e.busy_fraction);
+  w.D(e.gpu_watts);
+  w.D(e.energy_kwh);
+  w.D(e.energy_cost_usd);
 }
 
 void Read(Reader& r, Evaluation* e) {
@@ -128,27 +134,39 @@ void Read(Reader& r, Evaluation* e) {
   e->gpu_hours = r.D();
   e->cost_usd = r.D();
   e->confirmed = r.I() != 0;
+  e->busy_fraction = r.D();
+  e->gpu_watts = r.D();
+  e->energy_kwh = r.D();
+  e->energy_cost_usd = r.D();
 }
 
 // Every rank evaluates `indices` with `fn` (index i goes to rank i mod size); all-gathers the
 // results and stores them in *evals by index.
+// With threads > 1 this rank's share runs on sim::ParallelFor, each result in its own slot and
+// serialised in index order, so the bytes do not depend on the thread count (fn must be safe to
+// call concurrently).
 template <typename Fn>
 Status Distribute(Communicator* comm, const std::vector<size_t>& indices,
-                  std::vector<Evaluation>* evals, bool progress, const char* label, Fn fn) {
+                  std::vector<Evaluation>* evals, bool progress, const std::string& label,
+                  int threads, Fn fn) {
   const int size = comm->size(), rank = comm->rank();
-  uint64_t mine = 0;
-  for (size_t k = 0; k < indices.size(); ++k) mine += int(k % size_t(size)) == rank;
+  std::vector<size_t> mine;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (int(k % size_t(size)) == rank) mine.push_back(indices[k]);
+  }
   sim::ProgressBar::Options opts;
   opts.enabled = progress && rank == 0 && opts.enabled;
-  sim::ProgressBar bar(label, mine, opts);
-  Writer w;
-  for (size_t k = 0; k < indices.size(); ++k) {
-    if (int(k % size_t(size)) != rank) continue;
-    Evaluation e = fn((*evals)[indices[k]]);
-    Write(w, e);
-    bar.Add();
-  }
+  sim::ProgressBar bar(label, mine.size(), opts);
+  std::vector<Evaluation> out(mine.size());
+  TRAINSIM_RETURN_IF_ERROR(
+      sim::ParallelFor(int64_t(mine.size()), std::max(1, threads), [&](int64_t j) {
+        out[size_t(j)] = fn((*evals)[mine[size_t(j)]]);
+        bar.Add();
+        return Status::Ok();
+      }));
   bar.Finish();
+  Writer w;
+  for (const Evaluation& e : out) Write(w, e);
   Result<std::vector<std::string>> all = comm->AllGather(w.str());
   if (!all.ok()) return all.status();
   for (const std::string& part : *all) {
@@ -159,7 +177,7 @@ Status Distribute(Communicator* comm, const std::vector<size_t>& indices,
       if (!r.ok() || e.index < 0 || size_t(e.index) >= evals->size()) {
         return Status::Internal("malformed sweep results from another rank");
       }
-      Candidate layout = (*evals)[size_t(e.index)].layout;
+      const Candidate layout = (*evals)[size_t(e.index)].layout;
       e.layout = layout;
       (*evals)[size_t(e.index)] = std::move(e);
     }
@@ -180,20 +198,37 @@ void Finalise(const SweepProblem& problem, const GoodputEstimate& g, Evaluation*
       e->layout.gpus + (problem.run.bill_spares ? double(problem.run.spare_nodes) * gpn : 0.0);
   e->gpu_hours = e->time_to_train_s / 3600.0 * billed;
   e->cost_usd = e->gpu_hours * problem.run.usd_per_gpu_hour;
+  // Energy: the job's GPUs draw idle + (TDP − idle) × busy over the whole time to train (the
+  // time lost to failures included: restarts and recomputation keep the GPUs powered), the
+  // facility pue × that. 3.6e6 J per kWh.
+  const EnergyModel& m = problem.energy;
+  const double busy = std::clamp(e->busy_fraction, 0.0, 1.0);
+  e->gpu_watts = m.tdp_watts * (m.idle_fraction + (1 - m.idle_fraction) * busy);
+  e->energy_kwh = e->time_to_train_s * e->layout.gpus * e->gpu_watts * m.pue / 3.6e6;
+  e->energy_cost_usd = e->energy_kwh * m.usd_per_kwh;
+}
+
+// The q-quantile of sorted samples, linear between the two nearest ranks (position q·(n − 1)).
+double Quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * double(sorted.size() - 1);
+  const size_t lo = size_t(pos), hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
 }
 
 // The Monte Carlo run simulation of the top layouts (SweepOptions::trials).
-Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, Communicator* comm,
-                     SweepResult* res) {
-  if (!problem.step_time_fn) {
-    return Status::InvalidArgument("Monte Carlo trials need a step-time function");
-  }
-  const int gpn = problem.base.topology.gpus_per_node;
-  const int64_t tokens_per_step =
-      int64_t(problem.base.parallel.global_batch) * problem.base.model.seq_len;
-  const int64_t steps = int64_t(std::ceil(problem.token_budget / double(tokens_per_step)));
+Status RunMonteCarlo(const std::vector<SweepProblem>& problems, const SweepOptions& options,
+                     Communicator* comm, SweepResult* res) {
   for (size_t i : res->top) {
     Evaluation& e = res->evaluations[i];
+    const SweepProblem& problem = problems[size_t(e.layout.hardware)];
+    if (!problem.step_time_fn) {
+      return Status::InvalidArgument("Monte Carlo trials need a step-time function");
+    }
+    const int gpn = problem.base.topology.gpus_per_node;
+    const int64_t tokens_per_step =
+        int64_t(problem.base.parallel.global_batch) * problem.base.model.seq_len;
+    const int64_t steps = int64_t(std::ceil(problem.token_budget / double(tokens_per_step)));
     run::RunConfig run = problem.run;
     run.nodes = e.layout.gpus / gpn;
     run.gpus_per_node = gpn;
@@ -242,6 +277,18 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
         outcomes.push_back(t);
       }
     }
+    std::vector<double> times, costs;
+    for (const run::TrialOutcome& t : outcomes) {
+      times.push_back(t.wall_time_s);
+      costs.push_back(t.cost_usd);
+    }
+    std::sort(times.begin(), times.end());
+    std::sort(costs.begin(), costs.end());
+    // p10–p90: the middle 80% of the failure histories.
+    e.mc_time_p10_s = Quantile(times, 0.1);
+    e.mc_time_p90_s = Quantile(times, 0.9);
+    e.mc_cost_p10_usd = Quantile(costs, 0.1);
+    e.mc_cost_p90_usd = Quantile(costs, 0.9);
     const run::MonteCarloSummary s = run::Summarize(std::move(outcomes));
     e.trials = s.trials;
     e.mc_ettr = s.ettr.mean;
@@ -252,14 +299,6 @@ Status RunMonteCarlo(const SweepProblem& problem, const SweepOptions& options, C
 }
 
 }  // namespace
-
-Result<Objective> ParseObjective(const std::string& name) {
-  if (name == "time") return Objective::kTime;
-  if (name == "cost") return Objective::kCost;
-  return Status::InvalidArgument("unknown objective '" + name + "' (valid: time, cost)");
-}
-
-const char* ObjectiveName(Objective o) { return o == Objective::kTime ? "time" : "cost"; }
 
 bool LayoutLess(const Candidate& a, const Candidate& b) { return Tuple(a) < Tuple(b); }
 
@@ -394,47 +433,16 @@ Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& c, Estim
   e.step_time_s = est->time_s;
   e.estimated_step_time_s = est->time_s;
   e.mfu = est->mfu;
+  // The pipeline's work without its bubble, (p − 1) of v·m + p − 1 chunk passes (docs/sweep.md),
+  // over the step: the share the GPU computes (for energy; estimates only prune).
+  {
+    const par::ParallelConfig& p = cfg.parallel;
+    const double m = double(p.global_batch) / (double(p.micro_batch) * p.dp);
+    const double vm = double(std::max(1, p.virtual_stages)) * m;
+    e.busy_fraction = est->time_s > 0 ? est->pipeline_s * vm / (vm + p.pp - 1) / est->time_s : 0;
+  }
   Finalise(problem, *g, &e);
   return e;
-}
-
-double ObjectiveValue(const Evaluation& e, Objective o) {
-  return o == Objective::kTime ? e.time_to_train_s : e.cost_usd;
-}
-
-bool BetterThan(const Evaluation& a, const Evaluation& b, Objective o) {
-  const double va = ObjectiveValue(a, o), vb = ObjectiveValue(b, o);
-  if (va != vb) return va < vb;
-  const double wa = ObjectiveValue(a, o == Objective::kTime ? Objective::kCost : Objective::kTime);
-  const double wb = ObjectiveValue(b, o == Objective::kTime ? Objective::kCost : Objective::kTime);
-  if (wa != wb) return wa < wb;
-  return LayoutLess(a.layout, b.layout);
-}
-
-std::vector<size_t> Rank(const std::vector<Evaluation>& evals, Objective o) {
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < evals.size(); ++i) {
-    if (!evals[i].rejected) idx.push_back(i);
-  }
-  std::sort(idx.begin(), idx.end(),
-            [&](size_t a, size_t b) { return BetterThan(evals[a], evals[b], o); });
-  return idx;
-}
-
-// Sorted by (time, cost, layout), a layout is on the front when it is strictly cheaper than
-// every layout before it.
-std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals, bool confirmed_only) {
-  std::vector<size_t> idx = Rank(evals, Objective::kTime);
-  std::vector<size_t> front;
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (size_t i : idx) {
-    if (confirmed_only && !evals[i].confirmed) continue;
-    if (evals[i].cost_usd < best_cost) {
-      front.push_back(i);
-      best_cost = evals[i].cost_usd;
-    }
-  }
-  return front;
 }
 
 // One layout timed by the step simulation: its simulated step time replaces the estimate.
@@ -458,31 +466,48 @@ Evaluation ConfirmLayout(const SweepProblem& problem, const Evaluation& in) {
   }
   e.step_time_s = r->time_s;
   e.mfu = r->mfu;
+  // The share of the step the GPUs compute: the mean over the pipeline stages of the reported
+  // replica (StepResult::stage_breakdown).
+  double compute = 0;
+  for (const step::StepBreakdown& b : r->stage_breakdown) compute += b.compute_s;
+  if (r->stage_breakdown.empty()) {
+    compute = r->breakdown.compute_s;
+  } else {
+    compute /= double(r->stage_breakdown.size());
+  }
+  e.busy_fraction = r->time_s > 0 ? compute / r->time_s : 0;
   e.confirmed = true;
   Finalise(problem, *g, &e);
   return e;
 }
 
-Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& options,
-                             Communicator* comm) {
+namespace {
+
+// Enumerates and estimates one problem (hardware `hardware`); FailedPrecondition when nothing
+// fits, naming the binding constraint and what relaxes it.
+Result<SweepResult> EstimateAll(const SweepProblem& problem, int hardware,
+                                const SweepOptions& options, Communicator* comm) {
   TRAINSIM_RETURN_IF_ERROR(ValidateProblem(problem));
-  if (options.top_k < 1) return Status::InvalidArgument("--top must be >= 1");
   SweepResult res;
-  const std::vector<Candidate> layouts = EnumerateLayouts(problem);
+  std::vector<Candidate> layouts = EnumerateLayouts(problem);
   res.evaluations.resize(layouts.size());
   std::vector<size_t> all(layouts.size());
   for (size_t i = 0; i < layouts.size(); ++i) {
+    layouts[i].hardware = hardware;
     res.evaluations[i].index = int64_t(i);
     res.evaluations[i].layout = layouts[i];
     all[i] = i;
   }
+  const std::string label =
+      problem.hardware_name.empty() ? std::string("sweep") : "sweep " + problem.hardware_name;
+  // One thread: the estimator's cache is not thread-safe, and estimates take 0.1 ms each.
   EstimatorCache cache;
-  TRAINSIM_RETURN_IF_ERROR(
-      Distribute(comm, all, &res.evaluations, options.progress, "sweep", [&](const Evaluation& in) {
-        Evaluation e = EvaluateLayout(problem, in.layout, &cache);
-        e.index = in.index;
-        return e;
-      }));
+  TRAINSIM_RETURN_IF_ERROR(Distribute(comm, all, &res.evaluations, options.progress, label, 1,
+                                      [&](const Evaluation& in) {
+                                        Evaluation e = EvaluateLayout(problem, in.layout, &cache);
+                                        e.index = in.index;
+                                        return e;
+                                      }));
   for (const Evaluation& e : res.evaluations) (e.rejected ? res.rejected : res.evaluated)++;
 
   if (res.evaluated == 0) {
@@ -498,12 +523,23 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
     }
     if (!best) {
       std::string why = res.evaluations.empty() ? "no layouts" : res.evaluations[0].reason;
+      if (layouts.empty()) {
+        return Status::FailedPrecondition(
+            "no layout of the model divides onto these GPU counts: the binding constraint is "
+            "divisibility (the global batch of " +
+            Num(problem.base.parallel.global_batch) +
+            " sequences must split into micro-batch x DP, TP must divide the heads, PP at most "
+            "the layers); relax it with other --gpus or --micro-batches, or a global batch with "
+            "more factors of two");
+      }
       return Status::FailedPrecondition("no valid layout of the model on these GPU counts (" +
                                         Num(int64_t(layouts.size())) +
                                         " tried); the first rejected: " + why);
     }
     const double capacity = problem.base.gpu.memory_bytes;
-    std::string fix = "GPUs with at least " + Gb(best->memory_bytes_per_gpu) + " of memory";
+    std::string fix = "GPUs with at least " +
+                      Gb(best->memory_bytes_per_gpu + problem.base.memory.headroom_bytes) +
+                      " of memory";
     // More GPUs: the smallest multiple (up to 64×) of the largest count on which a layout fits.
     SweepProblem bigger = problem;
     // The least memory a degree split can take: the smallest micro-batch, full recomputation
@@ -536,48 +572,120 @@ Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& op
       }
       if (found) break;
     }
+    const double headroom = problem.base.memory.headroom_bytes;
+    const std::string binding = headroom > 0 && best->memory_shortfall_bytes <= headroom
+                                    ? "; the binding constraint is the memory headroom (" +
+                                          Gb(headroom) +
+                                          " kept free): --memory-headroom 0 would fit it"
+                                    : std::string();
     return Status::FailedPrecondition(
         "no layout of the model fits in GPU memory on " + Num(problem.gpu_counts.size()) +
         " GPU count(s) (" + Num(res.rejected) + " layouts rejected); the smallest shortfall is " +
         Gb(best->memory_shortfall_bytes) + " per GPU, for " + DescribeLayout(best->layout) +
-        " on " + Num(best->layout.gpus) + " GPUs (" + best->reason + "); would fit: " + fix);
+        " on " + Num(best->layout.gpus) + " GPUs (" + best->reason + "); would fit: " + fix +
+        binding);
   }
+  return res;
+}
 
-  // Confirm the best K and the Pareto front with the step simulation, then again whatever the
-  // confirmed times moved into them, so that every row printed carries a simulated time and no
-  // estimate is ranked against a confirmed number. The rounds are bounded; after the last, the
-  // top K and the front are drawn from the confirmed layouts alone.
-  constexpr int kConfirmRounds = 4;
-  std::vector<bool> tried(res.evaluations.size(), false);
-  res.confirmed = 0;
-  for (int round = 0; round < kConfirmRounds; ++round) {
-    const std::vector<size_t> ranked = Rank(res.evaluations, options.objective);
-    std::vector<size_t> confirm(ranked.begin(),
-                                ranked.begin() + std::min<size_t>(ranked.size(), options.top_k));
-    if (problem.confirm_pareto) {
-      for (size_t i : ParetoFront(res.evaluations)) confirm.push_back(i);
+// Confirms with the step simulation the best K distinct layouts by the objective and the
+// Pareto front (with every layout the same in effect as one of them), then whatever the
+// confirmed numbers moved into them, until the top K and the front by the current numbers are
+// all confirmed: then no estimate could rank above a confirmed row.
+Status ConfirmUntilStable(const std::vector<SweepProblem>& problems, const SweepOptions& options,
+                          Communicator* comm, SweepResult* res) {
+  // A guard: each round confirms at least one more layout, and in practice two or three rounds
+  // settle it (docs/sweep.md); past this the rows shown are still confirmed ones.
+  constexpr int kMaxConfirmRounds = 64;
+  std::vector<Evaluation>& evals = res->evaluations;
+  std::vector<bool> tried(evals.size(), false);
+  res->confirmed = 0;
+  for (int round = 0; round < kMaxConfirmRounds; ++round) {
+    std::vector<size_t> picked = RankDistinct(evals, options.objective, false);
+    picked.resize(std::min<size_t>(picked.size(), size_t(options.top_k)));
+    for (size_t i : ParetoFront(evals, false, options.pareto.first, options.pareto.second)) {
+      picked.push_back(i);
     }
-    std::sort(confirm.begin(), confirm.end());
-    confirm.erase(std::unique(confirm.begin(), confirm.end()), confirm.end());
-    confirm.erase(
-        std::remove_if(confirm.begin(), confirm.end(), [&](size_t i) { return tried[i]; }),
-        confirm.end());
+    std::vector<size_t> confirm;
+    for (size_t i = 0; i < evals.size(); ++i) {
+      if (tried[i] || evals[i].rejected) continue;
+      for (size_t j : picked) {
+        if (i == j || SameInEffect(evals[i], evals[j])) {
+          confirm.push_back(i);
+          break;
+        }
+      }
+    }
     if (confirm.empty()) break;
+    res->confirm_rounds = round + 1;
     for (size_t i : confirm) tried[i] = true;
-    TRAINSIM_RETURN_IF_ERROR(
-        Distribute(comm, confirm, &res.evaluations, options.progress, "confirm",
-                   [&](const Evaluation& in) { return ConfirmLayout(problem, in); }));
-    res.confirmed += int64_t(confirm.size());
+    TRAINSIM_RETURN_IF_ERROR(Distribute(
+        comm, confirm, &evals, options.progress, "confirm", options.threads,
+        [&](const Evaluation& in) { return ConfirmLayout(problems[in.layout.hardware], in); }));
+    res->confirmed += int64_t(confirm.size());
   }
+  return Status::Ok();
+}
+
+// The printed rows' SameInEffect layouts.
+void FillEquivalents(SweepResult* res) {
+  std::vector<size_t> shown = res->top;
+  shown.insert(shown.end(), res->pareto.begin(), res->pareto.end());
+  std::sort(shown.begin(), shown.end());
+  shown.erase(std::unique(shown.begin(), shown.end()), shown.end());
+  res->collapsed = 0;
+  for (size_t i : shown) {
+    Evaluation& rep = res->evaluations[i];
+    rep.equivalents.clear();
+    for (const Evaluation& e : res->evaluations) {
+      if (e.index != rep.index && e.confirmed && SameInEffect(e, rep)) {
+        rep.equivalents.push_back(e.index);
+      }
+    }
+    res->collapsed += int64_t(rep.equivalents.size());
+  }
+}
+
+}  // namespace
+
+Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& options,
+                             Communicator* comm) {
+  return RunSweeps({problem}, options, comm);
+}
+
+Result<SweepResult> RunSweeps(const std::vector<SweepProblem>& problems,
+                              const SweepOptions& options, Communicator* comm) {
+  if (problems.empty()) return Status::InvalidArgument("no hardware to sweep");
+  if (options.top_k < 1) return Status::InvalidArgument("--top must be >= 1");
+  SweepResult res;
+  Status first_error;
+  for (size_t h = 0; h < problems.size(); ++h) {
+    Result<SweepResult> part = EstimateAll(problems[h], int(h), options, comm);
+    if (!part.ok()) {
+      // Several GPU types: one on which nothing fits is listed and the others ranked.
+      if (problems.size() == 1 || part.status().code() != Status::Code::kFailedPrecondition) {
+        return part.status();
+      }
+      if (first_error.ok()) first_error = part.status();
+      res.skipped_hardware.emplace_back(problems[h].hardware_name, part.status().message());
+      continue;
+    }
+    const int64_t offset = int64_t(res.evaluations.size());
+    for (Evaluation& e : part->evaluations) {
+      e.index += offset;
+      res.evaluations.push_back(std::move(e));
+    }
+  }
+  if (res.skipped_hardware.size() == problems.size()) return first_error;
+  TRAINSIM_RETURN_IF_ERROR(ConfirmUntilStable(problems, options, comm, &res));
   res.evaluated = res.rejected = 0;
   for (const Evaluation& e : res.evaluations) (e.rejected ? res.rejected : res.evaluated)++;
-  for (size_t i : Rank(res.evaluations, options.objective)) {
-    if (!res.evaluations[i].confirmed) continue;
-    if (res.top.size() >= size_t(options.top_k)) break;
-    res.top.push_back(i);
-  }
-  res.pareto = ParetoFront(res.evaluations, /*confirmed_only=*/true);
-  if (options.trials > 0) TRAINSIM_RETURN_IF_ERROR(RunMonteCarlo(problem, options, comm, &res));
+  res.top = RankDistinct(res.evaluations, options.objective, /*confirmed_only=*/true);
+  res.top.resize(std::min<size_t>(res.top.size(), size_t(options.top_k)));
+  res.pareto = ParetoFront(res.evaluations, /*confirmed_only=*/true, options.pareto.first,
+                           options.pareto.second);
+  FillEquivalents(&res);
+  if (options.trials > 0) TRAINSIM_RETURN_IF_ERROR(RunMonteCarlo(problems, options, comm, &res));
   return res;
 }
 

@@ -25,9 +25,22 @@
 
 namespace trainsim::sweep {
 
-enum class Objective { kTime, kCost };
-Result<Objective> ParseObjective(const std::string& name);  // "time" or "cost"
+enum class Objective { kTime, kCost, kEnergy };
+Result<Objective> ParseObjective(const std::string& name);  // "time", "cost" or "energy"
 const char* ObjectiveName(Objective o);
+// "time,cost" (the default front), "time,energy", "cost,energy": two different objectives.
+Result<std::pair<Objective, Objective>> ParseParetoAxes(const std::string& text);
+
+// Energy of a training run: each GPU draws tdp_watts × (idle_fraction + (1 − idle_fraction) ×
+// busy), busy = the share of the step it computes; the facility draws pue × that. The command
+// fills it from the catalogue's board power and the scenario's cost block (docs/sweep.md gives
+// the sources of the defaults).
+struct EnergyModel {
+  double tdp_watts = 0;      // board power of one GPU (catalogue tdp_watts)
+  double idle_fraction = 0;  // draw while waiting (bubble, exposed communication), × TDP
+  double pue = 1;            // facility power / IT power
+  double usd_per_kwh = 0;    // electricity price
+};
 
 struct SweepProblem {
   // Template: model, GPU, compute and memory parameters, network (nodes is replaced per GPU
@@ -80,17 +93,24 @@ struct SweepProblem {
   // Step time per cluster state for the Monte Carlo run simulation of the top layouts
   // (SweepOptions::trials); the command passes scenarios::MakeStepTimeFn. Needed only then.
   std::function<run::StepTimeFn(const step::StepConfig&)> step_time_fn;
+  EnergyModel energy;
+  // Which hardware this problem is (RunSweeps over several GPU types): stamped on every
+  // Candidate, and named in the output.
+  int hardware = 0;
+  std::string hardware_name;  // the GPU's catalogue name ("H100-SXM-80GB")
+  std::string node_name;      // its node type ("DGX-H100")
 };
 
 // One layout: the GPU count and the parallel configuration (global batch from the problem).
 struct Candidate {
   int gpus = 0;
+  int hardware = 0;  // SweepProblem::hardware
   parallelism::ParallelConfig parallel;
 };
 
-// The layout tuple every ordering falls back on: (gpus, tp, cp, ep, etp, pp, dp, first/last stage
-// layers, micro_batch, schedule, virtual_stages, recompute, sequence_parallel, zero_stage,
-// shard_group).
+// The layout tuple every ordering falls back on: (gpus, hardware, tp, cp, ep, etp, pp, dp,
+// first/last stage layers, micro_batch, schedule, virtual_stages, recompute, sequence_parallel,
+// zero_stage, shard_group).
 bool LayoutLess(const Candidate& a, const Candidate& b);
 // "tp 8 pp 8 dp 2 mb 1 1f1b recompute selective sp zero 1"; cp, ep, etp, first/last stage
 // layers and shard_group appear when they differ from the default.
@@ -119,6 +139,17 @@ struct Evaluation {
   double mc_ettr = 0;  // simulated ETTR, mean over the trials
   double mc_time_to_train_s = 0;
   double mc_cost_usd = 0;
+  double mc_time_p10_s = 0, mc_time_p90_s = 0;  // spread of the wall time over the trials
+  double mc_cost_p10_usd = 0, mc_cost_p90_usd = 0;
+  // Energy (SweepProblem::energy): the share of the step the GPU computes, its mean board
+  // draw, and the facility's energy and its price over time_to_train_s.
+  double busy_fraction = 0;
+  double gpu_watts = 0;
+  double energy_kwh = 0;
+  double energy_cost_usd = 0;
+  // Printed rows only: the indices of the layouts that are the same in effect (SameInEffect),
+  // which this row stands for.
+  std::vector<int64_t> equivalents;
 };
 
 // The expected-ETTR model (Daly) of one job size (see the header comment).
@@ -155,15 +186,29 @@ Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& candidat
 // The step configuration of one layout (the problem's template with the layout and GPU count).
 step::StepConfig StepConfigFor(const SweepProblem& problem, const Candidate& candidate);
 
-// Objective value (time to train, or cost) and total order on it.
+// Objective value (time to train, cost, or energy) and total order on it: the objective, then
+// the other of time and cost (time for energy), then — the tie rule — less memory per GPU, then
+// fewer GPUs, then the layout tuple.
 double ObjectiveValue(const Evaluation& e, Objective o);
 bool BetterThan(const Evaluation& a, const Evaluation& b, Objective o);
 // Indices (into `evals`) of the fitting layouts, best first.
 std::vector<size_t> Rank(const std::vector<Evaluation>& evals, Objective o);
-// Indices of the time–cost Pareto front among fitting layouts (no other is at least as fast and
-// as cheap and better in one), ordered by time to train then the layout tuple; with
+// Two layouts are one in effect when they are on the same hardware and GPU count with the same
+// degrees, stage split, micro-batch and schedule, and have the same step time bit for bit: what
+// they differ in (recompute none vs selective under flash attention, whose kernel keeps no scores
+// to recompute) changes nothing the model times. Both must fit.
+bool SameInEffect(const Evaluation& a, const Evaluation& b);
+// The fitting layouts best first with each group of SameInEffect layouts as one (its best by
+// BetterThan, which keeps less memory), optionally among confirmed layouts only.
+std::vector<size_t> RankDistinct(const std::vector<Evaluation>& evals, Objective o,
+                                 bool confirmed_only);
+// What `other` sets differently from `rep`: "recompute none", "zero 2", ...
+std::string DescribeDifference(const Candidate& rep, const Candidate& other);
+// Indices of the Pareto front over two objectives among fitting layouts (no other is at least
+// as good on both and better on one), ordered by the first then BetterThan; with
 // `confirmed_only`, among the layouts the step simulation confirmed.
-std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals, bool confirmed_only = false);
+std::vector<size_t> ParetoFront(const std::vector<Evaluation>& evals, bool confirmed_only = false,
+                                Objective a = Objective::kTime, Objective b = Objective::kCost);
 
 struct SweepOptions {
   Objective objective = Objective::kTime;
@@ -173,6 +218,11 @@ struct SweepOptions {
   // [0, N) are split into contiguous ranges over the ranks (run::RunTrials: trial k
   // depends only on the config and k) and gathered, so the means do not depend on the ranks.
   int64_t trials = 0;
+  // Axes of the Pareto front.
+  std::pair<Objective, Objective> pareto = {Objective::kTime, Objective::kCost};
+  // Threads per rank for the step-simulation confirmations (sim::ParallelFor; results by
+  // index, so the output does not depend on it). 1 = the calling thread only.
+  int threads = 1;
 };
 
 struct SweepResult {
@@ -181,7 +231,12 @@ struct SweepResult {
   std::vector<size_t> pareto;
   int64_t evaluated = 0;  // layouts that fit and were timed
   int64_t rejected = 0;
-  int64_t confirmed = 0;  // step simulations run
+  int64_t confirmed = 0;   // step simulations run
+  int confirm_rounds = 0;  // rounds until the top K and the front held confirmed layouts only
+  // Hardware that had no fitting layout (RunSweeps over several GPU types): the reason per name.
+  std::vector<std::pair<std::string, std::string>> skipped_hardware;
+  // The same-in-effect rows folded into the printed ones (SameInEffect).
+  int64_t collapsed = 0;
 };
 
 // Runs the sweep over `comm`'s ranks (every rank returns the same result). Errors:
@@ -189,6 +244,11 @@ struct SweepResult {
 // smallest shortfall, the layout it belongs to and what would fix it.
 Result<SweepResult> RunSweep(const SweepProblem& problem, const SweepOptions& options,
                              Communicator* comm);
+// The same over several problems (one per GPU type, SweepProblem::hardware = its index): one
+// ranking over all of them. A GPU type on which nothing fits is listed in skipped_hardware; the
+// error is returned only when nothing fits on any.
+Result<SweepResult> RunSweeps(const std::vector<SweepProblem>& problems,
+                              const SweepOptions& options, Communicator* comm);
 
 }  // namespace trainsim::sweep
 
