@@ -285,26 +285,24 @@ std::string FormatSweepJson(const std::string& scenario, const std::string& mode
 std::string FormatSweepCsv(const std::vector<sweep::SweepProblem>& problems,
                            const sweep::SweepResult& result) {
   std::string out =
-      "index,gpu,gpus,tp,pp,dp,micro_batch,schedule,virtual_stages,recompute,sequence_parallel,"
+      "index,gpus,tp,pp,dp,micro_batch,schedule,virtual_stages,recompute,sequence_parallel,"
       "zero_stage,cp,ep,etp,first_stage_layers,last_stage_layers,shard_group,tp_comm_overlap,"
       "overlap_param_gather,overlap_p2p,status,memory_bytes_per_gpu,step_time_s,estimated_step_"
       "time_s,confirmed,mfu,"
       "expected_ettr,checkpoint_interval_s,time_to_train_s,gpu_hours,cost_usd,busy_fraction,"
-      "energy_kwh,energy_cost_usd,reason\n";
+      "energy_kwh,energy_cost_usd,gpu,reason\n";
   for (const sweep::Evaluation& e : result.evaluations) {
     const par::ParallelConfig& p = e.layout.parallel;
-    out += std::to_string(e.index) + "," +
-           CsvField(problems[size_t(e.layout.hardware)].hardware_name) + "," +
-           std::to_string(e.layout.gpus) + "," + std::to_string(p.tp) + "," + std::to_string(p.pp) +
-           "," + std::to_string(p.dp) + "," + std::to_string(p.micro_batch) + "," +
-           par::ScheduleName(p.schedule) + "," + std::to_string(p.virtual_stages) + "," +
-           par::RecomputeName(p.recompute) + "," + (p.sequence_parallel ? "true" : "false") + "," +
-           std::to_string(p.zero_stage) + "," + std::to_string(p.cp) + "," + std::to_string(p.ep) +
-           "," + std::to_string(p.etp) + "," + std::to_string(p.first_stage_layers) + "," +
-           std::to_string(p.last_stage_layers) + "," + std::to_string(p.shard_group) + "," +
-           Bool(p.tp_comm_overlap) + "," + Bool(p.overlap_param_gather) + "," +
-           Bool(p.overlap_p2p) + "," + (e.rejected ? "rejected" : "evaluated") + "," +
-           Exact(e.memory_bytes_per_gpu) + ",";
+    out += std::to_string(e.index) + "," + std::to_string(e.layout.gpus) + "," +
+           std::to_string(p.tp) + "," + std::to_string(p.pp) + "," + std::to_string(p.dp) + "," +
+           std::to_string(p.micro_batch) + "," + par::ScheduleName(p.schedule) + "," +
+           std::to_string(p.virtual_stages) + "," + par::RecomputeName(p.recompute) + "," +
+           (p.sequence_parallel ? "true" : "false") + "," + std::to_string(p.zero_stage) + "," +
+           std::to_string(p.cp) + "," + std::to_string(p.ep) + "," + std::to_string(p.etp) + "," +
+           std::to_string(p.first_stage_layers) + "," + std::to_string(p.last_stage_layers) + "," +
+           std::to_string(p.shard_group) + "," + Bool(p.tp_comm_overlap) + "," +
+           Bool(p.overlap_param_gather) + "," + Bool(p.overlap_p2p) + "," +
+           (e.rejected ? "rejected" : "evaluated") + "," + Exact(e.memory_bytes_per_gpu) + ",";
     if (e.rejected) {
       out += ",,,,,,,,,,,,";
     } else {
@@ -314,7 +312,8 @@ std::string FormatSweepCsv(const std::vector<sweep::SweepProblem>& problems,
              Exact(e.gpu_hours) + "," + Exact(e.cost_usd) + "," + Exact(e.busy_fraction) + "," +
              Exact(e.energy_kwh) + "," + Exact(e.energy_cost_usd) + ",";
     }
-    out += CsvField(e.reason) + "\n";
+    out += CsvField(problems[size_t(e.layout.hardware)].hardware_name) + "," + CsvField(e.reason) +
+           "\n";
   }
   return out;
 }

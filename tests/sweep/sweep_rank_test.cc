@@ -1,0 +1,186 @@
+// sweep/sweep.h, issue 16: rows from one kind of number, same-in-effect layouts folded into one,
+// the memory headroom, the energy model and its objective, several GPU types in one ranking,
+// threads, and the Monte Carlo spread.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "parallelism/model.h"
+#include "scenarios/step_config.h"
+#include "sweep/sweep.h"
+
+namespace trainsim::sweep {
+namespace {
+
+namespace par = trainsim::parallelism;
+
+// A 1.3B-class GPT (24 layers, hidden 2048, 16 heads) with flash attention on DGX nodes of
+// 8 GPUs, one trillion tokens; failures off so the numbers are closed forms of the step time.
+SweepProblem Problem() {
+  SweepProblem p;
+  p.base.model.num_layers = 24;
+  p.base.model.hidden = 2048;
+  p.base.model.heads = 16;
+  p.base.model.seq_len = 2048;
+  p.base.model.vocab = 51200;
+  p.base.model.flash_attention = true;
+  p.base.topology.gpus_per_node = 8;
+  p.base.topology.nvlink_GBps = 450;
+  p.base.topology.nic_Gbps = 400;
+  p.base.parallel.global_batch = 256;
+  p.parameters = par::ParameterCount(p.base.model);
+  p.token_budget = 1e12;
+  p.gpu_counts = {16};
+  p.micro_batches = {1, 2};
+  p.zero_stages = {0, 1};
+  p.energy = {700, 0.3, 1.1, 0.08};  // H100 SXM board power; the scenario defaults
+  p.hardware_name = "H100";
+  return p;
+}
+
+bool Same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(SweepRankTest, NoTwoPrintedRowsAreTheSameLayoutInEffectAndEachNamesItsEquivalents) {
+  LocalCommunicator comm;
+  Result<SweepResult> r = RunSweep(Problem(), {Objective::kTime, 5, false}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->top.size(), 5u);
+  int64_t folded = 0;
+  for (size_t a = 0; a < r->top.size(); ++a) {
+    const Evaluation& rep = r->evaluations[r->top[a]];
+    EXPECT_TRUE(rep.confirmed);
+    for (size_t b = a + 1; b < r->top.size(); ++b) {
+      EXPECT_FALSE(SameInEffect(rep, r->evaluations[r->top[b]]))
+          << DescribeLayout(rep.layout) << " twice";
+    }
+    // Under flash attention recompute none and selective time the same: each printed row
+    // names the other, and the tie rule kept the one with less memory.
+    for (int64_t j : rep.equivalents) {
+      const Evaluation& o = r->evaluations[size_t(j)];
+      EXPECT_TRUE(Same(o.step_time_s, rep.step_time_s));
+      EXPECT_LE(rep.memory_bytes_per_gpu, o.memory_bytes_per_gpu);
+      EXPECT_FALSE(DescribeDifference(rep.layout, o.layout).empty());
+      ++folded;
+    }
+  }
+  EXPECT_GT(folded, 0) << "flash attention makes none and selective the same layout";
+}
+
+TEST(SweepRankTest, ParetoRowsAreConfirmedAndNoneIsCheaperThanTopByCostFirst) {
+  LocalCommunicator comm;
+  SweepProblem p = Problem();
+  p.gpu_counts = {8, 16};
+  Result<SweepResult> r = RunSweep(p, {Objective::kCost, 3, false}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double cheapest = r->evaluations[r->top[0]].cost_usd;
+  for (size_t i : r->pareto) {
+    EXPECT_TRUE(r->evaluations[i].confirmed);
+    EXPECT_GE(r->evaluations[i].cost_usd, cheapest);
+  }
+  EXPECT_GE(r->confirm_rounds, 1);
+}
+
+TEST(SweepRankTest, EveryEvaluatedLayoutFitsWithinTheHeadroomAndRejectionsSayHeadroom) {
+  LocalCommunicator comm;
+  SweepProblem p = Problem();
+  p.base.gpu.memory_bytes = 24e9;  // small enough that the headroom binds
+  p.base.memory.headroom_bytes = 4e9;
+  Result<SweepResult> r = RunSweep(p, {Objective::kTime, 1, false}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  bool headroom_reason = false;
+  for (const Evaluation& e : r->evaluations) {
+    if (!e.rejected) EXPECT_LE(e.memory_bytes_per_gpu, 20e9) << DescribeLayout(e.layout);
+    if (e.rejected && e.memory_bytes_per_gpu > 20e9 && e.memory_bytes_per_gpu <= 24e9) {
+      headroom_reason = true;
+      EXPECT_NE(e.reason.find("memory headroom of 4.0 GB"), std::string::npos) << e.reason;
+    }
+  }
+  EXPECT_TRUE(headroom_reason) << "some layout fits the HBM but not the headroom";
+}
+
+TEST(SweepRankTest, EnergyIsBoardPowerTimesDrawTimesPueOverTheTimeToTrain) {
+  LocalCommunicator comm;
+  Result<SweepResult> r = RunSweep(Problem(), {Objective::kEnergy, 3, false}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (size_t k = 0; k < r->top.size(); ++k) {
+    const Evaluation& e = r->evaluations[r->top[k]];
+    ASSERT_GT(e.busy_fraction, 0);
+    ASSERT_LE(e.busy_fraction, 1);
+    const double watts = 700 * (0.3 + 0.7 * e.busy_fraction);
+    EXPECT_NEAR(e.gpu_watts, watts, 1e-9);
+    // J = s × GPUs × W × PUE; 3.6e6 J per kWh.
+    EXPECT_NEAR(e.energy_kwh, e.time_to_train_s * e.layout.gpus * watts * 1.1 / 3.6e6,
+                1e-9 * e.energy_kwh);
+    EXPECT_NEAR(e.energy_cost_usd, e.energy_kwh * 0.08, 1e-9 * e.energy_cost_usd);
+    if (k > 0) EXPECT_LE(r->evaluations[r->top[k - 1]].energy_kwh, e.energy_kwh);
+  }
+}
+
+// Two GPU types ranked together: the same layouts on a board that draws twice the power cost
+// twice the energy at the same speed, so by energy the low-power type ranks first.
+TEST(SweepRankTest, TwoGpuTypesRankTogetherEachWithItsOwnBoardPower) {
+  LocalCommunicator comm;
+  SweepProblem a = Problem(), b = Problem();
+  b.energy.tdp_watts = 1400;
+  b.hardware_name = "double-power";
+  b.hardware = 1;
+  SweepOptions o{Objective::kEnergy, 4, false};
+  Result<SweepResult> r = RunSweeps({a, b}, o, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->evaluations[r->top[0]].layout.hardware, 0);
+  bool both = false;
+  for (size_t i = 0; i < r->evaluations.size(); ++i) {
+    const Evaluation& e = r->evaluations[i];
+    if (e.rejected || !e.confirmed || e.layout.hardware != 1) continue;
+    both = true;
+    EXPECT_NEAR(e.gpu_watts, 1400 * (0.3 + 0.7 * e.busy_fraction), 1e-9);
+  }
+  EXPECT_TRUE(both) << "the second type's layouts are confirmed too (its top K)";
+  o.objective = Objective::kTime;
+  o.pareto = {Objective::kTime, Objective::kEnergy};
+  r = RunSweeps({a, b}, o, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (size_t i : r->pareto) EXPECT_EQ(r->evaluations[i].layout.hardware, 0);
+}
+
+TEST(SweepRankTest, ThreadsGiveTheSameResultBitForBit) {
+  LocalCommunicator comm;
+  SweepOptions one{Objective::kTime, 4, false}, three = one;
+  three.threads = 3;
+  Result<SweepResult> a = RunSweep(Problem(), one, &comm);
+  Result<SweepResult> b = RunSweep(Problem(), three, &comm);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->evaluations.size(), b->evaluations.size());
+  EXPECT_EQ(a->top, b->top);
+  EXPECT_EQ(a->pareto, b->pareto);
+  for (size_t i = 0; i < a->evaluations.size(); ++i) {
+    EXPECT_TRUE(Same(a->evaluations[i].step_time_s, b->evaluations[i].step_time_s)) << i;
+    EXPECT_EQ(a->evaluations[i].confirmed, b->evaluations[i].confirmed) << i;
+  }
+}
+
+TEST(SweepRankTest, ParetoAxesAreTwoDifferentObjectives) {
+  EXPECT_TRUE(ParseParetoAxes("time,energy").ok());
+  EXPECT_FALSE(ParseParetoAxes("time,time").ok());
+  EXPECT_FALSE(ParseParetoAxes("time").ok());
+  EXPECT_TRUE(ParseObjective("energy").ok());
+}
+
+TEST(SweepRankTest, HeadroomIsAFractionAPercentageOrASize) {
+  const double hbm = 80e9;
+  EXPECT_DOUBLE_EQ(*scenarios::MemoryHeadroomBytes("0.05", hbm), 4e9);
+  EXPECT_DOUBLE_EQ(*scenarios::MemoryHeadroomBytes("5%", hbm), 4e9);
+  EXPECT_DOUBLE_EQ(*scenarios::MemoryHeadroomBytes("4GB", hbm), 4e9);
+  EXPECT_DOUBLE_EQ(*scenarios::MemoryHeadroomBytes("1GiB", hbm), 1073741824.0);
+  EXPECT_DOUBLE_EQ(*scenarios::MemoryHeadroomBytes("", hbm, 0.05), 4e9);
+  for (const char* bad : {"1.5", "-1%", "100%", "90GB", "4 GB", "lots"}) {
+    Result<double> r = scenarios::MemoryHeadroomBytes(bad, hbm);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("cluster.memory_headroom"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::sweep
