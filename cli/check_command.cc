@@ -10,6 +10,7 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<ScenarioOptions>();
   auto presets = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
+  auto headroom = std::make_shared<std::string>();
   CLI::App* check = app.add_subcommand(
       "check", "Validate a scenario and print it resolved: defaults filled, derived values shown");
   AddScenarioOptions(check, options.get());
@@ -21,7 +22,13 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   check->add_flag("--quiet,-q", *quiet,
                   "Print the summary only, without the resolved scenario (text output; the JSON "
                   "is unchanged)");
-  check->callback([options, presets, quiet, exit_code] {
+  check
+      ->add_option("--memory-headroom", *headroom,
+                   "HBM to keep free beyond the memory model's peak: a fraction (0.05), a "
+                   "percentage (5%) or a size (4GB) (default: cluster.memory_headroom, else none)")
+      ->type_name("F|P%|NGB");
+  check->callback([options, presets, quiet, headroom, exit_code] {
+    if (!headroom->empty()) options->sets.push_back("cluster.memory_headroom=" + *headroom);
     if (*presets) {
       std::cout << report::FormatPresetList(options->json);
       *exit_code = kExitOk;

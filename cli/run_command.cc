@@ -88,6 +88,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     CLI::Option* trace_option = nullptr;  // to tell --trace '' from no --trace
     bool ops = false;
     std::string html;
+    std::string memory_headroom;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -107,6 +108,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   cmd->add_flag("--allow-oom", opts->allow_oom,
                 "Simulate a layout that does not fit in GPU memory anyway");
+  cmd->add_option("--memory-headroom", opts->memory_headroom,
+                  "HBM to keep free beyond the memory model's peak: a fraction (0.05), a "
+                  "percentage (5%) or a size (4GB); a layout over it is rejected (default: "
+                  "cluster.memory_headroom, else none; docs/memory.md)")
+      ->type_name("F|P%|NGB");
   cmd->add_option("--gpu", opts->gpu, "GPU whose step breakdown to show (default 0)");
   cmd->add_flag("--events", opts->events, "Also print the run's event log");
   cmd->add_option("--trials", opts->trials,
@@ -137,6 +143,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       return;
     }
     std::optional<report::WebLibraries> web = std::move(*html);
+    if (!opts->memory_headroom.empty()) {
+      opts->scenario.sets.push_back("cluster.memory_headroom=" + opts->memory_headroom);
+    }
     Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
     if (!resolved.ok()) {
       *exit_code = ReportError(resolved.status());
