@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -137,6 +138,41 @@ TEST(SweepCommandTest, BadInputExitsTwoWithOneMessage) {
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_TRUE(Contains(r.err, "trainsim: error: ")) << r.err;
     EXPECT_TRUE(Contains(r.err, c.expected)) << r.err;
+  }
+}
+
+// Issue 16: --gpu sweeps GPU types, each on its node with its catalogue board power, ranked
+// together by energy; the JSON carries its context; every row fits within the headroom.
+TEST(SweepCommandTest, GpuTypesRankedByEnergyDrawTheirPowerFromTheCatalogue) {
+  RunResult r = RunCommand({}, {"sweep", kSmall, "--top", "4", "--json", "--gpu", "a100,H100",
+                                "--objective", "energy", "--memory-headroom", "10%"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& ctx = j["context"];
+  ASSERT_EQ(ctx["hardware"].size(), 2u);
+  std::map<std::string, double> tdp, usable;
+  for (const auto& h : ctx["hardware"]) {
+    tdp[h["gpu"]] = h["tdp_watts"].get<double>();
+    usable[h["gpu"]] = h["hbm_bytes"].get<double>() - h["memory_headroom_bytes"].get<double>();
+    EXPECT_DOUBLE_EQ(h["memory_headroom_bytes"].get<double>(), 0.1 * h["hbm_bytes"].get<double>());
+  }
+  // The catalogue's board power: A100 SXM 400 W, H100 SXM 700 W (NVIDIA datasheets).
+  EXPECT_EQ(tdp.at("A100-SXM-80GB"), 400);
+  EXPECT_EQ(tdp.at("H100-SXM-80GB"), 700);
+  EXPECT_EQ(ctx["objective"], "energy");
+  for (const char* k : {"scenario", "model", "gpu_counts", "token_budget", "usd_per_gpu_hour",
+                        "usd_per_kwh", "pue", "confirm_rounds"}) {
+    EXPECT_TRUE(ctx.contains(k)) << k;
+  }
+  double last = 0;
+  for (const auto& row : j["top"]) {
+    EXPECT_TRUE(row["confirmed"].get<bool>());
+    EXPECT_GE(row["energy_kwh"].get<double>(), last);
+    last = row["energy_kwh"].get<double>();
+    const double w = tdp.at(row["gpu"].get<std::string>());
+    EXPECT_NEAR(row["gpu_watts"].get<double>(),
+                w * (0.3 + 0.7 * row["busy_fraction"].get<double>()), 1e-9 * w);
+    EXPECT_LE(row["memory_bytes_per_gpu"].get<double>(), usable.at(row["gpu"].get<std::string>()));
   }
 }
 
