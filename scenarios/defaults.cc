@@ -29,6 +29,15 @@ constexpr double kDefaultBytesPerParam = 14;  // bf16 weights + fp32 master + 2 
 constexpr double kLlama3NodeDayRate = 419.0 / (54.0 * 2048.0);
 constexpr double kDefaultWeibullShape = 0.75;  // Schroeder & Gibson, DSN'06: 0.7-0.8
 
+// The price and the energy model's defaults: their sources are in scenario.proto (Cost).
+void FillCostDefaults(pb::Cost* cost) {
+  if (!cost->has_usd_per_gpu_hour()) cost->set_usd_per_gpu_hour(2.50);  // illustrative
+  if (!cost->has_bill_spares()) cost->set_bill_spares(true);
+  if (!cost->has_usd_per_kwh()) cost->set_usd_per_kwh(0.08);  // EIA 2023 US industrial average
+  if (!cost->has_pue()) cost->set_pue(1.10);  // Google fleet-wide TTM PUE, 2023 report
+  if (!cost->has_gpu_idle_fraction()) cost->set_gpu_idle_fraction(0.3);  // see scenario.proto
+}
+
 void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count, bool replace) {
   pb::FailureCause* c = f->add_causes();
   c->set_name(name);
@@ -282,12 +291,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
 
   // ---- cost, seed ----
   pb::Cost* cost = s->mutable_cost();
-  if (!cost->has_usd_per_gpu_hour()) cost->set_usd_per_gpu_hour(2.50);
-  if (!cost->has_bill_spares()) cost->set_bill_spares(true);
-  // The energy model's defaults: their sources are in scenario.proto (Cost).
-  if (!cost->has_usd_per_kwh()) cost->set_usd_per_kwh(0.08);
-  if (!cost->has_pue()) cost->set_pue(1.10);
-  if (!cost->has_gpu_idle_fraction()) cost->set_gpu_idle_fraction(0.3);
+  FillCostDefaults(cost);
   if (!s->has_seed()) s->set_seed(1);
   return std::nullopt;
 }

@@ -29,10 +29,12 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <tuple>
 
 #include "comm/topology.h"
+#include "scenarios/internal.h"
 
 namespace trainsim::scenarios {
 namespace {
@@ -360,5 +362,35 @@ rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
     return ToStepTiming(b);
   };
 }
+
+namespace detail {
+
+std::optional<FieldError> ValidateCost(const pb::Cost& c) {
+  struct Range {
+    const char* path;
+    double v, lo, hi;
+    const char* what;
+  };
+  for (const Range& r :
+       {Range{"cost.usd_per_gpu_hour", c.usd_per_gpu_hour(), 0, 1e6, "price per GPU-hour (USD)"},
+        Range{"cost.usd_per_kwh", c.usd_per_kwh(), 0, 1e3, "electricity price per kWh (USD)"},
+        Range{"cost.pue", c.pue(), 1, 10, "power usage effectiveness (facility / IT power)"},
+        Range{"cost.gpu_idle_fraction", c.gpu_idle_fraction(), 0, 1,
+              "a waiting GPU's draw as a fraction of its board power"}}) {
+    // The messages of validate.cc's Finite, word for word.
+    std::ostringstream m;
+    if (!std::isfinite(r.v)) {
+      m << r.v << " is not a finite number; " << r.what;
+      return FieldError{r.path, m.str()};
+    }
+    if (r.v < r.lo || r.v > r.hi) {
+      m << r.v << " is out of range: " << r.what << " must be >= " << r.lo << " and <= " << r.hi;
+      return FieldError{r.path, m.str()};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
 
 }  // namespace trainsim::scenarios

@@ -742,22 +742,7 @@ std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
   if (auto e = ValidateCheckpoint(s)) return e;
   if (auto e = ValidateRecovery(s)) return e;
   if (auto e = ValidateFailures(s)) return e;
-  if (auto e = Finite("cost.usd_per_gpu_hour", s.cost().usd_per_gpu_hour(), 0, 1e6, false,
-                      "price per GPU-hour (USD)")) {
-    return e;
-  }
-  if (auto e = Finite("cost.usd_per_kwh", s.cost().usd_per_kwh(), 0, 1e3, false,
-                      "electricity price per kWh (USD)")) {
-    return e;
-  }
-  if (auto e = Finite("cost.pue", s.cost().pue(), 1, 10, false,
-                      "power usage effectiveness (facility / IT power, >= 1)")) {
-    return e;
-  }
-  if (auto e = Finite("cost.gpu_idle_fraction", s.cost().gpu_idle_fraction(), 0, 1, false,
-                      "a waiting GPU's draw as a fraction of its board power")) {
-    return e;
-  }
+  if (auto e = ValidateCost(s.cost())) return e;
   for (int i = 0; i < s.faults_size(); ++i) {
     if (auto e = CheckFault(s.faults(i), s.cluster().nodes(), s.cluster().gpus_per_node(),
                             s.cluster().nics_per_node(), end)) {

@@ -135,6 +135,38 @@ std::string FaultText(const scenarios::ResolvedFault& f) {
   return out;
 }
 
+// The memory model's verdict with the headroom (cluster.memory_headroom, --memory-headroom):
+// `run` rejects a layout over it unless --allow-oom.
+std::string MemoryLines(const scenarios::ResolvedScenario& r) {
+  std::string out;
+  Result<step::StepConfig> cfg = scenarios::MakeStepConfig(r);
+  if (cfg.ok() &&
+      parallelism::ValidateLayout(cfg->model, cfg->parallel, r.num_gpus, r.gpus_per_node).ok()) {
+    const parallelism::MemoryReport mem = parallelism::EstimateMemory(
+        cfg->model, cfg->parallel, cfg->gpu.memory_bytes, r.gpus_per_node, cfg->memory);
+    out += "Memory\n";
+    out += CheckLine("Peak", Fmt("%.1f GB per GPU", mem.peak_bytes / 1e9) + " (pipeline stage " +
+                                 std::to_string(mem.peak_stage) + ") of " +
+                                 Fmt("%.1f GB", mem.capacity_bytes / 1e9) + ", headroom " +
+                                 Fmt("%.1f GB", cfg->memory.headroom_bytes / 1e9) + ": " +
+                                 (mem.fits ? "fits" : "does not fit (" + mem.reason + ")"));
+  }
+  return out;
+}
+
+// Energy at full load: board power x GPUs x PUE (the sweep scales the draw by utilisation).
+std::string EnergyLine(const scenarios::ResolvedScenario& r) {
+  const pb::Scenario& s = r.scenario;
+  std::string out;
+  const double kw = r.gpu.tdp_watts() * r.num_gpus * s.cost().pue() / 1e3;
+  out += CheckLine("Energy",
+                   Fmt("%.0f W", r.gpu.tdp_watts()) + " board power x " + Thousands(r.num_gpus) +
+                       " GPUs x PUE " + Fmt("%.2f", s.cost().pue()) + " = " + Fmt("%.1f kW", kw) +
+                       " at full load, " + Fmt("$%.2f", kw * s.cost().usd_per_kwh()) +
+                       " per hour at " + Fmt("$%.3f", s.cost().usd_per_kwh()) + " per kWh");
+  return out;
+}
+
 }  // namespace
 
 std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
@@ -271,32 +303,12 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   out += CheckLine("Scheduled", r.faults.empty() ? "none" : std::to_string(r.faults.size()));
   for (const auto& fault : r.faults) out += CheckLine("", FaultText(fault));
 
-  // The memory model's verdict with the headroom (cluster.memory_headroom, --memory-headroom):
-  // `run` rejects a layout over it unless --allow-oom.
-  Result<step::StepConfig> cfg = scenarios::MakeStepConfig(r);
-  if (cfg.ok() &&
-      parallelism::ValidateLayout(cfg->model, cfg->parallel, r.num_gpus, r.gpus_per_node).ok()) {
-    const parallelism::MemoryReport mem = parallelism::EstimateMemory(
-        cfg->model, cfg->parallel, cfg->gpu.memory_bytes, r.gpus_per_node, cfg->memory);
-    out += "Memory\n";
-    out += CheckLine("Peak", Fmt("%.1f GB per GPU", mem.peak_bytes / 1e9) + " (pipeline stage " +
-                                 std::to_string(mem.peak_stage) + ") of " +
-                                 Fmt("%.1f GB", mem.capacity_bytes / 1e9) + ", headroom " +
-                                 Fmt("%.1f GB", cfg->memory.headroom_bytes / 1e9) + ": " +
-                                 (mem.fits ? "fits" : "does not fit (" + mem.reason + ")"));
-  }
+  out += MemoryLines(r);
   out += "Cost\n";
   out += CheckLine("Price", Fmt("$%.2f", s.cost().usd_per_gpu_hour()) + " per GPU-hour x " +
                                 Thousands(static_cast<int64_t>(d.nodes_billed) * r.gpus_per_node) +
                                 " GPUs billed = " + Fmt("$%.2f", d.usd_per_hour) + " per hour");
-  // Energy at full load: board power x GPUs x PUE (the sweep scales the draw by utilisation).
-  const double kw = r.gpu.tdp_watts() * r.num_gpus * s.cost().pue() / 1e3;
-  out += CheckLine("Energy",
-                   Fmt("%.0f W", r.gpu.tdp_watts()) + " board power x " + Thousands(r.num_gpus) +
-                       " GPUs x PUE " + Fmt("%.2f", s.cost().pue()) + " = " + Fmt("%.1f kW", kw) +
-                       " at full load, " + Fmt("$%.2f", kw * s.cost().usd_per_kwh()) +
-                       " per hour at " + Fmt("$%.3f", s.cost().usd_per_kwh()) + " per kWh");
-
+  out += EnergyLine(r);
   if (!resolved_dump) return out;
   std::string text;
   google::protobuf::TextFormat::Printer printer;
