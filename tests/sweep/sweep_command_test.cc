@@ -127,6 +127,11 @@ TEST(SweepCommandTest, BadInputExitsTwoWithOneMessage) {
       {{"sweep", kSmall, "--zero", "4"}, "--zero"},
       {{"sweep", kSmall, "--cp", "0"}, "--cp"},
       {{"sweep", kSmall, "--ep", "2"}, "mixture-of-experts"},
+      {{"sweep", kSmall, "--pareto", "time,time"}, "not two different objectives"},
+      {{"sweep", kSmall, "--memory-headroom", "1.5"}, "cluster.memory_headroom '1.5'"},
+      {{"sweep", kSmall, "--threads", "-1"}, "--threads"},
+      {{"sweep", kSmall, "--gpu", "H100,h100-sxm-80gb"}, "twice"},
+      {{"sweep", kSmall, "--gpu", "Z900"}, "Z900"},
       // training.duration gives no token budget.
       {{"sweep", kDemo}, "--tokens"},
       // GPT-3 175B on one DGX H100: nothing fits.
