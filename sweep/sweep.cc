@@ -116,6 +116,12 @@ void Write(Writer& w, const Evaluation& e) {
   w.D(e.gpu_watts);
   w.D(e.energy_kwh);
   w.D(e.energy_cost_usd);
+  const step::StepBreakdown& b = e.breakdown;
+  for (double v : {b.compute_s, b.exposed_tp_comm_s, b.exposed_cp_comm_s, b.exposed_ep_comm_s,
+                   b.exposed_dp_comm_s, b.pp_wait_s, b.bubble_s, b.optimizer_s, b.other_s,
+                   b.input_stall_s, b.host_overhead_s}) {
+    w.D(v);
+  }
 }
 
 void Read(Reader& r, Evaluation* e) {
@@ -138,6 +144,12 @@ void Read(Reader& r, Evaluation* e) {
   e->gpu_watts = r.D();
   e->energy_kwh = r.D();
   e->energy_cost_usd = r.D();
+  step::StepBreakdown& b = e->breakdown;
+  for (double* v : {&b.compute_s, &b.exposed_tp_comm_s, &b.exposed_cp_comm_s, &b.exposed_ep_comm_s,
+                    &b.exposed_dp_comm_s, &b.pp_wait_s, &b.bubble_s, &b.optimizer_s, &b.other_s,
+                    &b.input_stall_s, &b.host_overhead_s}) {
+    *v = r.D();
+  }
 }
 
 // Every rank evaluates `indices` with `fn` (index i goes to rank i mod size); all-gathers the
@@ -476,6 +488,7 @@ Evaluation ConfirmLayout(const SweepProblem& problem, const Evaluation& in) {
     compute /= double(r->stage_breakdown.size());
   }
   e.busy_fraction = r->time_s > 0 ? compute / r->time_s : 0;
+  e.breakdown = r->breakdown;
   e.confirmed = true;
   Finalise(problem, *g, &e);
   return e;

@@ -147,6 +147,8 @@ struct Evaluation {
   double gpu_watts = 0;
   double energy_kwh = 0;
   double energy_cost_usd = 0;
+  // Confirmed rows: where the step's time goes on GPU 0 (the step simulation's breakdown).
+  step::StepBreakdown breakdown;
   // Printed rows only: the indices of the layouts that are the same in effect (SameInEffect),
   // which this row stands for.
   std::vector<int64_t> equivalents;

@@ -104,6 +104,20 @@ nlohmann::ordered_json EvalJson(const std::vector<sweep::SweepProblem>& problems
   j["time_to_train_s"] = e.time_to_train_s;
   j["gpu_hours"] = e.gpu_hours;
   j["cost_usd"] = e.cost_usd;
+  if (e.confirmed) {
+    const step::StepBreakdown& b = e.breakdown;
+    j["breakdown"] = {{"compute_s", b.compute_s},
+                      {"exposed_tp_comm_s", b.exposed_tp_comm_s},
+                      {"exposed_cp_comm_s", b.exposed_cp_comm_s},
+                      {"exposed_ep_comm_s", b.exposed_ep_comm_s},
+                      {"exposed_dp_comm_s", b.exposed_dp_comm_s},
+                      {"pp_wait_s", b.pp_wait_s},
+                      {"bubble_s", b.bubble_s},
+                      {"optimizer_s", b.optimizer_s},
+                      {"other_s", b.other_s},
+                      {"input_stall_s", b.input_stall_s},
+                      {"host_overhead_s", b.host_overhead_s}};
+  }
   j["busy_fraction"] = e.busy_fraction;
   j["gpu_watts"] = e.gpu_watts;
   j["energy_kwh"] = e.energy_kwh;
