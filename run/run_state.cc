@@ -26,8 +26,11 @@ std::string RunState::Key() const {
 
 Result<StepTiming> StepTimeCache::Get(const RunState& state) {
   std::string key = state.Key();
-  auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+  }
   Result<StepTiming> r = fn_(state);
   if (!r.ok()) return r.status().WithPrefix("step simulation for cluster state {" + key + "}");
   const StepTiming& t = r.value();
@@ -36,7 +39,12 @@ Result<StepTiming> StepTimeCache::Get(const RunState& state) {
     return Status::Internal("step simulation returned a negative part or a zero step time for {" +
                             key + "}");
   }
-  memo_.emplace(std::move(key), t);
-  return t;
+  std::lock_guard<std::mutex> lock(mu_);
+  return memo_.emplace(std::move(key), t).first->second;
+}
+
+size_t StepTimeCache::distinct_states() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return memo_.size();
 }
 }  // namespace trainsim::run

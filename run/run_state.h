@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,17 +45,22 @@ struct StepTiming {
 using StepTimeFn = std::function<Result<StepTiming>(const RunState&)>;
 
 // Memoises a StepTimeFn per distinct RunState. Shared by all trials of a Monte Carlo study.
-// Not thread-safe.
+// Thread-safe: Get may be called from several threads (RunTrials with threads > 1). The function
+// is then called outside the lock and must itself be safe to call concurrently (the step
+// simulation is: it keeps no shared mutable state); two threads missing on the same state may
+// both call it, and the first result stored is kept — the same either way, since the function
+// is deterministic.
 class StepTimeCache {
  public:
   explicit StepTimeCache(StepTimeFn fn) : fn_(std::move(fn)) {}
   // The memoised timing, calling the function on a miss; its errors are returned as Status.
   Result<StepTiming> Get(const RunState& state);
-  size_t distinct_states() const { return memo_.size(); }
+  size_t distinct_states() const;
 
  private:
   StepTimeFn fn_;
-  std::map<std::string, StepTiming> memo_;
+  mutable std::mutex mu_;
+  std::map<std::string, StepTiming> memo_;  // guarded by mu_
 };
 
 }  // namespace trainsim::run
