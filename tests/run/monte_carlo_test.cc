@@ -105,6 +105,41 @@ TEST(MonteCarloTest, ThreadsReportTheLowestFailingTrialsError) {
   EXPECT_EQ(one.status().message(), four.status().message());
 }
 
+// The memo is keyed by the state's fields: equal states (built separately) call the function
+// once; a state differing in any one field — replicas, a slowdown, a link factor, the
+// checkpoint share — is a new entry; an error is not memoised and names the state by Key().
+TEST(StepTimeCacheTest, CallsTheFunctionOncePerDistinctState) {
+  int calls = 0;
+  StepTimeCache cache([&calls](const RunState& s) -> Result<StepTiming> {
+    ++calls;
+    if (s.live_dp_replicas == 0) return Status::Internal("no replicas");
+    return StepTiming{Time::Seconds(1), Time(), Time()};
+  });
+  RunState base;
+  base.live_dp_replicas = 4;
+  base.gpu_slowdown = {{3, 1.5}};
+  base.nic_link_factor = {{7, 0.5}};
+  base.checkpoint_traffic_share = 0.25;
+  const RunState copy = base;
+  ASSERT_TRUE(cache.Get(base).ok());
+  ASSERT_TRUE(cache.Get(copy).ok());
+  EXPECT_EQ(calls, 1);
+  RunState a = base, b = base, c = base, d = base;
+  a.live_dp_replicas = 3;
+  b.gpu_slowdown = {{3, 1.25}};
+  c.nic_link_factor = {{8, 0.5}};
+  d.checkpoint_traffic_share = 0.5;
+  for (const RunState& s : {a, b, c, d}) ASSERT_TRUE(cache.Get(s).ok());
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(cache.distinct_states(), 5u);
+  RunState none = base;
+  none.live_dp_replicas = 0;
+  Result<StepTiming> bad = cache.Get(none);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(none.Key()), std::string::npos);
+  EXPECT_EQ(cache.distinct_states(), 5u);
+}
+
 TEST(MonteCarloTest, RejectsABackwardsRange) {
   RunConfig c = testing::DemoLikeConfig();
   StepTimeCache cache(testing::SimpleStep());
