@@ -82,7 +82,9 @@ Result<run::MonteCarloSummary> RunTrialsWithProgress(const run::RunConfig& confi
   sim::ProgressBar bar("trials", static_cast<uint64_t>(trials), bar_options);
   std::vector<run::TrialOutcome> outcomes;
   outcomes.reserve(static_cast<size_t>(trials));
-  const int64_t chunk = std::max<int64_t>(1, trials / 100);
+  // At least one trial per thread per call, or a short study (under 100 trials per thread)
+  // would run one trial at a time; the outcomes do not depend on the chunking.
+  const int64_t chunk = std::max<int64_t>(std::max(1, threads), trials / 100);
   for (int64_t k = 0; k < trials; k += chunk) {
     const int64_t end = std::min(trials, k + chunk);
     Result<std::vector<run::TrialOutcome>> r = run::RunTrials(config, cache, k, end, threads);
