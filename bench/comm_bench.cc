@@ -7,6 +7,8 @@
 // BM_EstimateAllReduceAuto/n: the closed form with algorithm and protocol selection (what the
 // step simulation calls per collective).
 // BM_TreeAllReduce1GiB/n: the pipelined double binary tree expansion, for comparison.
+// BM_NvlsTreeAllReduce1GiB/n: the NVLS_TREE expansion (NVLS across nodes without SHARP). Issue 20's
+// target for ring, tree and NVLS at n = 4,096: ≤ 0.1 s each.
 #include <benchmark/benchmark.h>
 
 #include "comm/collective.h"
@@ -17,15 +19,16 @@
 namespace trainsim::comm {
 namespace {
 
-Topology Cluster(int gpus) {
+Topology Cluster(int gpus, bool nvls = false) {
   TopologySpec spec;
   spec.nodes = (gpus + 7) / 8;
+  spec.nvls = nvls;  // DGX H100's NVSwitch 3 has NVLS; off by default in TopologySpec
   return Topology::Build(spec).value();
 }
 
 void RunOnce(benchmark::State& state, Algo algo) {
   const int n = static_cast<int>(state.range(0));
-  const Topology topology = Cluster(n);
+  const Topology topology = Cluster(n, algo == Algo::kNvlsTree);
   const CollectiveSpec spec{Op::kAllReduce, algo, FirstGpus(n), uint64_t{1} << 30};
   uint64_t flows = 0;
   double simulated_s = 0;
@@ -47,10 +50,24 @@ void RunOnce(benchmark::State& state, Algo algo) {
 }
 
 void BM_RingAllReduce1GiB(benchmark::State& state) { RunOnce(state, Algo::kRing); }
-BENCHMARK(BM_RingAllReduce1GiB)->Arg(128)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RingAllReduce1GiB)->Arg(128)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 void BM_TreeAllReduce1GiB(benchmark::State& state) { RunOnce(state, Algo::kTree); }
-BENCHMARK(BM_TreeAllReduce1GiB)->Arg(128)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TreeAllReduce1GiB)
+    ->Arg(128)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// Issue 20's third case: NVLS_TREE (NVLink SHARP inside each node, a double binary tree between
+// nodes), 1 GiB over 1,024 and 4,096 GPUs; target ≤ 0.1 s at 4,096 like the ring and the tree.
+void BM_NvlsTreeAllReduce1GiB(benchmark::State& state) { RunOnce(state, Algo::kNvlsTree); }
+BENCHMARK(BM_NvlsTreeAllReduce1GiB)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 void BM_EstimateAllReduceAuto(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

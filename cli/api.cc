@@ -67,10 +67,14 @@ scenarios::RunRequest RunRequestOf(const RunOptions& options) {
   request.trials = options.trials;
   request.optimize_interval = options.optimize_interval;
   request.progress = options.progress;
+  // An out-of-range count is refused by Run (and by the option's own check) before this is used.
+  Result<int> threads = sim::ResolveThreads(options.threads);
+  request.threads = threads.ok() ? threads.value() : 1;
   return request;
 }
 
 Result<RunOutcome> Run(scenarios::ResolvedScenario resolved, const RunOptions& options) {
+  if (Result<int> t = sim::ResolveThreads(options.threads); !t.ok()) return t.status();
   scenarios::StepRequest step_request;
   step_request.allow_oom = options.allow_oom;
   step_request.report_gpu = options.gpu;
@@ -104,12 +108,14 @@ Result<WhatIfOutcome> WhatIf(const ScenarioInput& input, const WhatIfOptions& op
   Result<std::vector<run::ScheduledFault>> added =
       scenarios::ParseAddedFaults(*resolved, options.fail, options.slow);
   if (!added.ok()) return added.status();
+  Result<int> threads = sim::ResolveThreads(options.threads);
+  if (!threads.ok()) return threads.status();
   const auto& fm = resolved->scenario.failures();
   // 100 histories: p99 is then interpolated between the two largest deltas (sim/stats.h).
   const int64_t trials =
       options.trials >= 0 ? options.trials : (fm.enabled() && fm.node_day_rate() > 0 ? 100 : 0);
   Result<scenarios::WhatIfOutcome> whatif =
-      scenarios::SimulateScenarioWhatIf(*resolved, *added, options.trial, trials);
+      scenarios::SimulateScenarioWhatIf(*resolved, *added, options.trial, trials, *threads);
   if (!whatif.ok()) return whatif.status();
   return WhatIfOutcome{std::move(*resolved), std::move(*added), std::move(*whatif), trials};
 }

@@ -61,6 +61,9 @@ struct RunOptions {
   bool record_trace = false;       // keep the step's trace events (for --trace)
   int64_t trace_microbatches = 1;  // micro-batches drawn layer by layer (-1 = all)
   bool progress = true;            // a progress bar on a terminal (sim::ProgressBar decides)
+  // Threads for the Monte Carlo trials and the interval scan: 0 = all cores
+  // (sim::ResolveThreads); the output is byte-identical at any count.
+  int threads = 0;
 };
 struct RunOutcome {
   scenarios::ResolvedScenario resolved;
@@ -84,6 +87,7 @@ struct WhatIfOptions {
   // stochastic failure model is on (one history is noise: failures shift against checkpoints),
   // else 0 (every history is the same).
   int64_t trials = -1;
+  int threads = 0;  // for the trials: 0 = all cores; the output is the same at any count
 };
 struct WhatIfOutcome {
   scenarios::ResolvedScenario resolved;

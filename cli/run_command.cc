@@ -15,6 +15,7 @@
 #include "parallelism/roofline.h"
 #include "scenarios/session.h"
 #include "sim/atomic_file.h"
+#include "sim/parallel.h"
 
 namespace trainsim::cli {
 namespace {
@@ -119,6 +120,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Monte Carlo: N independent failure histories; mean, p50, p90, p99 of wall "
                   "time, useful compute fraction, ETTR and cost")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  cmd->add_option("--threads", opts->threads,
+                  "Run the Monte Carlo trials and the interval scan on this many threads (default "
+                  "0 = all cores); the output is the same "
+                  "at any count")
+      ->check(CLI::Range(0, sim::kMaxThreads));
   cmd->add_option("--seed", opts->seed, "Seed of the failure histories (replaces the scenario's)");
   cmd->add_flag("--optimize-checkpoint-interval", opts->optimize_interval,
                 "Scan the checkpoint interval over the failure histories (--trials, default 100) "

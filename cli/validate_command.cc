@@ -11,6 +11,7 @@
 #include "cli/report/html_report.h"
 #include "cli/report/validate_report.h"
 #include "scenarios/step_config.h"
+#include "sim/parallel.h"
 
 namespace trainsim::cli {
 
@@ -24,6 +25,7 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
     std::vector<std::string> sets;
     bool json = false;
     std::string html;
+    int threads = 0;  // 0 = all cores (sim::ResolveThreads)
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -34,6 +36,12 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       ->allow_extra_args(false)
       ->type_name("PATH=VALUE");
   cmd->add_flag("--json", opts->json, "Print JSON instead of a table");
+  cmd->add_option(
+         "--threads", opts->threads,
+         "Simulate the rows on this many threads (default 0 = all cores); the output is the same "
+         "at any count")
+      ->check(CLI::Range(0, sim::kMaxThreads));
+
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");
@@ -44,8 +52,13 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       return;
     }
     std::optional<report::WebLibraries> web = std::move(*html);
+    Result<int> threads = sim::ResolveThreads(opts->threads);
+    if (!threads.ok()) {
+      *exit_code = ReportError(threads.status());
+      return;
+    }
     Result<std::vector<scenarios::ValidationRow>> rows =
-        scenarios::RunValidation(opts->dir, opts->sets);
+        scenarios::RunValidation(opts->dir, opts->sets, *threads);
     if (!rows.ok()) {
       *exit_code = ReportError(rows.status());
       return;

@@ -10,6 +10,7 @@
 #include "cli/report/run_report.h"
 #include "cli/report/whatif_report.h"
 #include "scenarios/session.h"
+#include "sim/parallel.h"
 
 namespace trainsim::cli {
 namespace {
@@ -46,6 +47,11 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
                   "the extra wall time, lost work, downtime and cost. Default 100 when "
                   "stochastic failures are on, else 0; 0 = one history only")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  cmd->add_option(
+         "--threads", opts->threads,
+         "Run the trials on this many threads (default 0 = all cores); the output is the same "
+         "at any count")
+      ->check(CLI::Range(0, sim::kMaxThreads));
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");

@@ -38,9 +38,12 @@ struct TrialOutcome {
 };
 
 // Runs trials [begin, end). REQUIRES nothing of the range beyond 0 <= begin <= end (checked).
-// Validates the config once; events are not recorded.
+// Validates the config once; events are not recorded. `threads` (≥ 1; sim::ResolveThreads turns
+// --threads 0 into the core count) run trials side by side through sim::ParallelFor: outcome i
+// is trial begin + i whatever the thread count, and an error is the lowest failing trial's, so
+// the result is the one thread's, byte for byte.
 Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCache& step_times,
-                                            int64_t begin, int64_t end);
+                                            int64_t begin, int64_t end, int threads = 1);
 
 struct Stat {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
@@ -92,10 +95,11 @@ struct IntervalOptimum {
 // max(Daly/4, background write) to Daly·4 (at least 4× the start), geometric) with `trials` trials
 // each (common random numbers across grid points), minimising the wall time per step kept, and
 // reports the optimum next to Young's and Daly's. Requires the stochastic failure model to be on;
-// FailedPrecondition when no trial keeps a step.
+// FailedPrecondition when no trial keeps a step. `threads` as for RunTrials (same result).
 Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
                                                    StepTimeCache& step_times, int64_t trials,
-                                                   std::vector<double> grid_s = {});
+                                                   std::vector<double> grid_s = {},
+                                                   int threads = 1);
 
 }  // namespace trainsim::run
 

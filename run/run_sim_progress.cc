@@ -65,9 +65,10 @@ void RunSim::KeepPersistent(const Snapshot& s) {
   while (keep > 0 && static_cast<int>(retained_.size()) > keep) {
     const Snapshot old = retained_.front();
     retained_.erase(retained_.begin());
-    Log(RunEventKind::kCheckpointDeleted,
-        "checkpoint #" + Str(old.index) + " deleted (checkpoint.keep_last " + Str(keep) + ")",
-        {.step = old.step, .checkpoint = old.index});
+    if (c_.record_events)
+      Log(RunEventKind::kCheckpointDeleted,
+          "checkpoint #" + Str(old.index) + " deleted (checkpoint.keep_last " + Str(keep) + ")",
+          {.step = old.step, .checkpoint = old.index});
   }
 }
 
@@ -222,10 +223,11 @@ void RunSim::OnSyncWritten() {
   CountCompleted(s);
   ResetInterval();
   phase_ = Phase::kRunning;
-  Log(RunEventKind::kCheckpointWritten,
-      "checkpoint #" + Str(s.index) + " written (step " + Str(s.step) + ", stalled " +
-          sim::FormatDuration(costs_.persistent_write) + ")",
-      {.step = s.step, .checkpoint = s.index, .duration = costs_.persistent_write});
+  if (c_.record_events)
+    Log(RunEventKind::kCheckpointWritten,
+        "checkpoint #" + Str(s.index) + " written (step " + Str(s.step) + ", stalled " +
+            sim::FormatDuration(costs_.persistent_write) + ")",
+        {.step = s.step, .checkpoint = s.index, .duration = costs_.persistent_write});
   block_start_ = engine_.now();  // no block runs yet: an eviction now loses no partial step
   block_n_ = 0;
   if (EvictPending()) return;

@@ -110,15 +110,16 @@ void RunSim::OnFailure(const FailureInput& f, sim::Time at) {
   const std::string mech = checkpoint::DetectionMechanismName(f.mechanism);
   const std::string since =
       restore.index == 0 ? "the start of training" : "checkpoint #" + Str(restore.index);
-  Log(RunEventKind::kFailure,
-      f.what +
-          (f.eviction ? " evicted ("
-           : f.silent ? " corruption found ("
-                      : " failed (") +
-          f.cause_name + "; " + mech + ", detected after " +
-          sim::FormatDuration(f.detection_delay) + "); " +
-          sim::FormatSecondsHuman(rec.lost.seconds()) + " of work since " + since + " lost",
-      {.failure = report_.failure_records.size() - 1});
+  if (c_.record_events)
+    Log(RunEventKind::kFailure,
+        f.what +
+            (f.eviction ? " evicted ("
+             : f.silent ? " corruption found ("
+                        : " failed (") +
+            f.cause_name + "; " + mech + ", detected after " +
+            sim::FormatDuration(f.detection_delay) + "); " +
+            sim::FormatSecondsHuman(rec.lost.seconds()) + " of work since " + since + " lost",
+        {.failure = report_.failure_records.size() - 1});
   if (phase_ == Phase::kWaiting) {
     phase_start_ = now;
     return TryRecover();
@@ -150,9 +151,10 @@ void RunSim::OnCorruption(const FailureInput& f) {
   k.clean_max_index = taken_;
   corruptions_.push_back(k);
   const size_t i = corruptions_.size() - 1;
-  Log(RunEventKind::kCorruption, f.what + " silently corrupts training state (" + f.cause_name +
-                                     "); the " + checkpoint::DetectionMechanismName(f.mechanism) +
-                                     " finds it after " + sim::FormatDuration(f.detection_delay));
+  if (c_.record_events)
+    Log(RunEventKind::kCorruption, f.what + " silently corrupts training state (" + f.cause_name +
+                                       "); the " + checkpoint::DetectionMechanismName(f.mechanism) +
+                                       " finds it after " + sim::FormatDuration(f.detection_delay));
   engine_.Schedule(
       f.detection_delay, [this, i] { OnCorruptionDetected(i); }, kPrioFailure);
 }
@@ -179,7 +181,7 @@ void RunSim::OnDetected() {
     rec.detected_at = engine_.now();
     if (how.empty()) how = checkpoint::DetectionMechanismName(rec.mechanism);
   }
-  Log(RunEventKind::kDetected, "failure detected (" + how + ")");
+  if (c_.record_events) Log(RunEventKind::kDetected, "failure detected (" + how + ")");
   TryRecover();
 }
 
@@ -203,10 +205,11 @@ void RunSim::TryRecover() {
       }
       incident_nodes_.clear();
       state_dirty_ = true;
-      Log(RunEventKind::kElasticShrink,
-          "elastic: continuing with " + Str(live_) + " of " + Str(c_.dp) +
-              " data-parallel replicas",
-          {.count = live_});
+      if (c_.record_events)
+        Log(RunEventKind::kElasticShrink,
+            "elastic: continuing with " + Str(live_) + " of " + Str(c_.dp) +
+                " data-parallel replicas",
+            {.count = live_});
     }
   }
   // Take replacements from the pool (repaired nodes under WAIT_FOR_REPAIR).
@@ -221,8 +224,9 @@ void RunSim::TryRecover() {
       phase_ = Phase::kWaiting;
       phase_start_ = now;
       const int nodes = static_cast<int>(incident_nodes_.size());
-      Log(RunEventKind::kWaiting, "waiting for " + Str(nodes) + " replacement node(s)",
-          {.count = nodes});
+      if (c_.record_events)
+        Log(RunEventKind::kWaiting, "waiting for " + Str(nodes) + " replacement node(s)",
+            {.count = nodes});
     }
     return;
   }
@@ -249,14 +253,15 @@ void RunSim::StartRestart(bool requeue) {
     rec.restored_checkpoint_written_at = snap.written_at;
     rec.restored_from_peer_memory = from_peer;
   }
-  Log(RunEventKind::kRestart,
-      "restarting from " +
-          (snap.index == 0 ? std::string("the start of training")
-                           : "checkpoint #" + Str(snap.index) + " (step " + Str(snap.step) +
-                                 ", written at " + sim::FormatDuration(snap.written_at) + ")" +
-                                 (from_peer ? " in peer memory" : " in storage")) +
-          ", takes " + sim::FormatDuration(d),
-      {.step = snap.step, .checkpoint = snap.index, .duration = d, .from_peer = from_peer});
+  if (c_.record_events)
+    Log(RunEventKind::kRestart,
+        "restarting from " +
+            (snap.index == 0 ? std::string("the start of training")
+                             : "checkpoint #" + Str(snap.index) + " (step " + Str(snap.step) +
+                                   ", written at " + sim::FormatDuration(snap.written_at) + ")" +
+                                   (from_peer ? " in peer memory" : " in storage")) +
+            ", takes " + sim::FormatDuration(d),
+        {.step = snap.step, .checkpoint = snap.index, .duration = d, .from_peer = from_peer});
   BeginPhase(RunPhaseKind::kRestart);
   phase_ = Phase::kRestarting;
   phase_start_ = engine_.now();
@@ -269,7 +274,8 @@ void RunSim::OnRestarted() {
   for (size_t i : incident_records_) report_.failure_records[i].resumed_at = engine_.now();
   incident_records_.clear();
   restore_cap_ = std::numeric_limits<int>::max();
-  Log(RunEventKind::kResumed, "training resumed at step " + Str(step_), {.step = step_});
+  if (c_.record_events)
+    Log(RunEventKind::kResumed, "training resumed at step " + Str(step_), {.step = step_});
   BeginPhase(RunPhaseKind::kTraining);
   ResetInterval();
   state_dirty_ = true;
@@ -278,7 +284,8 @@ void RunSim::OnRestarted() {
 }
 
 void RunSim::OnRepaired(int node) {
-  Log(RunEventKind::kRepaired, "node " + Str(node) + " repaired", {.node = node});
+  if (c_.record_events)
+    Log(RunEventKind::kRepaired, "node " + Str(node) + " repaired", {.node = node});
   if (node_elastic_[node]) {
     node_elastic_[node] = 0;
     node_failed_[node] = 0;
@@ -310,11 +317,12 @@ void RunSim::Rejoin(const Snapshot& s) {
   live_ += back;
   rejoin_pending_ = false;
   state_dirty_ = true;
-  Log(RunEventKind::kElasticRejoin,
-      "elastic: " + Str(back) + " repaired replica(s) rejoin; restart with " + Str(live_) +
-          " from checkpoint #" + Str(s.index) + "; " + sim::FormatDuration(rolled_back) +
-          " of work since it lost",
-      {.checkpoint = s.index, .duration = rolled_back, .count = back});
+  if (c_.record_events)
+    Log(RunEventKind::kElasticRejoin,
+        "elastic: " + Str(back) + " repaired replica(s) rejoin; restart with " + Str(live_) +
+            " from checkpoint #" + Str(s.index) + "; " + sim::FormatDuration(rolled_back) +
+            " of work since it lost",
+        {.checkpoint = s.index, .duration = rolled_back, .count = back});
   StartRestart(false);
 }
 
@@ -338,7 +346,8 @@ void RunSim::OnWallTimeLimit() {
     case Phase::kDone:
       return;
   }
-  Log(RunEventKind::kEnd, "training.duration reached at step " + Str(step_), {.step = step_});
+  if (c_.record_events)
+    Log(RunEventKind::kEnd, "training.duration reached at step " + Str(step_), {.step = step_});
   EndPhases();
   phase_ = Phase::kDone;
 }
@@ -379,9 +388,10 @@ void RunSim::EndSlowdownsOnNode(int node) {
         ++it;
         continue;
       }
-      Log(RunEventKind::kSlowdownEnded,
-          std::string(straggler ? "straggler on gpu " : "degraded link of nic ") + Str(it->id) +
-              " ends: node " + Str(node) + " leaves the job");
+      if (c_.record_events)
+        Log(RunEventKind::kSlowdownEnded,
+            std::string(straggler ? "straggler on gpu " : "degraded link of nic ") + Str(it->id) +
+                " ends: node " + Str(node) + " leaves the job");
       it = v->erase(it);
       state_dirty_ = true;
     }
@@ -393,7 +403,7 @@ void RunSim::OnSlowdownStart(const ScheduledFault& f, int token) {
   const int node = straggler ? f.id / c_.gpus_per_node : f.id / c_.nics_per_node;
   if (!NodeInService(node) && node_failed_[node]) return;  // that hardware is out of the job
   (straggler ? stragglers_ : links_).push_back({token, f.id, f.factor, node});
-  Log(RunEventKind::kSlowdownStarted, f.Describe());
+  if (c_.record_events) Log(RunEventKind::kSlowdownStarted, f.Describe());
   StateChanged();
   const checkpoint::StragglerPolicy& p = c_.recovery.straggler;
   if (straggler && f.factor >= p.threshold) {
@@ -408,7 +418,8 @@ void RunSim::OnSlowdownEnd(int token, bool straggler) {
       std::find_if(v.begin(), v.end(), [token](const ActiveFactor& a) { return a.token == token; });
   if (it == v.end()) return;  // already ended with its node
   v.erase(it);
-  Log(RunEventKind::kSlowdownEnded, straggler ? "straggler recovers" : "link restored");
+  if (c_.record_events)
+    Log(RunEventKind::kSlowdownEnded, straggler ? "straggler recovers" : "link restored");
   StateChanged();
 }
 
@@ -420,11 +431,13 @@ void RunSim::OnStragglerCheck(int token) {
   const checkpoint::StragglerPolicy& p = c_.recovery.straggler;
   const ActiveFactor a = *it;
   const bool evict = p.action == checkpoint::StragglerAction::kEvict;
-  Log(RunEventKind::kStragglerDetected,
-      "straggler detected: gpu " + Str(a.id) + " slow for " + sim::FormatDuration(p.detect_after) +
-          " (threshold " + std::to_string(p.threshold).substr(0, 4) + "x); " +
-          (evict ? "evicting node " + Str(a.node) : std::string("ignored")),
-      {.node = a.node});
+  if (c_.record_events)
+    Log(RunEventKind::kStragglerDetected,
+        "straggler detected: gpu " + Str(a.id) + " slow for " +
+            sim::FormatDuration(p.detect_after) + " (threshold " +
+            std::to_string(p.threshold).substr(0, 4) + "x); " +
+            (evict ? "evicting node " + Str(a.node) : std::string("ignored")),
+        {.node = a.node});
   if (!evict) return;
   // Operators evict at a checkpoint boundary so that nothing is rolled back: wait for the next
   // checkpoint to complete (at once when the run does not checkpoint).

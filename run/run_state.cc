@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 namespace trainsim::run {
 
@@ -24,10 +25,20 @@ std::string RunState::Key() const {
   return key;
 }
 
+bool StepTimeCache::StateLess::operator()(const RunState& a, const RunState& b) const {
+  return std::tie(a.live_dp_replicas, a.gpu_slowdown, a.nic_link_factor,
+                  a.checkpoint_traffic_share) < std::tie(b.live_dp_replicas, b.gpu_slowdown,
+                                                         b.nic_link_factor,
+                                                         b.checkpoint_traffic_share);
+}
+
 Result<StepTiming> StepTimeCache::Get(const RunState& state) {
-  std::string key = state.Key();
-  auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = memo_.find(state);
+    if (it != memo_.end()) return it->second;
+  }
+  const std::string key = state.Key();
   Result<StepTiming> r = fn_(state);
   if (!r.ok()) return r.status().WithPrefix("step simulation for cluster state {" + key + "}");
   const StepTiming& t = r.value();
@@ -36,7 +47,12 @@ Result<StepTiming> StepTimeCache::Get(const RunState& state) {
     return Status::Internal("step simulation returned a negative part or a zero step time for {" +
                             key + "}");
   }
-  memo_.emplace(std::move(key), t);
-  return t;
+  std::lock_guard<std::mutex> lock(mu_);
+  return memo_.emplace(state, t).first->second;
+}
+
+size_t StepTimeCache::distinct_states() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return memo_.size();
 }
 }  // namespace trainsim::run

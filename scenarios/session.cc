@@ -13,6 +13,7 @@
 #include "scenarios/run_config.h"
 #include "scenarios/step_config.h"
 #include "sim/engine.h"
+#include "sim/parallel.h"
 #include "sim/progress.h"
 #include "sim/time.h"
 
@@ -75,16 +76,18 @@ namespace {
 // trial k exactly as in one call).
 Result<run::MonteCarloSummary> RunTrialsWithProgress(const run::RunConfig& config,
                                                      run::StepTimeCache& cache, int64_t trials,
-                                                     bool progress) {
+                                                     bool progress, int threads) {
   sim::ProgressBar::Options bar_options;
   bar_options.enabled = progress && sim::ProgressBar::ShouldShowOnStderr();
   sim::ProgressBar bar("trials", static_cast<uint64_t>(trials), bar_options);
   std::vector<run::TrialOutcome> outcomes;
   outcomes.reserve(static_cast<size_t>(trials));
-  const int64_t chunk = std::max<int64_t>(1, trials / 100);
+  // At least one trial per thread per call, or a short study (under 100 trials per thread)
+  // would run one trial at a time; the outcomes do not depend on the chunking.
+  const int64_t chunk = std::max<int64_t>(std::max(1, threads), trials / 100);
   for (int64_t k = 0; k < trials; k += chunk) {
     const int64_t end = std::min(trials, k + chunk);
-    Result<std::vector<run::TrialOutcome>> r = run::RunTrials(config, cache, k, end);
+    Result<std::vector<run::TrialOutcome>> r = run::RunTrials(config, cache, k, end, threads);
     if (!r.ok()) return r.status();
     outcomes.insert(outcomes.end(), r->begin(), r->end());
     bar.Add(static_cast<uint64_t>(end - k));
@@ -109,14 +112,14 @@ Result<RunOutcome> SimulateScenarioRun(const ResolvedScenario& resolved,
   out.run = std::move(report.value());
   if (request.trials > 0) {
     Result<run::MonteCarloSummary> stats =
-        RunTrialsWithProgress(out.config, cache, request.trials, request.progress);
+        RunTrialsWithProgress(out.config, cache, request.trials, request.progress, request.threads);
     if (!stats.ok()) return stats.status();
     out.stats = std::move(stats.value());
   }
   if (request.optimize_interval) {
     out.scan_trials = request.trials > 0 ? request.trials : request.default_scan_trials;
     Result<run::IntervalOptimum> opt =
-        run::OptimizeCheckpointInterval(out.config, cache, out.scan_trials);
+        run::OptimizeCheckpointInterval(out.config, cache, out.scan_trials, {}, request.threads);
     if (!opt.ok()) return opt.status().WithPrefix("--optimize-checkpoint-interval");
     out.optimum = std::move(opt.value());
   }
@@ -186,7 +189,7 @@ Result<std::vector<run::ScheduledFault>> ParseAddedFaults(const ResolvedScenario
 
 Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
                                              const std::vector<run::ScheduledFault>& added,
-                                             int64_t trial, int64_t trials) {
+                                             int64_t trial, int64_t trials, int threads) {
   Result<run::RunConfig> config = MakeRunConfig(resolved);
   if (!config.ok()) return config.status();
   Result<step::StepConfig> step = MakeStepConfig(resolved);
@@ -198,15 +201,19 @@ Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
   WhatIfOutcome out;
   out.report = std::move(w.value());
   // Monte Carlo over failure histories: the same comparison for trials [0, N).
-  std::vector<double> d_wall, d_cost, d_lost, d_down;
-  for (int64_t k = 0; k < trials; ++k) {
-    Result<run::WhatIfReport> wk = run::SimulateWhatIf(config.value(), added, cache, k);
-    if (!wk.ok()) return wk.status().WithPrefix("trial " + std::to_string(k));
-    d_wall.push_back(wk->delta_wall_time_s);
-    d_cost.push_back(wk->delta_cost_usd);
-    d_lost.push_back(wk->delta_lost_work_s);
-    d_down.push_back(wk->delta_downtime_s);
-  }
+  // Trial k writes only slot k (sim/parallel.h), so the samples are one thread's, in order.
+  const size_t n = static_cast<size_t>(std::max<int64_t>(0, trials));
+  std::vector<double> d_wall(n), d_cost(n), d_lost(n), d_down(n);
+  TRAINSIM_RETURN_IF_ERROR(
+      sim::ParallelFor(int64_t(n), std::max(1, threads), [&](int64_t k) -> Status {
+        Result<run::WhatIfReport> wk = run::SimulateWhatIf(config.value(), added, cache, k);
+        if (!wk.ok()) return wk.status().WithPrefix("trial " + std::to_string(k));
+        d_wall[size_t(k)] = wk->delta_wall_time_s;
+        d_cost[size_t(k)] = wk->delta_cost_usd;
+        d_lost[size_t(k)] = wk->delta_lost_work_s;
+        d_down[size_t(k)] = wk->delta_downtime_s;
+        return Status::Ok();
+      }));
   out.delta_wall_time_samples_s = d_wall;
   out.delta_cost_samples_usd = d_cost;
   out.delta_wall_time_s = run::StatOf(d_wall);

@@ -54,6 +54,7 @@ struct RunRequest {
   bool optimize_interval = false;
   int64_t default_scan_trials = 100;  // trials per scanned interval when `trials` is 0
   bool progress = true;               // a progress bar on a terminal (sim::ProgressBar decides)
+  int threads = 1;  // ≥ 1: trials run side by side (run::RunTrials; same results as 1)
 };
 
 struct RunOutcome {
@@ -84,7 +85,7 @@ struct WhatIfOutcome {
 
 Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
                                              const std::vector<run::ScheduledFault>& added,
-                                             int64_t trial, int64_t trials);
+                                             int64_t trial, int64_t trials, int threads = 1);
 
 struct CollectiveRequest {
   comm::Op op = comm::Op::kAllReduce;

@@ -17,6 +17,7 @@
 #include "parallelism/model.h"
 #include "scenarios/catalogue.h"
 #include "scenarios/scenario.h"
+#include "sim/parallel.h"
 
 namespace trainsim::scenarios {
 namespace {
@@ -394,7 +395,8 @@ step::ClusterState MakeFaultedClusterState(const ResolvedScenario& r) {
 }
 
 Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
-                                                 const std::vector<std::string>& sets) {
+                                                 const std::vector<std::string>& sets,
+                                                 int threads) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -409,63 +411,72 @@ Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
   Result<std::map<std::string, PublishedEntry>> table = ReadPublishedTable(dir);
   if (!table.ok()) return table.status();
 
+  // Row i is file i's alone (sim/parallel.h): the rows are one thread's, in file order, and an
+  // error is the first failing file's.
+  std::vector<std::optional<ValidationRow>> slots(files.size());
+  TRAINSIM_RETURN_IF_ERROR(
+      sim::ParallelFor(int64_t(files.size()), std::max(1, threads), [&](int64_t i) -> Status {
+        const fs::path& file = files[size_t(i)];
+        Result<pb::Scenario> scenario = scenarios::LoadScenario(file.string(), sets);
+        if (!scenario.ok()) return scenario.status();
+        Result<scenarios::ResolvedScenario> resolved = scenarios::Resolve(*scenario);
+        if (!resolved.ok()) return resolved.status().WithPrefix(file.string());
+        const pb::Published& pub = resolved->scenario.published();
+        ValidationRow row;
+        row.scenario = resolved->scenario.name();
+        row.source = pub.source();
+        auto it = table->find(row.scenario);
+        const PublishedEntry entry = it != table->end() ? it->second : PublishedEntry{};
+        if (entry.tokens_per_sec_per_gpu > 0) {
+          row.metric = "tokens_per_sec_per_gpu";
+          row.published = entry.tokens_per_sec_per_gpu;
+        } else if (pub.has_tflops_per_gpu()) {
+          row.metric = "tflops_per_gpu";
+          row.published = pub.tflops_per_gpu();
+        } else if (pub.has_iteration_time_s()) {
+          row.metric = "iteration_time_s";
+          row.published = pub.iteration_time_s();
+        } else {
+          return Status::Ok();  // nothing to compare with
+        }
+        Result<step::StepConfig> base = scenarios::MakeStepConfig(*resolved);
+        if (!base.ok()) return base.status().WithPrefix(file.string());
+        row.micro_batch_searched = !entry.micro_batch_published;
+        std::vector<int> candidates = {base->parallel.micro_batch};
+        if (row.micro_batch_searched) {
+          candidates = {1, 2, 4, 8};
+        } else {
+          base->allow_oom = true;  // the published run fitted; memory_fits reports the model's view
+        }
+        Result<std::pair<step::StepResult, int>> best = FastestMicroBatch(*base, candidates);
+        if (!best.ok()) return best.status().WithPrefix(file.string());
+        const step::StepResult& res = best->first;
+        row.micro_batch = best->second;
+        row.step_time_s = res.time_s;
+        row.mfu = res.mfu;
+        row.memory_fits = res.memory.fits;
+        row.peak_memory_gb = res.memory.peak_bytes / 1e9;
+        row.breakdown = res.breakdown;
+        const double gpus = double(resolved->num_gpus);
+        const double batch = double(base->parallel.global_batch);
+        if (row.metric == "tokens_per_sec_per_gpu") {
+          row.predicted = batch * double(base->model.seq_len) / (res.time_s * gpus);
+        } else {
+          row.predicted = row.metric == "tflops_per_gpu" ? res.tflops_per_gpu : res.time_s;
+        }
+        if (entry.model_tflops_per_gpu > 0) {
+          row.model_tflops_published = entry.model_tflops_per_gpu;
+          row.model_tflops_predicted = parallelism::MegatronModelFlopsPerIteration(
+                                           base->model, base->parallel.global_batch) /
+                                       (res.time_s * gpus) / 1e12;
+        }
+        row.error = row.predicted / row.published - 1;
+        slots[size_t(i)] = std::move(row);
+        return Status::Ok();
+      }));
   std::vector<ValidationRow> rows;
-  for (const fs::path& file : files) {
-    Result<pb::Scenario> scenario = scenarios::LoadScenario(file.string(), sets);
-    if (!scenario.ok()) return scenario.status();
-    Result<scenarios::ResolvedScenario> resolved = scenarios::Resolve(*scenario);
-    if (!resolved.ok()) return resolved.status().WithPrefix(file.string());
-    const pb::Published& pub = resolved->scenario.published();
-    ValidationRow row;
-    row.scenario = resolved->scenario.name();
-    row.source = pub.source();
-    auto it = table->find(row.scenario);
-    const PublishedEntry entry = it != table->end() ? it->second : PublishedEntry{};
-    if (entry.tokens_per_sec_per_gpu > 0) {
-      row.metric = "tokens_per_sec_per_gpu";
-      row.published = entry.tokens_per_sec_per_gpu;
-    } else if (pub.has_tflops_per_gpu()) {
-      row.metric = "tflops_per_gpu";
-      row.published = pub.tflops_per_gpu();
-    } else if (pub.has_iteration_time_s()) {
-      row.metric = "iteration_time_s";
-      row.published = pub.iteration_time_s();
-    } else {
-      continue;  // nothing to compare with
-    }
-    Result<step::StepConfig> base = scenarios::MakeStepConfig(*resolved);
-    if (!base.ok()) return base.status().WithPrefix(file.string());
-    row.micro_batch_searched = !entry.micro_batch_published;
-    std::vector<int> candidates = {base->parallel.micro_batch};
-    if (row.micro_batch_searched) {
-      candidates = {1, 2, 4, 8};
-    } else {
-      base->allow_oom = true;  // the published run fitted; memory_fits reports the model's view
-    }
-    Result<std::pair<step::StepResult, int>> best = FastestMicroBatch(*base, candidates);
-    if (!best.ok()) return best.status().WithPrefix(file.string());
-    const step::StepResult& res = best->first;
-    row.micro_batch = best->second;
-    row.step_time_s = res.time_s;
-    row.mfu = res.mfu;
-    row.memory_fits = res.memory.fits;
-    row.peak_memory_gb = res.memory.peak_bytes / 1e9;
-    row.breakdown = res.breakdown;
-    const double gpus = double(resolved->num_gpus);
-    const double batch = double(base->parallel.global_batch);
-    if (row.metric == "tokens_per_sec_per_gpu") {
-      row.predicted = batch * double(base->model.seq_len) / (res.time_s * gpus);
-    } else {
-      row.predicted = row.metric == "tflops_per_gpu" ? res.tflops_per_gpu : res.time_s;
-    }
-    if (entry.model_tflops_per_gpu > 0) {
-      row.model_tflops_published = entry.model_tflops_per_gpu;
-      row.model_tflops_predicted =
-          parallelism::MegatronModelFlopsPerIteration(base->model, base->parallel.global_batch) /
-          (res.time_s * gpus) / 1e12;
-    }
-    row.error = row.predicted / row.published - 1;
-    rows.push_back(row);
+  for (std::optional<ValidationRow>& row : slots) {
+    if (row) rows.push_back(std::move(*row));
   }
   return rows;
 }

@@ -76,9 +76,11 @@ struct ValidationRow {
 // fits; the others as written) and holds the Megatron-Bridge throughput figures, which the
 // scenario proto has no field for. Metric, first published of: tokens/s per GPU (global batch ·
 // seq / (step time · GPUs)), TFLOP/s per GPU (hardware FLOPs, Narayanan's convention), the
-// iteration time.
+// iteration time. `threads` (≥ 1) simulate rows side by side; the rows are the same as one
+// thread's, in file order.
 Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
-                                                 const std::vector<std::string>& sets);
+                                                 const std::vector<std::string>& sets,
+                                                 int threads = 1);
 
 }  // namespace trainsim::scenarios
 

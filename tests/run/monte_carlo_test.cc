@@ -61,6 +61,85 @@ TEST(MonteCarloTest, PercentilesInterpolateBetweenClosestRanks) {
   EXPECT_EQ(StatOf({}).mean, 0.0);
 }
 
+// sim/parallel.h's promise carried through: trial k writes only outcome k and draws only from
+// its own stream, so 2 and 4 threads give exactly one thread's outcomes, in trial order, with
+// the shared step-time memo filled from several threads at once.
+TEST(MonteCarloTest, ThreadsGiveIdenticalOutcomesInTrialOrder) {
+  RunConfig c = testing::DemoLikeConfig();
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 0.1;
+  StepTimeCache one_cache(testing::SimpleStep());
+  Result<std::vector<TrialOutcome>> one = RunTrials(c, one_cache, 3, 40, 1);
+  ASSERT_TRUE(one.ok());
+  for (int threads : {2, 4}) {
+    StepTimeCache cache(testing::SimpleStep());
+    Result<std::vector<TrialOutcome>> many = RunTrials(c, cache, 3, 40, threads);
+    ASSERT_TRUE(many.ok());
+    ASSERT_EQ(many->size(), one->size());
+    for (size_t i = 0; i < one->size(); ++i) {
+      EXPECT_EQ(many->at(i).trial, int64_t(3 + i));
+      EXPECT_EQ(many->at(i).wall_time_s, one->at(i).wall_time_s);
+      EXPECT_EQ(many->at(i).cost_usd, one->at(i).cost_usd);
+      EXPECT_EQ(many->at(i).failures, one->at(i).failures);
+      EXPECT_EQ(many->at(i).steps, one->at(i).steps);
+    }
+    EXPECT_EQ(cache.distinct_states(), one_cache.distinct_states());
+  }
+}
+
+// A failing step-time callback fails the run the same way at any thread count: the error is
+// the lowest trial's, as one thread running in order would report it.
+TEST(MonteCarloTest, ThreadsReportTheLowestFailingTrialsError) {
+  RunConfig c = testing::DemoLikeConfig();
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 0.1;
+  auto failing = [](const RunState& s) -> Result<StepTiming> {
+    if (s.live_dp_replicas > 0 && !s.gpu_slowdown.empty()) return StepTiming{};
+    return Status::Internal("no step time");
+  };
+  StepTimeCache a(failing), b(failing);
+  Result<std::vector<TrialOutcome>> one = RunTrials(c, a, 0, 8, 1);
+  Result<std::vector<TrialOutcome>> four = RunTrials(c, b, 0, 8, 4);
+  ASSERT_FALSE(one.ok());
+  ASSERT_FALSE(four.ok());
+  EXPECT_EQ(one.status().message(), four.status().message());
+}
+
+// The memo is keyed by the state's fields: equal states (built separately) call the function
+// once; a state differing in any one field — replicas, a slowdown, a link factor, the
+// checkpoint share — is a new entry; an error is not memoised and names the state by Key().
+TEST(StepTimeCacheTest, CallsTheFunctionOncePerDistinctState) {
+  int calls = 0;
+  StepTimeCache cache([&calls](const RunState& s) -> Result<StepTiming> {
+    ++calls;
+    if (s.live_dp_replicas == 0) return Status::Internal("no replicas");
+    return StepTiming{Time::Seconds(1), Time(), Time()};
+  });
+  RunState base;
+  base.live_dp_replicas = 4;
+  base.gpu_slowdown = {{3, 1.5}};
+  base.nic_link_factor = {{7, 0.5}};
+  base.checkpoint_traffic_share = 0.25;
+  const RunState copy = base;
+  ASSERT_TRUE(cache.Get(base).ok());
+  ASSERT_TRUE(cache.Get(copy).ok());
+  EXPECT_EQ(calls, 1);
+  RunState a = base, b = base, c = base, d = base;
+  a.live_dp_replicas = 3;
+  b.gpu_slowdown = {{3, 1.25}};
+  c.nic_link_factor = {{8, 0.5}};
+  d.checkpoint_traffic_share = 0.5;
+  for (const RunState& s : {a, b, c, d}) ASSERT_TRUE(cache.Get(s).ok());
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(cache.distinct_states(), 5u);
+  RunState none = base;
+  none.live_dp_replicas = 0;
+  Result<StepTiming> bad = cache.Get(none);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(none.Key()), std::string::npos);
+  EXPECT_EQ(cache.distinct_states(), 5u);
+}
+
 TEST(MonteCarloTest, RejectsABackwardsRange) {
   RunConfig c = testing::DemoLikeConfig();
   StepTimeCache cache(testing::SimpleStep());
