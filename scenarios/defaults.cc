@@ -213,6 +213,8 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
   if (!p->has_moe_a2a_overlap()) p->set_moe_a2a_overlap(false);
   if (!p->has_cuda_graphs()) p->set_cuda_graphs(false);
+  // The all-to-all dispatcher: what the EP model charged before the field existed.
+  if (!p->has_moe_token_dispatcher()) p->set_moe_token_dispatcher(pb::Parallelism::ALLTOALL);
   FillInputAndHostDefaults(s);
   int64_t gpus = static_cast<int64_t>(cl->nodes()) * cl->gpus_per_node();
   int64_t tp_pp = static_cast<int64_t>(p->tp()) * p->pp() * p->cp();
