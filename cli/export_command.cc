@@ -41,7 +41,8 @@ std::string MoeLayerFreq(int first_dense, int layers) {
          ")";
 }
 
-void ModelArgs(const pb::Model& m, int tp, Args* a) {
+void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
+  const int tp = p.tp();
   a->Add("--num-layers", m.layers());
   a->Add("--hidden-size", m.hidden());
   a->Add("--num-attention-heads", m.heads());
@@ -89,9 +90,11 @@ void ModelArgs(const pb::Model& m, int tp, Args* a) {
       std::snprintf(buf, sizeof buf, "%g", e.capacity_factor());
       a->Add("--moe-expert-capacity-factor", buf);
     }
-    // trainsim models the token dispatch as all-to-all over the EP group and the experts as
-    // grouped GEMMs (Megatron's recommended MoE settings).
-    a->Add("--moe-token-dispatcher-type", "alltoall");
+    // The scenario's dispatcher (parallelism.moe_token_dispatcher); experts as grouped GEMMs.
+    a->Add("--moe-token-dispatcher-type",
+           p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? "allgather"
+           : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? "flex"
+                                                                  : "alltoall");
     a->Add("--moe-grouped-gemm");
   }
   if (m.has_mla()) {
@@ -244,7 +247,7 @@ int RunExport(const ExportOptions& o) {
   if (!resolved.ok()) return ReportError(resolved.status());
   const pb::Scenario& s = resolved->scenario;
   Args a;
-  ModelArgs(s.model(), s.parallelism().tp(), &a);
+  ModelArgs(s.model(), s.parallelism(), &a);
   LayoutArgs(s, &a);
   if (o.scenario.json) {
     nlohmann::ordered_json j;

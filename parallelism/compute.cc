@@ -40,6 +40,22 @@ double MatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double peak, bo
   return std::max(flops / rate, bytes / AchievableHbmBytesPerS(gpu));
 }
 
+// Seconds of `batch` products run as separate GEMMs `streams` at a time (0: one kernel over the
+// batch): each round of concurrent GEMMs shares the SMs, so its tiles form one pool of waves;
+// rounds run one after another. Bytes are split in proportion to the products.
+double GroupedMatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double peak, bool fp8,
+                            int streams, double batch, double m, double n, double k, double bytes,
+                            const GemmCalibration* cal) {
+  if (streams <= 0 || batch <= streams) {
+    return MatmulSeconds(gpu, p, peak, fp8, batch, m, n, k, bytes, cal);
+  }
+  const double full = std::floor(batch / streams), rest = batch - full * streams;
+  const double per = bytes / batch;
+  double t = full * MatmulSeconds(gpu, p, peak, fp8, streams, m, n, k, per * streams, cal);
+  if (rest > 0) t += MatmulSeconds(gpu, p, peak, fp8, rest, m, n, k, per * rest, cal);
+  return t;
+}
+
 // HBM bytes per element TE's cast writes besides reading the 16-bit input (2 B): the FP8 copy
 // and its transpose (Hopper's FP8 GEMMs take only the TN layout, so TE's cast_transpose
 // writes both; MXFP8 likewise keeps row- and column-wise copies, as its scales run along K),
@@ -89,6 +105,9 @@ double Fp8CastSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp
     elements += b * m * n;  // the output gradient dC[m×n] (E5M2) for dgrad and wgrad
     ++kernels;
   }
+  // A grouped GEMM (one GEMM per expert) quantises each expert's tensors with a kernel of its
+  // own (TE's split quantize over the m_splits).
+  if (op.streams > 0) kernels *= int(op.batch);
   return kernels * p.kernel_overhead_s + elements * per_elem / AchievableHbmBytesPerS(gpu);
 }
 
@@ -111,10 +130,14 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
         bytes = (forward ? 1.0 : 2.0) * (ab * 1.0 + c * 2.0);
       }
       const double cast = Fp8CastSeconds(gpu, p, op, forward);
-      if (forward) return launch + cast + MatmulSeconds(gpu, p, peak, fp8, b, m, n, k, bytes, cal);
+      const int st = op.streams;
+      if (forward) {
+        return launch + cast + GroupedMatmulSeconds(gpu, p, peak, fp8, st, b, m, n, k, bytes, cal);
+      }
       // dgrad: dA[m×k] = dC[m×n]·Bᵀ; wgrad: dB[k×n] = Aᵀ·dC[m×n].
-      return launch + cast + MatmulSeconds(gpu, p, peak, fp8, b, m, k, n, bytes / 2, cal) +
-             MatmulSeconds(gpu, p, peak, fp8, b, k, n, m, bytes / 2, cal);
+      return launch + cast +
+             GroupedMatmulSeconds(gpu, p, peak, fp8, st, b, m, k, n, bytes / 2, cal) +
+             GroupedMatmulSeconds(gpu, p, peak, fp8, st, b, k, n, m, bytes / 2, cal);
     }
     case OpKind::kFlashAttention: {
       const double flops = forward ? op.fwd_matmul_flops : op.bwd_matmul_flops + op.bwd_other_flops;

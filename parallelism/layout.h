@@ -58,6 +58,10 @@ struct ParallelConfig {
   // steady state of 1F1B a micro-batch's forward and another's backward run as one combined
   // step, each one's expert all-to-alls under the other's compute.
   bool moe_a2a_overlap = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // --moe-token-dispatcher-type
+  // Nodes one EP group spans: Megatron-Core's expert groups take etp · ep consecutive ranks, so
+  // ceil(etp · ep / GPUs per node) (1 inside a node). Set by the scenario loader.
+  int ep_nodes = 1;
   int micro_batch = 1;
   int64_t global_batch = 1;  // sequences per iteration, all replicas together
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
@@ -90,7 +94,9 @@ struct ParallelConfig {
   int num_gpus() const { return tp * cp * pp * dp; }
   // Expert data parallelism: replicas of each expert shard in a stage, tp·cp·dp / (etp·ep).
   int expert_dp() const { return tp * cp * dp / std::max(1, etp * ep); }
-  TensorSplit split() const { return {tp, sequence_parallel, cp, cp_comm, ep, etp}; }
+  TensorSplit split() const {
+    return {tp, sequence_parallel, cp, cp_comm, ep, etp, moe_dispatcher, ep_nodes};
+  }
   // Micro-batches per iteration per pipeline (m).
   int64_t num_micro_batches() const { return global_batch / (int64_t(micro_batch) * dp); }
 };

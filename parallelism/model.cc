@@ -46,6 +46,14 @@ KernelOp GroupedGemm(std::string name, int64_t experts, double rows_total, int64
   op.fwd_bytes =
       elem_bytes * (rows_total * double(k) + double(experts) * k * n + rows_total * double(n));
   op.bwd_bytes = 2 * op.fwd_bytes;
+  // Transformer Engine's GroupedLinear (Megatron-Core's TEGroupedMLP, --moe-grouped-gemm) runs
+  // one cuBLAS GEMM per expert, round-robin over nvte_get_num_compute_streams() = 4 streams
+  // (transformer_engine/common/util/multi_stream.cpp, gemm/cublaslt_gemm.cu
+  // nvte_multi_stream_cublas_gemm): a kernel per expert, forward, dgrad and wgrad.
+  constexpr int kTeComputeStreams = 4;
+  op.streams = kTeComputeStreams;
+  op.fwd_kernels = int(experts);
+  op.bwd_kernels = int(2 * experts);
   return op;
 }
 
@@ -267,6 +275,17 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   const int64_t local_experts = moe.experts / std::max(c.split.ep, 1);
   const int64_t width = moe.expert_ffn(m.ffn()) / std::max(c.split.etp, 1);
   const double rows = tok.expert_busiest;
+  // The all-to-all dispatcher receives its tokens grouped by source rank; with more than one
+  // local expert it re-sorts them by expert before the GEMMs and back after
+  // (MoEAlltoAllTokenDispatcher: sort_chunks_by_idxs when num_local_experts > 1), one more read
+  // and write of the received copies each way. FLEX (DeepEP/HybridEP) permutes the received
+  // tokens instead of the sent ones (the moe_permute above) and the all-gather dispatcher
+  // permutes the gathered tokens: neither adds a pass.
+  const bool sort_chunks =
+      c.split.ep > 1 && local_experts > 1 && c.split.dispatcher == MoeDispatcher::kAllToAll;
+  if (sort_chunks) {
+    ops->push_back(Elementwise("moe_sort_chunks", tok.routed * double(h), 2.0 * e, 2.0 * e, 0));
+  }
   if (m.swiglu) {
     ops->push_back(GroupedGemm("expert_gate_up", local_experts, rows, 2 * width, h, e));
     ops->push_back(Elementwise("expert_swiglu", rows * double(width), 3.0 * e, 5.0 * e, 6));
@@ -277,6 +296,9 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   ops->push_back(GroupedGemm("expert_down", local_experts, rows, h, width, e));
   // Unpermute: reads the expert outputs and the probabilities, writes the weighted sum per
   // token (one multiply-add per element).
+  if (sort_chunks) {
+    ops->push_back(Elementwise("moe_unsort_chunks", tok.routed * double(h), 2.0 * e, 2.0 * e, 0));
+  }
   ops->push_back(Elementwise("moe_unpermute", routed_elems, 2.0 * e, 2.0 * e, 2));
   const int64_t shared = moe.shared_ffn(m.ffn());
   if (shared > 0) AppendDenseMlp(c, "shared", c.tokens, shared / c.split.tp, ops);
@@ -332,6 +354,17 @@ AttentionDims AttentionDimsOf(const ModelSpec& m) {
     d.qk_head_dim = d.v_head_dim = m.head_width();
   }
   return d;
+}
+
+double FlexInterNodeFactor(int experts, int top_k, int ep_nodes) {
+  if (ep_nodes <= 1 || experts <= 0 || top_k <= 0) return 1.0;
+  const double n = ep_nodes, e = experts, per_node = e / n;
+  // P(none of the k experts on a given other node) = C(E − E/N, k) / C(E, k).
+  double miss = 1;
+  for (int i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - per_node - i) / (e - i));
+  const double nodes_hit = (n - 1) * (1 - miss);
+  const double copies = top_k * (n - 1) / n;
+  return nodes_hit / copies;
 }
 
 MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch) {

@@ -113,10 +113,21 @@ struct KernelOp {
   // kernel): the matrix FLOPs above are what it executes, about half the s×s square. The
   // materialised (2021 Megatron) path computes the whole square and masks it: false there.
   bool causal = false;
+  // A grouped GEMM run as one GEMM per group member (`batch` of them) on this many concurrent
+  // streams (Transformer Engine's GroupedLinear on Hopper: one cuBLAS GEMM per expert, round-
+  // robin over its 4 compute streams). 0: one kernel over the whole batch.
+  int streams = 0;
 };
 
 // How context parallelism exchanges K and V (Megatron-Core's --cp-comm-type).
 enum class CpComm { kP2P, kAllGather, kAllToAll };
+
+// Megatron-Core's MoE token dispatcher (--moe-token-dispatcher-type).
+enum class MoeDispatcher {
+  kAllToAll,   // MoEAlltoAllTokenDispatcher: NCCL all-to-alls of the routed copies
+  kAllGather,  // MoEAllGatherTokenDispatcher: all-gather the group's tokens, reduce-scatter back
+  kFlex,       // MoEFlexTokenDispatcher (DeepEP / HybridEP): one copy per destination node
+};
 
 // How one layer is split across GPUs.
 struct TensorSplit {
@@ -126,6 +137,8 @@ struct TensorSplit {
   CpComm cp_comm = CpComm::kP2P;
   int ep = 1;   // expert parallelism: experts / ep experts per rank
   int etp = 1;  // tensor parallelism inside an expert
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  int ep_nodes = 1;  // nodes one EP group spans (FLEX deduplicates the traffic between them)
 };
 
 // Attention's per-head widths after any projection. MHA/GQA: head_width() for Q, K and V,
@@ -157,6 +170,12 @@ struct MoeTokens {
   double expert_busiest = 0;
 };
 MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch);
+// The FLEX dispatcher's (DeepEP / HybridEP) inter-node bytes over the all-to-all's: a token is
+// sent once to each other node that holds at least one of its top_k experts (then forwarded over
+// NVLink) instead of once per expert there. With `experts` spread evenly over `ep_nodes` nodes
+// and routing uniform without replacement (force-balanced): E[other nodes hit] / E[copies to
+// other nodes] = (N−1)·(1 − C(E − E/N, k)/C(E, k)) / (k·(N−1)/N). 1 when ep_nodes <= 1.
+double FlexInterNodeFactor(int experts, int top_k, int ep_nodes);
 
 // The operations of one transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU: tensor-parallel over split.tp, the sequence split over split.cp (causally balanced:

@@ -116,12 +116,29 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
   const MoeTokens tok = MoeTokensPerGpu(m, split, micro_batch);
   const double e = m.bytes_per_element;
   if (split.ep > 1) {
-    const double bytes = tok.routed * m.hidden * e;
     const CommGroup g = CommGroup::kEp;
-    out->push_back(Coll("ep_dispatch_all_to_all", K::kAllToAll, bytes, true, g));
-    out->push_back(Coll("ep_combine_all_to_all", K::kAllToAll, bytes, true, g));
-    out->push_back(Coll("ep_combine_all_to_all_bwd", K::kAllToAll, bytes, false, g));
-    out->push_back(Coll("ep_dispatch_all_to_all_bwd", K::kAllToAll, bytes, false, g));
+    if (split.dispatcher == MoeDispatcher::kAllGather) {
+      // MoEAllGatherTokenDispatcher: every rank gathers the group's tokens (the gathered tensor,
+      // ep · dispatched tokens), keeps those of its experts, and reduce-scatters the outputs.
+      const double bytes = tok.dispatched * split.ep * m.hidden * e;
+      out->push_back(Coll("ep_dispatch_all_gather", K::kAllGather, bytes, true, g));
+      out->push_back(Coll("ep_combine_reduce_scatter", K::kReduceScatter, bytes, true, g));
+      out->push_back(Coll("ep_combine_all_gather_bwd", K::kAllGather, bytes, false, g));
+      out->push_back(Coll("ep_dispatch_reduce_scatter_bwd", K::kReduceScatter, bytes, false, g));
+    } else {
+      // All-to-all: every routed copy; FLEX (DeepEP/HybridEP): the inter-node part
+      // deduplicated per destination node (FlexInterNodeFactor). Sizing the all-to-all by the
+      // factor gives its network share exactly the deduplicated bytes; the NVLink share
+      // (forwarding inside the node, ~9x the NIC's bandwidth on DGX H100) is not what binds.
+      const double dedup = split.dispatcher == MoeDispatcher::kFlex
+                               ? FlexInterNodeFactor(m.moe.experts, m.moe.top_k, split.ep_nodes)
+                               : 1.0;
+      const double bytes = tok.routed * m.hidden * e * dedup;
+      out->push_back(Coll("ep_dispatch_all_to_all", K::kAllToAll, bytes, true, g));
+      out->push_back(Coll("ep_combine_all_to_all", K::kAllToAll, bytes, true, g));
+      out->push_back(Coll("ep_combine_all_to_all_bwd", K::kAllToAll, bytes, false, g));
+      out->push_back(Coll("ep_dispatch_all_to_all_bwd", K::kAllToAll, bytes, false, g));
+    }
   }
   if (split.etp > 1) {
     const double bytes = tok.expert_mean * m.hidden * e;  // the gathered tensor

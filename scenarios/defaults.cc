@@ -48,6 +48,14 @@ void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count
 
 // The data loader's and the host's defaults (scenario.proto Input, Host; step/input_pipeline.h
 // and step/host_overhead.h carry the sources). The loader's never bind: no CPU time, no bytes.
+// MoE communication settings: no EP overlap, and the all-to-all dispatcher (what the EP model
+// charged before parallelism.moe_token_dispatcher existed; Megatron-Core's own default is
+// allgather, which the recipes override).
+void FillMoeParallelDefaults(pb::Parallelism* p) {
+  if (!p->has_moe_a2a_overlap()) p->set_moe_a2a_overlap(false);
+  if (!p->has_moe_token_dispatcher()) p->set_moe_token_dispatcher(pb::Parallelism::ALLTOALL);
+}
+
 void FillInputAndHostDefaults(pb::Scenario* s) {
   pb::Input* in = s->mutable_input();
   if (!in->has_workers()) in->set_workers(8);  // one DataLoader of 8 workers per 8-GPU node
@@ -220,7 +228,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_shard_group()) p->set_shard_group(0);
   if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
   if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
-  if (!p->has_moe_a2a_overlap()) p->set_moe_a2a_overlap(false);
+  FillMoeParallelDefaults(p);
   if (!p->has_cuda_graphs()) p->set_cuda_graphs(false);
   FillInputAndHostDefaults(s);
   int64_t gpus = static_cast<int64_t>(cl->nodes()) * cl->gpus_per_node();

@@ -294,6 +294,15 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.tp_comm_overlap = p.tp_comm_overlap();
   c.parallel.overlap_param_gather = p.overlap_param_gather();
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
+  c.parallel.moe_dispatcher =
+      p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? par::MoeDispatcher::kAllGather
+      : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? par::MoeDispatcher::kFlex
+                                                             : par::MoeDispatcher::kAllToAll;
+  {
+    const int ep_span = std::max(1, p.ep() * std::max(1, p.etp()));
+    const int per_node = std::max(1, r.gpus_per_node);
+    c.parallel.ep_nodes = (ep_span + per_node - 1) / per_node;
+  }
   c.parallel.micro_batch = p.micro_batch();
   c.parallel.global_batch = p.global_batch();
   c.parallel.virtual_stages = r.virtual_stages;

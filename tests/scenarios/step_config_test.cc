@@ -95,6 +95,34 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   EXPECT_GT(faulted->time_s, healthy->time_s);
 }
 
+// parallelism.moe_token_dispatcher reaches the layer model, with the nodes an EP group spans:
+// Megatron-Core's expert groups take etp · ep consecutive ranks, 8 per DGX H100 node.
+TEST(StepConfigTest, MoeDispatcherAndTheNodesOfAnEpGroupReachTheLayerSplit) {
+  constexpr char kMoe[] = R"pb(
+    name: "moe"
+    cluster { gpu: "H100-SXM-80GB" node_type: "DGX-H100" nodes: 2 nic: "NDR-400" nics_per_node: 8 }
+    model { preset: "qwen3-30b-a3b" seq_len: 4096 precision: BF16 }
+    parallelism { ep: 16 micro_batch: 1 global_batch: 64 moe_token_dispatcher: FLEX }
+    training { steps: 1 }
+  )pb";
+  Result<pb::Scenario> s = ParseScenarioText(kMoe, "moe.textproto");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Result<ResolvedScenario> r = Resolve(*s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Result<step::StepConfig> c = MakeStepConfig(*r);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->parallel.split().dispatcher, parallelism::MoeDispatcher::kFlex);
+  EXPECT_EQ(c->parallel.split().ep_nodes, 2);  // 16 ranks over 8-GPU nodes
+  s->mutable_parallelism()->set_ep(4);
+  s->mutable_parallelism()->clear_moe_token_dispatcher();
+  Result<ResolvedScenario> r4 = Resolve(*s);
+  ASSERT_TRUE(r4.ok()) << r4.status().message();
+  Result<step::StepConfig> c4 = MakeStepConfig(*r4);
+  ASSERT_TRUE(c4.ok()) << c4.status().message();
+  EXPECT_EQ(c4->parallel.split().dispatcher, parallelism::MoeDispatcher::kAllToAll);  // default
+  EXPECT_EQ(c4->parallel.split().ep_nodes, 1);
+}
+
 // The published rows (scenarios/validation/, values from the papers' tables) under one set of
 // documented parameters, run exactly as the bundled scenario files say (each states that its run
 // predates FlashAttention and Megatron's overlapped gradient reduction).

@@ -1,0 +1,139 @@
+// MoE cost pieces (parallelism/model.h, compute.h): the token dispatchers' communication
+// (all-to-all, all-gather, FLEX/DeepEP's per-node deduplication) and Transformer Engine's grouped
+// GEMM as one cuBLAS GEMM per expert on 4 streams. Expectations are closed forms: binomial
+// counting for the deduplication, the GEMM model's own efficiency function for the rounds.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "parallelism/compute.h"
+#include "parallelism/model.h"
+
+namespace trainsim::parallelism {
+namespace {
+
+ModelSpec Qwen3Moe() {  // Qwen3 30B-A3B shape (Hugging Face config), seq 4096
+  ModelSpec m;
+  m.num_layers = 48;
+  m.hidden = 2048;
+  m.heads = 32;
+  m.kv_heads = 4;
+  m.head_dim = 128;
+  m.ffn_hidden = 6144;
+  m.swiglu = true;
+  m.seq_len = 4096;
+  m.vocab = 151936;
+  m.flash_attention = true;
+  m.learned_position_embedding = false;
+  m.linear_bias = false;
+  m.rmsnorm = true;
+  m.dropout = false;
+  m.tied_embeddings = false;
+  m.moe.experts = 128;
+  m.moe.top_k = 8;
+  m.moe.expert_ffn_hidden = 768;
+  return m;
+}
+
+TensorSplit EpSplit(int ep, MoeDispatcher d, int ep_nodes) {
+  TensorSplit s;
+  s.ep = ep;
+  s.dispatcher = d;
+  s.ep_nodes = ep_nodes;
+  return s;
+}
+
+std::vector<TpCollective> EpCollectives(const ModelSpec& m, TensorSplit s) {
+  std::vector<TpCollective> out;
+  for (const TpCollective& c : LayerTpCollectives(m, s, 1, /*moe_layer=*/true)) {
+    if (c.group == CommGroup::kEp) out.push_back(c);
+  }
+  return out;
+}
+
+const KernelOp* Find(const std::vector<KernelOp>& ops, const std::string& name) {
+  for (const KernelOp& op : ops) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+TEST(MoeCostTest, FlexSendsOneCopyPerOtherNodeHit) {
+  // 128 experts on 2 nodes (64 each), top-8 without replacement: P(no expert on the other node)
+  // = C(64,8)/C(128,8) = 4,426,165,368 / 1,429,702,652,400; the all-to-all sends 8·1/2 = 4
+  // copies there on average, FLEX one copy whenever at least one expert is there.
+  const double miss = 4426165368.0 / 1429702652400.0;
+  EXPECT_NEAR(FlexInterNodeFactor(128, 8, 2), (1 - miss) / 4, 1e-12);
+  // One copy per token cannot be deduplicated; inside one node nothing crosses the network.
+  EXPECT_DOUBLE_EQ(FlexInterNodeFactor(128, 1, 4), 1.0);
+  EXPECT_DOUBLE_EQ(FlexInterNodeFactor(128, 8, 1), 1.0);
+  // top-2 of 8 experts over 4 nodes (2 each): P(miss a node) = C(6,2)/C(8,2) = 15/28;
+  // 3 · (1 − 15/28) nodes hit against 2 · 3/4 copies.
+  EXPECT_NEAR(FlexInterNodeFactor(8, 2, 4), 3 * (13.0 / 28) / 1.5, 1e-12);
+}
+
+TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
+  const ModelSpec m = Qwen3Moe();
+  const double tokens = 4096, h = 2048, e = 2;
+  // All-to-all: every routed copy (tokens · top_k), dispatch and combine, forward and backward.
+  const auto a2a = EpCollectives(m, EpSplit(16, MoeDispatcher::kAllToAll, 2));
+  ASSERT_EQ(a2a.size(), 4u);
+  for (const TpCollective& c : a2a) {
+    EXPECT_EQ(c.kind, TpCollectiveKind::kAllToAll);
+    EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * h * e);
+  }
+  // FLEX: the same all-to-all sized down by the deduplication factor.
+  const auto flex = EpCollectives(m, EpSplit(16, MoeDispatcher::kFlex, 2));
+  ASSERT_EQ(flex.size(), 4u);
+  for (const TpCollective& c : flex) {
+    EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * h * e * FlexInterNodeFactor(128, 8, 2));
+  }
+  // FLEX inside one node is the plain all-to-all.
+  EXPECT_DOUBLE_EQ(EpCollectives(m, EpSplit(8, MoeDispatcher::kFlex, 1))[0].bytes,
+                   tokens * 8 * h * e);
+  // All-gather: every rank gathers the group's tokens (ep · tokens · h) and reduce-scatters the
+  // outputs back; backward mirrors.
+  const auto ag = EpCollectives(m, EpSplit(16, MoeDispatcher::kAllGather, 2));
+  ASSERT_EQ(ag.size(), 4u);
+  EXPECT_EQ(ag[0].kind, TpCollectiveKind::kAllGather);
+  EXPECT_EQ(ag[1].kind, TpCollectiveKind::kReduceScatter);
+  EXPECT_TRUE(ag[0].forward);
+  EXPECT_FALSE(ag[3].forward);
+  for (const TpCollective& c : ag) EXPECT_DOUBLE_EQ(c.bytes, 16 * tokens * h * e);
+}
+
+TEST(MoeCostTest, GroupedGemmIsOneKernelPerExpertOnFourStreams) {
+  const ModelSpec m = Qwen3Moe();
+  const auto ops = LayerOps(m, EpSplit(16, MoeDispatcher::kAllToAll, 2), 1, true);
+  const KernelOp* up = Find(ops, "expert_gate_up");
+  ASSERT_NE(up, nullptr);
+  // 128 / 16 = 8 local experts, 4096 · 8 / 8 = 4096 rows each.
+  EXPECT_EQ(up->batch, 8);
+  EXPECT_EQ(up->m, 4096);
+  EXPECT_EQ(up->fwd_kernels, 8);
+  EXPECT_EQ(up->bwd_kernels, 16);
+  EXPECT_EQ(up->streams, 4);
+
+  GpuSpec h100;
+  h100.name = "H100-SXM-80GB";
+  h100.arch = GpuArch::kHopper;
+  h100.num_sms = 132;
+  h100.peak_flops = h100.peak_bf16_flops = 989e12;
+  h100.hbm_bytes_per_s = 3.35e12;
+  ComputeParams p;
+  // 8 experts on 4 streams: two rounds of 4 concurrent GEMMs, each round one pool of tiles.
+  const double mm = 4096, n = 2 * 768, k = 2048;
+  const double round = 2 * 4 * mm * n * k / (989e12 * GemmEfficiency(h100, p, 4, mm, n, k));
+  EXPECT_NEAR(OpTimeSeconds(h100, p, *up, /*forward=*/true), 8 * p.kernel_overhead_s + 2 * round,
+              1e-12);
+  // A single kernel over all 8 would pool 8 experts' tiles in one set of waves: never slower.
+  KernelOp one = *up;
+  one.streams = 0;
+  one.fwd_kernels = 1;
+  EXPECT_LE(OpTimeSeconds(h100, p, one, true) - p.kernel_overhead_s,
+            OpTimeSeconds(h100, p, *up, true) - 8 * p.kernel_overhead_s + 1e-15);
+}
+
+}  // namespace
+}  // namespace trainsim::parallelism
