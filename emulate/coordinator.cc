@@ -94,6 +94,7 @@ class Coordinator {
   int64_t gen_ = 0;
   std::vector<std::shared_ptr<Conn>> ranks_;
   std::vector<int64_t> progress_;
+  std::vector<double> last_step_at_;
   int64_t gen_start_step_ = 0;
   bool first_step_seen_ = false;
   std::map<int64_t, std::vector<std::string>> shards_;
@@ -270,6 +271,7 @@ void Coordinator::TryStart() {
     r_.steps_executed -= f.lost_steps;
   }
   progress_.assign(plan_.workers, gen_start_step_);
+  last_step_at_.resize(plan_.workers, 0.0);
   first_step_seen_ = false;
   finals_ = 0;
   final_hashes_.clear();
@@ -305,6 +307,7 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
   if (m.type == "STEP") {
     const int64_t step = m.Int("step");
     progress_[rank] = std::max(progress_[rank], step);
+    last_step_at_[rank] = Now();
     if (rank == 0) {
       ++r_.steps_executed;
       if (slowdowns_active_ == 0) {
@@ -377,6 +380,19 @@ void Coordinator::Detect(int rank, DetectionMechanism how) {
   if (phase_ != Phase::kRunning) return;
   phase_ = Phase::kRecovering;
   detected_at_ = Now();
+  if (open_fault_ < 0 && kill_write_step_ > 0 && !kill_write_done_ &&
+      rank == o_.kill_during_checkpoint_rank) {
+    // The rank died in its shard write before its last STEP message left: the test hook's kill.
+    kill_write_done_ = true;
+    MeasuredFault f;
+    f.planned.fault.kind = run::ScheduledFault::Kind::kGpu;
+    f.planned.rank = rank;
+    f.planned.mechanism = DetectionMechanism::kProcessExit;
+    f.planned.bound_s = plan_.process_exit_s;
+    f.planned.at_s = f.injected_at_s = last_step_at_[rank];
+    r_.faults.push_back(f);
+    open_fault_ = static_cast<int>(r_.faults.size()) - 1;
+  }
   if (open_fault_ < 0) {  // a failure nobody injected (an overloaded machine): recorded as such
     MeasuredFault f;
     f.planned.fault.kind = run::ScheduledFault::Kind::kSoftwareHang;
