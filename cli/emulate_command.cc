@@ -88,7 +88,7 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
   doc["skipped_manifests"] = r.skipped_manifests;
   nlohmann::json faults = nlohmann::json::array();
   for (const auto& f : r.faults) {
-    faults.push_back({{"kind", f.planned.fault.KindName()},
+    faults.push_back({{"kind", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName()},
                       {"rank", f.planned.rank},
                       {"at_s", f.injected_at_s},
                       {"mechanism", f.detected_by.empty() ? nlohmann::json(nullptr)
@@ -116,7 +116,8 @@ void Text(const emulate::EmulationResult& r) {
   for (const std::string& n : p.notes) std::printf("  note: %s\n", n.c_str());
   std::printf("\nfaults:\n");
   for (const auto& f : r.faults) {
-    std::printf("  %-9s rank %d at %.3f s: ", f.planned.fault.KindName(), f.planned.rank,
+    std::printf("  %-9s rank %d at %.3f s: ", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName(),
+                f.planned.rank,
                 f.injected_at_s);
     if (f.detected_after_s >= 0) {
       std::printf("detected by %s after %.3f s (bound %.3f s, %s), %lld steps redone, restart "
@@ -133,7 +134,7 @@ void Text(const emulate::EmulationResult& r) {
   const auto& q = r.predicted;
   std::printf("\n  %-34s %12s %12s %9s\n", "", "measured", "predicted", "diff");
   Line("wall time", r.wall_s, hp ? q.wall_time.seconds() : 0, hp, " s");
-  Line("steps executed", static_cast<double>(r.steps_executed),
+  Line("steps executed (incl. redone)", static_cast<double>(r.steps_executed),
        hp ? static_cast<double>(q.steps_executed) : 0, hp, "");
   int64_t redone = 0;
   for (const auto& f : r.faults) redone += f.lost_steps;

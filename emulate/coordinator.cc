@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "emulate/checkpoint_store.h"
 #include "emulate/emulate.h"
@@ -48,7 +49,10 @@ class Coordinator {
  public:
   Coordinator(const EmulationPlan& plan, const EmulateOptions& o)
       : plan_(plan), o_(o), acceptor_(io_), signals_(io_, SIGINT, SIGTERM), deadline_(io_) {}
-  ~Coordinator() { ReapAll(); }
+  ~Coordinator() {
+    JoinCommitters();
+    ReapAll();
+  }
 
   Result<EmulationResult> Run();
 
@@ -61,6 +65,10 @@ class Coordinator {
   void Post(const std::shared_ptr<Conn>& c, const Message& m);
   Status Spawn();
   void ReapAll();
+  void JoinCommitters() {
+    for (std::thread& t : committers_) t.join();
+    committers_.clear();
+  }
   void PollChildren();
   awaitable<void> Accept();
   awaitable<void> Session(std::shared_ptr<Conn> c);
@@ -86,6 +94,7 @@ class Coordinator {
   bool started_ = false;
   std::vector<std::shared_ptr<Conn>> conns_;
   std::vector<pid_t> children_;
+  std::vector<std::thread> committers_;
   pid_t pgid_ = 0;
   int next_id_ = 0;
   EmulationResult r_;
@@ -268,7 +277,6 @@ void Coordinator::TryStart() {
     int64_t reached = 0;
     for (int64_t p : progress_) reached = std::max(reached, p);
     f.lost_steps = std::max<int64_t>(0, reached - gen_start_step_);
-    r_.steps_executed -= f.lost_steps;
   }
   progress_.assign(plan_.workers, gen_start_step_);
   last_step_at_.resize(plan_.workers, 0.0);
@@ -352,10 +360,15 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
       man.world = plan_.workers;
       man.elements = plan_.elements;
       for (const std::string& s : v) man.checksums.push_back(std::stoull(s, nullptr, 16));
-      Status st = CommitManifest(dir_, man);
-      if (!st.ok()) return Fail(st.message());
-      ++r_.checkpoints;
+      // The fsyncs run on a thread: a slow disk must not stall heartbeats and detection.
       shards_.erase(m.Int("step"));
+      committers_.emplace_back([this, man] {
+        Status st = CommitManifest(dir_, man);
+        asio::post(io_, [this, st] {
+          if (!st.ok()) return Fail(st.message());
+          ++r_.checkpoints;
+        });
+      });
     }
   } else if (m.type == "STALL") {
     sum_stall_ += m.Real("stall_s");
@@ -395,6 +408,7 @@ void Coordinator::Detect(int rank, DetectionMechanism how) {
   }
   if (open_fault_ < 0) {  // a failure nobody injected (an overloaded machine): recorded as such
     MeasuredFault f;
+    f.unplanned = true;
     f.planned.fault.kind = run::ScheduledFault::Kind::kSoftwareHang;
     f.planned.rank = rank;
     f.planned.at_s = f.injected_at_s = Now();
@@ -561,6 +575,7 @@ Result<EmulationResult> Coordinator::Run() {
   asio::co_spawn(io_, ExitMonitor(), asio::detached);
   asio::co_spawn(io_, HeartbeatMonitor(), asio::detached);
   io_.run();
+  JoinCommitters();
   ReapAll();
   if (!error_.empty()) return Status::FailedPrecondition(error_);
   r_.compute_s = healthy_steps_ ? sum_compute_ / healthy_steps_ : 0;

@@ -84,6 +84,7 @@ uint64_t ScenarioHash(const scenarios::ResolvedScenario& resolved);
 
 struct MeasuredFault {
   PlannedFault planned;
+  bool unplanned = false;  // a detection with nothing injected: a false alarm of a mechanism
   double injected_at_s = 0;
   std::string detected_by;  // the mechanism that fired first (DetectionMechanismName)
   double detected_after_s = -1;  // -1: not detected (a slowdown is not a failure)

@@ -30,7 +30,7 @@ if has_command diagnose; then show diagnose scenarios/examples/low_utilisation.t
 # recovered from real checkpoints; the run simulation's prediction next to the measurement.
 if has_command emulate; then
   EMU_DIR=$(mktemp -d)
-  show emulate scenarios/examples/emulate.textproto --dir "$EMU_DIR" --steps 300 || true
+  show emulate scenarios/examples/emulate.textproto --dir "$EMU_DIR" --steps 200 || true
   rm -rf "$EMU_DIR"
 fi
 if [ ${#HTML[@]} -gt 0 ]; then echo; echo "report with plots: ${HTML[1]}"; fi
