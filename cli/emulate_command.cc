@@ -88,19 +88,18 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
   doc["skipped_manifests"] = r.skipped_manifests;
   nlohmann::json faults = nlohmann::json::array();
   for (const auto& f : r.faults) {
-    faults.push_back({{"kind", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName()},
-                      {"rank", f.planned.rank},
-                      {"at_s", f.injected_at_s},
-                      {"mechanism", f.detected_by.empty() ? nlohmann::json(nullptr)
-                                                          : nlohmann::json(f.detected_by)},
-                      {"expected_mechanism",
-                       checkpoint::DetectionMechanismName(f.planned.mechanism)},
-                      {"detection_bound_s", f.planned.bound_s},
-                      {"detected_after_s", f.detected_after_s < 0
-                                               ? nlohmann::json(nullptr)
-                                               : nlohmann::json(f.detected_after_s)},
-                      {"lost_steps", f.lost_steps},
-                      {"restart_s", f.restart_s}});
+    faults.push_back(
+        {{"kind", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName()},
+         {"rank", f.planned.rank},
+         {"at_s", f.injected_at_s},
+         {"mechanism",
+          f.detected_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.detected_by)},
+         {"expected_mechanism", checkpoint::DetectionMechanismName(f.planned.mechanism)},
+         {"detection_bound_s", f.planned.bound_s},
+         {"detected_after_s",
+          f.detected_after_s < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.detected_after_s)},
+         {"lost_steps", f.lost_steps},
+         {"restart_s", f.restart_s}});
   }
   doc["faults"] = faults;
   return doc;
@@ -108,23 +107,25 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
 
 void Text(const emulate::EmulationResult& r) {
   const auto& p = r.plan;
-  std::printf("emulation: %d workers, %lld steps, time scale %.4g (a step computes %.1f ms), "
-              "%lld bytes of state, checkpoint every %lld steps (%s)\n",
-              p.workers, static_cast<long long>(p.steps), p.time_scale, p.compute_s * 1e3,
-              static_cast<long long>(p.elements * 8), static_cast<long long>(p.checkpoint_every),
-              checkpoint::CheckpointPolicyName(p.policy));
+  std::printf(
+      "emulation: %d workers, %lld steps, time scale %.4g (a step computes %.1f ms), "
+      "%lld bytes of state, checkpoint every %lld steps (%s)\n",
+      p.workers, static_cast<long long>(p.steps), p.time_scale, p.compute_s * 1e3,
+      static_cast<long long>(p.elements * 8), static_cast<long long>(p.checkpoint_every),
+      checkpoint::CheckpointPolicyName(p.policy));
   for (const std::string& n : p.notes) std::printf("  note: %s\n", n.c_str());
   std::printf("\nfaults:\n");
   for (const auto& f : r.faults) {
-    std::printf("  %-9s rank %d at %.3f s: ", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName(),
-                f.planned.rank,
-                f.injected_at_s);
+    std::printf(
+        "  %-9s rank %d at %.3f s: ", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName(),
+        f.planned.rank, f.injected_at_s);
     if (f.detected_after_s >= 0) {
-      std::printf("detected by %s after %.3f s (bound %.3f s, %s), %lld steps redone, restart "
-                  "%.3f s\n",
-                  f.detected_by.c_str(), f.detected_after_s, f.planned.bound_s,
-                  checkpoint::DetectionMechanismName(f.planned.mechanism),
-                  static_cast<long long>(f.lost_steps), f.restart_s);
+      std::printf(
+          "detected by %s after %.3f s (bound %.3f s, %s), %lld steps redone, restart "
+          "%.3f s\n",
+          f.detected_by.c_str(), f.detected_after_s, f.planned.bound_s,
+          checkpoint::DetectionMechanismName(f.planned.mechanism),
+          static_cast<long long>(f.lost_steps), f.restart_s);
     } else {
       std::printf("a slowdown (not a failure)\n");
     }
@@ -138,8 +139,8 @@ void Text(const emulate::EmulationResult& r) {
        hp ? static_cast<double>(q.steps_executed) : 0, hp, "");
   int64_t redone = 0;
   for (const auto& f : r.faults) redone += f.lost_steps;
-  Line("steps redone", static_cast<double>(redone), hp ? static_cast<double>(q.steps_rolled_back) : 0,
-       hp, "");
+  Line("steps redone", static_cast<double>(redone),
+       hp ? static_cast<double>(q.steps_rolled_back) : 0, hp, "");
   Line("checkpoints committed", r.checkpoints, hp ? q.checkpoints : 0, hp, "");
   Line("restart (detection to resume)", r.restart_s, hp ? PredictedRestart(q) : 0, hp, " s");
   Line("step (compute + all-reduce)", r.step_s, 0, false, " s");
@@ -167,9 +168,10 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "emulate", "Run the scenario's training loop on real worker processes (TCP ring all-reduce, "
-                 "real checkpoints), inject its faults with real signals, recover, and compare "
-                 "with the run simulation (docs/emulate.md)");
+      "emulate",
+      "Run the scenario's training loop on real worker processes (TCP ring all-reduce, "
+      "real checkpoints), inject its faults with real signals, recover, and compare "
+      "with the run simulation (docs/emulate.md)");
   AddScenarioOptions(cmd, &opts->scenario);
   auto& e = opts->emu;
   cmd->add_option("--workers", e.workers, "Worker processes (default min(8, nodes))");
@@ -198,8 +200,9 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
     auto& e = opts->emu;
     if (!opts->resume.empty()) {
       if (!e.dir.empty() && e.dir != opts->resume) {
-        *exit_code = ReportError(Status::InvalidArgument("--dir and --resume name different "
-                                                         "directories"));
+        *exit_code =
+            ReportError(Status::InvalidArgument("--dir and --resume name different "
+                                                "directories"));
         return;
       }
       e.dir = opts->resume;
@@ -211,15 +214,18 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
     }
     std::error_code ec;
     if (e.resume && !std::filesystem::is_directory(e.dir, ec)) {
-      *exit_code = ReportError(Status::InvalidArgument("--resume " + e.dir + ": no such directory"));
+      *exit_code =
+          ReportError(Status::InvalidArgument("--resume " + e.dir + ": no such directory"));
       return;
     }
     if (!e.resume && std::filesystem::is_directory(e.dir, ec)) {
       for (const auto& entry : std::filesystem::directory_iterator(e.dir, ec)) {
         if (entry.path().filename().string().rfind("manifest-", 0) == 0) {
           *exit_code = ReportError(Status::InvalidArgument(
-              "--dir " + e.dir + " holds checkpoints of an earlier emulation: continue it with "
-              "--resume " + e.dir + " or use an empty directory"));
+              "--dir " + e.dir +
+              " holds checkpoints of an earlier emulation: continue it with "
+              "--resume " +
+              e.dir + " or use an empty directory"));
           return;
         }
       }

@@ -17,8 +17,9 @@ void AddWorkerCommand(CLI::App& app, int* exit_code) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "worker", "One worker of `trainsim emulate`: connects to the coordinator, trains its rank, "
-                "exits when told (docs/emulate.md)");
+      "worker",
+      "One worker of `trainsim emulate`: connects to the coordinator, trains its rank, "
+      "exits when told (docs/emulate.md)");
   AddScenarioOptions(cmd, &opts->scenario);
   cmd->add_option("--coordinator", opts->coordinator, "The coordinator's HOST:PORT")
       ->required()

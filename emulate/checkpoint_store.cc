@@ -32,8 +32,8 @@ Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
 }
 
 // Writes `text` + `data` to `path` and fsyncs it.
-Status WriteFileSynced(const std::string& path, const std::string& text, const char* data,
-                       size_t n, bool die_halfway) {
+Status WriteFileSynced(const std::string& path, const std::string& text, const char* data, size_t n,
+                       bool die_halfway) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::InvalidArgument("cannot create " + path + ": " + std::strerror(errno));
   Status s = WriteAll(fd, text.data(), text.size(), path);
@@ -95,9 +95,8 @@ Result<uint64_t> WriteShard(const std::string& dir, int64_t step, int rank, int 
   const std::string header = "trainsim-shard v1 " + std::to_string(step) + " " +
                              std::to_string(rank) + " " + std::to_string(world) + " " +
                              std::to_string(n) + " " + Hex64(sum) + "\n";
-  TRAINSIM_RETURN_IF_ERROR(WriteFileSynced(ShardPath(dir, step, rank), header,
-                                           reinterpret_cast<const char*>(data), bytes,
-                                           die_halfway));
+  TRAINSIM_RETURN_IF_ERROR(WriteFileSynced(
+      ShardPath(dir, step, rank), header, reinterpret_cast<const char*>(data), bytes, die_halfway));
   return sum;
 }
 

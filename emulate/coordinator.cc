@@ -2,21 +2,20 @@
 // thread that accepts workers, runs rendezvous per generation, injects faults with real
 // signals, detects failures by the scenario's mechanisms, recovers from the newest complete
 // manifest and reaps every process it started.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-
 #include <algorithm>
-#include <deque>
-#include <map>
-#include <set>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -153,7 +152,7 @@ Status Coordinator::Spawn() {
   const pid_t pid = ::fork();
   if (pid < 0) return Status::Internal(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    ::setpgid(0, pgid_);  // every worker in one group: killpg ends them all
+    ::setpgid(0, pgid_);                 // every worker in one group: killpg ends them all
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed coordinator takes its workers with it
     if (::getppid() != parent) ::_exit(1);
     const int devnull = ::open("/dev/null", O_WRONLY);
@@ -294,8 +293,8 @@ void Coordinator::TryStart() {
     a.Set("checkpoint_every", plan_.checkpoint_every);
     a.Set("kill_write_step",
           r == o_.kill_during_checkpoint_rank && !kill_write_done_ ? kill_write_step_ : 0);
-    a.SetReal("compute_s", plan_.compute_s).SetReal("collective_timeout_s",
-                                                    plan_.collective_timeout_s);
+    a.SetReal("compute_s", plan_.compute_s)
+        .SetReal("collective_timeout_s", plan_.collective_timeout_s);
     a.Set("policy", plan_.policy == checkpoint::CheckpointPolicy::kAsync ? "ASYNC" : "SYNC");
     a.Set("dir", dir_).Set("next_host", next->ring_host).Set("next_port", next->ring_port);
     a.Set("seed", static_cast<int64_t>(plan_.seed));
@@ -309,8 +308,7 @@ void Coordinator::TryStart() {
 }
 
 void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
-  const int rank = static_cast<int>(
-      std::find(ranks_.begin(), ranks_.end(), c) - ranks_.begin());
+  const int rank = static_cast<int>(std::find(ranks_.begin(), ranks_.end(), c) - ranks_.begin());
   if (m.type == "HEARTBEAT" || m.Int("gen") != gen_ || rank >= plan_.workers) return;
   if (m.type == "STEP") {
     const int64_t step = m.Int("step");
@@ -334,8 +332,8 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
         open_fault_ = -1;
       }
     }
-    if (kill_write_step_ > 0 && step == kill_write_step_ && rank == o_.kill_during_checkpoint_rank &&
-        !kill_write_done_) {
+    if (kill_write_step_ > 0 && step == kill_write_step_ &&
+        rank == o_.kill_during_checkpoint_rank && !kill_write_done_) {
       // The rank dies in its shard write right after this step: the injection the test asked for.
       kill_write_done_ = true;
       MeasuredFault f;
@@ -551,8 +549,8 @@ Result<EmulationResult> Coordinator::Run() {
   TRAINSIM_RETURN_IF_ERROR(SplitHostPort(o_.listen, "--listen", &host, &port));
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(host, ec);
-  if (ec) return Status::InvalidArgument("--listen " + o_.listen + ": " + host +
-                                         " is not an IP address");
+  if (ec)
+    return Status::InvalidArgument("--listen " + o_.listen + ": " + host + " is not an IP address");
   acceptor_.open(addr.is_v4() ? tcp::v4() : tcp::v6(), ec);
   if (!ec) acceptor_.bind(tcp::endpoint(addr, static_cast<uint16_t>(port)), ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);

@@ -24,15 +24,15 @@
 namespace trainsim::emulate {
 
 struct EmulateOptions {
-  int workers = 0;         // 0: min(8, the scenario's nodes)
-  int64_t steps = 0;       // 0: from --duration, else min(the scenario's steps, kDefaultSteps)
-  double duration_s = 0;   // wall seconds of the fault-free run (sets steps)
-  double time_scale = 0;   // scenario seconds per wall second; 0: a step of kDefaultStepWallS
-  int64_t state_bytes = 0; // 0: kDefaultStateBytes
-  std::string dir;         // checkpoints; required
+  int workers = 0;          // 0: min(8, the scenario's nodes)
+  int64_t steps = 0;        // 0: from --duration, else min(the scenario's steps, kDefaultSteps)
+  double duration_s = 0;    // wall seconds of the fault-free run (sets steps)
+  double time_scale = 0;    // scenario seconds per wall second; 0: a step of kDefaultStepWallS
+  int64_t state_bytes = 0;  // 0: kDefaultStateBytes
+  std::string dir;          // checkpoints; required
   std::string listen = "127.0.0.1:0";
-  bool spawn = true;       // start the workers here (false: wait for `trainsim worker`s)
-  bool resume = false;     // continue from DIR's newest complete manifest
+  bool spawn = true;    // start the workers here (false: wait for `trainsim worker`s)
+  bool resume = false;  // continue from DIR's newest complete manifest
   // Test hook: the rank that is SIGKILLed half way through writing its shard of checkpoint
   // number `kill_during_checkpoint` (1-based; 0 = none).
   int kill_during_checkpoint = 0;
@@ -55,7 +55,7 @@ struct PlannedFault {
   double at_s = 0;            // wall seconds from the start (fault.at / time scale)
   double duration_s = 0;      // STRAGGLER/LINK: 0 = to the end
   checkpoint::DetectionMechanism mechanism = checkpoint::DetectionMechanism::kProcessExit;
-  double bound_s = 0;         // the mechanism's delay scaled: detection must come within it
+  double bound_s = 0;  // the mechanism's delay scaled: detection must come within it
 };
 
 struct EmulationPlan {
@@ -64,7 +64,7 @@ struct EmulationPlan {
   double time_scale = 1;
   double compute_s = 0;  // one step's compute, wall seconds (the step simulation's / scale)
   double scenario_step_s = 0;
-  int64_t elements = 0;  // doubles of state
+  int64_t elements = 0;          // doubles of state
   int64_t checkpoint_every = 0;  // steps; 0 = none
   checkpoint::CheckpointPolicy policy = checkpoint::CheckpointPolicy::kSync;
   double process_exit_s = 0, heartbeat_s = 0, collective_timeout_s = 0, requeue_s = 0;
@@ -86,7 +86,7 @@ struct MeasuredFault {
   PlannedFault planned;
   bool unplanned = false;  // a detection with nothing injected: a false alarm of a mechanism
   double injected_at_s = 0;
-  std::string detected_by;  // the mechanism that fired first (DetectionMechanismName)
+  std::string detected_by;       // the mechanism that fired first (DetectionMechanismName)
   double detected_after_s = -1;  // -1: not detected (a slowdown is not a failure)
   int64_t lost_steps = 0;
   double restart_s = 0;  // detection to the first step after
@@ -99,9 +99,9 @@ struct EmulationResult {
   int generations = 0;
   int processes_started = 0;
   int checkpoints = 0;
-  double step_s = 0, compute_s = 0, comm_s = 0;  // healthy means
+  double step_s = 0, compute_s = 0, comm_s = 0;                          // healthy means
   double checkpoint_write_s = 0, checkpoint_stall_s = 0, restore_s = 0;  // means
-  double restart_s = 0;  // mean, detection to resume
+  double restart_s = 0;    // mean, detection to resume
   double bytes_moved = 0;  // ring traffic, all workers
   std::vector<MeasuredFault> faults;
   std::vector<std::string> skipped_manifests;

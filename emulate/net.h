@@ -3,9 +3,10 @@
 #ifndef TRAINSIM_EMULATE_NET_H_
 #define TRAINSIM_EMULATE_NET_H_
 
+// clang-format off
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
-
 #include <boost/asio.hpp>
+// clang-format on
 #include <chrono>
 #include <memory>
 #include <string>

@@ -1,10 +1,10 @@
 // emulate/plan.cc — a scenario scaled to an emulation (MakePlan) and the run simulation's
 // prediction of the measured emulation (Predict).
-#include <algorithm>
-#include <cmath>
-
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "emulate/emulate.h"
 #include "emulate/protocol.h"
@@ -46,8 +46,9 @@ Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
                                    ": an emulation needs 2 to 64 workers");
   }
   if (o.time_scale < 0 || o.duration_s < 0 || o.steps < 0 || o.state_bytes < 0) {
-    return Status::InvalidArgument("--time-scale, --duration, --steps and --state-bytes must be "
-                                   "positive");
+    return Status::InvalidArgument(
+        "--time-scale, --duration, --steps and --state-bytes must be "
+        "positive");
   }
   p.time_scale = o.time_scale > 0 ? o.time_scale : p.scenario_step_s / kDefaultStepWallS;
   p.compute_s = p.scenario_step_s / p.time_scale;
@@ -56,8 +57,8 @@ Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
   } else if (o.duration_s > 0) {
     p.steps = std::max<int64_t>(1, static_cast<int64_t>(o.duration_s / p.compute_s));
   } else {
-    p.steps = std::min<int64_t>(p.run.total_steps > 0 ? p.run.total_steps : kDefaultSteps,
-                                kDefaultSteps);
+    p.steps =
+        std::min<int64_t>(p.run.total_steps > 0 ? p.run.total_steps : kDefaultSteps, kDefaultSteps);
   }
   const int64_t bytes = o.state_bytes > 0 ? o.state_bytes : kDefaultStateBytes;
   if (bytes > (int64_t{256} << 20)) {
@@ -198,13 +199,12 @@ void Predict(EmulationResult* r) {
   ck.spec.bytes_per_param = 1;
   ck.spec.writer_nodes = 0;
   ck.hardware.node_net_GBps = 1e9;
-  const double write_s = std::max(1e-6, p.policy == checkpoint::CheckpointPolicy::kSync
-                                            ? r->checkpoint_stall_s
-                                            : r->checkpoint_write_s);
+  const double write_s =
+      std::max(1e-6, p.policy == checkpoint::CheckpointPolicy::kSync ? r->checkpoint_stall_s
+                                                                     : r->checkpoint_write_s);
   ck.hardware.storage_write_GBps = size / write_s / 1e9;
   ck.hardware.storage_read_GBps = size / std::max(1e-6, r->restore_s) / 1e9;
-  ck.hardware.pcie_GBps_per_gpu =
-      size / p.workers / std::max(1e-6, r->checkpoint_stall_s) / 1e9;
+  ck.hardware.pcie_GBps_per_gpu = size / p.workers / std::max(1e-6, r->checkpoint_stall_s) / 1e9;
   c.max_wall_time = sim::Time::Days(1);
   const double compute = r->compute_s > 0 ? r->compute_s : p.compute_s;
   const double comm = r->comm_s;

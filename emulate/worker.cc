@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <deque>
-#include <map>
 #include <cstdio>
+#include <deque>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "emulate/checkpoint_store.h"
@@ -21,7 +21,9 @@ namespace {
 using namespace net;  // NOLINT: the Asio aliases of emulate/net.h
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 struct Assignment {
   int64_t gen = 0;
@@ -229,8 +231,9 @@ awaitable<void> Worker::Train(Assignment a) {
       std::vector<double> full;
       for (int r = 0; r < a.world; ++r) {
         Status s = ReadShard(a.dir, a.start_step, r, a.world, a.restore_checksums[r], &full);
-        if (!s.ok()) throw std::runtime_error("restore of step " + std::to_string(a.start_step) +
-                                              ": " + s.message());
+        if (!s.ok())
+          throw std::runtime_error("restore of step " + std::to_string(a.start_step) + ": " +
+                                   s.message());
       }
       state_ = std::move(full);
     } else {
@@ -244,8 +247,8 @@ awaitable<void> Worker::Train(Assignment a) {
     const auto deadline = Clock::now() + Seconds(a.collective_timeout_s);
     for (;;) {
       boost::system::error_code ec;
-      auto eps = co_await resolver.async_resolve(a.next_host, std::to_string(a.next_port),
-                                                 use_awaitable);
+      auto eps =
+          co_await resolver.async_resolve(a.next_host, std::to_string(a.next_port), use_awaitable);
       co_await asio::async_connect(*next, eps, asio::redirect_error(use_awaitable, ec));
       if (!ec) break;
       if (epoch != epoch_ || Clock::now() > deadline) throw std::runtime_error("ring connect");
@@ -321,8 +324,7 @@ awaitable<void> Worker::Train(Assignment a) {
 
 // Ring all-reduce (reduce-scatter then all-gather) of `buf` in world chunks, under the
 // collective deadline. Returns the seconds it took.
-awaitable<double> Worker::AllReduce(const Assignment& a, std::vector<double>* buf,
-                                    double* bytes) {
+awaitable<double> Worker::AllReduce(const Assignment& a, std::vector<double>* buf, double* bytes) {
   const auto t0 = Clock::now();
   const int n = a.world;
   if (n == 1) co_return 0.0;

@@ -13,8 +13,8 @@ namespace trainsim::emulate {
 namespace {
 
 std::string TempDir(const std::string& name) {
-  const std::string d = ::testing::TempDir() + "/emulate_store_" + name + "_" +
-                        std::to_string(::getpid());
+  const std::string d =
+      ::testing::TempDir() + "/emulate_store_" + name + "_" + std::to_string(::getpid());
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;

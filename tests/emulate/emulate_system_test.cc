@@ -40,13 +40,14 @@ class EmulateSystem : public ::testing::Test {
   void SetUp() override {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "/emulate_sys_" + info->name() + "_" +
-           std::to_string(::getpid());
+    dir_ = ::testing::TempDir() + "/emulate_sys_" + info->name() + "_" + std::to_string(::getpid());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     // A copy of the scenario under the unique directory: every worker's command line names it.
     scenario_ = dir_ + "/faults.textproto";
     fs::copy_file(std::string(TRAINSIM_TEST_DIR) + "/faults.textproto", scenario_);
+    clean_ = dir_ + "/clean.textproto";
+    fs::copy_file(std::string(TRAINSIM_TEST_DIR) + "/clean.textproto", clean_);
   }
   void TearDown() override {
     EXPECT_EQ(LeftOver(), "") << "processes left behind";
@@ -139,14 +140,14 @@ class EmulateSystem : public ::testing::Test {
     return ntohs(a.sin_port);
   }
 
-  std::string dir_, scenario_;
+  std::string dir_, scenario_, clean_;
 };
 
 TEST_F(EmulateSystem, EightWorkersSurviveKillTornCheckpointHangAndThrottleBitForBit) {
-  // 3000 steps of ~1.1 ms compute (the scenario's step / 1000) plus the ring: a few seconds.
-  Proc p = Start({"emulate", scenario_, "--workers", "8", "--steps", "3000", "--time-scale",
-                  "1000", "--state-bytes", "65536", "--dir", dir_ + "/ckpt",
-                  "--kill-during-checkpoint", "3", "--kill-rank", "5", "--timeout", "60", "--json"},
+  // 700 steps of 4.4 ms compute (the scenario's step / 250) plus the ring: 5-8 s.
+  Proc p = Start({"emulate", scenario_, "--workers", "8", "--steps", "700", "--time-scale", "250",
+                  "--state-bytes", "65536", "--dir", dir_ + "/ckpt", "--kill-during-checkpoint",
+                  "3", "--kill-rank", "5", "--timeout", "60", "--json"},
                  "emulate");
   const int rc = Wait(p, 90);
   ASSERT_EQ(rc, 0) << Slurp(p.err) << Slurp(p.out);
@@ -194,7 +195,7 @@ TEST_F(EmulateSystem, PortInUseIsRefusedWithExit2) {
   socklen_t n = sizeof a;
   ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &n);
   const std::string listen = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  Proc p = Start({"emulate", scenario_, "--workers", "2", "--steps", "10", "--time-scale", "1000",
+  Proc p = Start({"emulate", scenario_, "--workers", "2", "--steps", "10", "--time-scale", "250",
                   "--dir", dir_ + "/ckpt", "--listen", listen},
                  "emulate");
   EXPECT_EQ(Wait(p, 60), 2);
@@ -206,8 +207,8 @@ TEST_F(EmulateSystem, PortInUseIsRefusedWithExit2) {
 
 TEST_F(EmulateSystem, UnreachableCoordinatorIsRefusedWithExit2) {
   const std::string where = "127.0.0.1:" + std::to_string(FreePort());
-  Proc p = Start({"worker", scenario_, "--coordinator", where, "--connect-timeout", "0.3"},
-                 "worker");
+  Proc p =
+      Start({"worker", scenario_, "--coordinator", where, "--connect-timeout", "0.3"}, "worker");
   EXPECT_EQ(Wait(p, 60), 2);
   EXPECT_NE(Slurp(p.err).find("trainsim: error: cannot reach the coordinator at " + where),
             std::string::npos)
@@ -216,19 +217,18 @@ TEST_F(EmulateSystem, UnreachableCoordinatorIsRefusedWithExit2) {
 
 TEST_F(EmulateSystem, WorkersStartedSeparatelyJoinAndAnotherScenarioIsRefused) {
   const std::string where = "127.0.0.1:" + std::to_string(FreePort());
-  Proc coord = Start({"emulate", scenario_, "--workers", "2", "--steps", "200", "--time-scale",
-                      "1000", "--state-bytes", "4096", "--dir", dir_ + "/ckpt", "--listen", where,
-                      "--no-spawn", "--timeout", "60", "--json", "--set", "faults=[]"},
+  Proc coord = Start({"emulate", clean_, "--workers", "2", "--steps", "200", "--time-scale", "250",
+                      "--state-bytes", "4096", "--dir", dir_ + "/ckpt", "--listen", where,
+                      "--no-spawn", "--timeout", "60", "--json"},
                      "emulate");
   // A worker of a different scenario (another --set) is refused before it gets a rank.
-  Proc wrong = Start({"worker", scenario_, "--coordinator", where, "--set", "faults=[]", "--set",
-                      "training.steps=7"},
-                     "wrong");
+  Proc wrong =
+      Start({"worker", clean_, "--coordinator", where, "--set", "training.steps=7"}, "wrong");
   EXPECT_EQ(Wait(wrong, 60), 2);
   EXPECT_NE(Slurp(wrong.err).find("refused this worker: scenario hash"), std::string::npos)
       << Slurp(wrong.err) << Slurp(coord.err);
-  Proc w1 = Start({"worker", scenario_, "--coordinator", where, "--set", "faults=[]"}, "w1");
-  Proc w2 = Start({"worker", scenario_, "--coordinator", where, "--set", "faults=[]"}, "w2");
+  Proc w1 = Start({"worker", clean_, "--coordinator", where}, "w1");
+  Proc w2 = Start({"worker", clean_, "--coordinator", where}, "w2");
   EXPECT_EQ(Wait(coord, 60), 0) << Slurp(coord.err);
   EXPECT_EQ(Wait(w1, 30), 0) << Slurp(w1.err);
   EXPECT_EQ(Wait(w2, 30), 0) << Slurp(w2.err);
