@@ -238,3 +238,43 @@ TEST_F(EmulateSystem, WorkersStartedSeparatelyJoinAndAnotherScenarioIsRefused) {
 }
 
 }  // namespace
+
+TEST_F(EmulateSystem, KilledCoordinatorEndsItsWorkersAndResumeContinuesFromTheLastManifest) {
+  const std::string where = "127.0.0.1:" + std::to_string(FreePort());
+  const std::string ckpt = dir_ + "/ckpt";
+  // 400 steps of 4.4 ms (~2 s): the coordinator is killed at its first manifest (step 20).
+  const std::vector<std::string> run = {"--workers",    "2",   "--steps",       "400",
+                                        "--time-scale", "250", "--state-bytes", "4096",
+                                        "--timeout",    "60"};
+  std::vector<std::string> first = {"emulate",  clean_, "--dir",     ckpt,
+                                    "--listen", where,  "--no-spawn"};
+  first.insert(first.end(), run.begin(), run.end());
+  Proc coord = Start(first, "emulate");
+  Proc w1 = Start({"worker", clean_, "--coordinator", where}, "w1");
+  Proc w2 = Start({"worker", clean_, "--coordinator", where}, "w2");
+  // Wait for a committed manifest, then kill the coordinator.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool manifest = false;
+  while (!manifest && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;  // the coordinator creates the directory a moment after it starts
+    for (const auto& e : fs::directory_iterator(ckpt, ec)) {
+      if (e.path().filename().string().rfind("manifest-", 0) == 0) manifest = true;
+    }
+  }
+  ASSERT_TRUE(manifest) << Slurp(coord.err);
+  ::kill(coord.pid, SIGKILL);
+  EXPECT_EQ(Wait(coord, 10), -2);  // killed by the signal
+  // The workers see their coordinator's connection close and exit 1 at once.
+  EXPECT_EQ(Wait(w1, 10), 1) << Slurp(w1.err);
+  EXPECT_EQ(Wait(w2, 10), 1) << Slurp(w2.err);
+  EXPECT_NE(Slurp(w1.err).find("lost the coordinator"), std::string::npos) << Slurp(w1.err);
+
+  std::vector<std::string> again = {"emulate", clean_, "--resume", ckpt, "--json"};
+  again.insert(again.end(), run.begin(), run.end());
+  Proc resumed = Start(again, "resumed");
+  ASSERT_EQ(Wait(resumed, 90), 0) << Slurp(resumed.err);
+  const nlohmann::json doc = nlohmann::json::parse(Slurp(resumed.out));
+  EXPECT_GT(doc["measured"]["start_step"].get<int64_t>(), 0);
+  EXPECT_TRUE(doc["state_identical"].get<bool>());
+}
