@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/report/run_report.h"
 #include "emulate/checkpoint_store.h"
 #include "emulate/emulate.h"
 
@@ -164,6 +165,7 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
     ScenarioOptions scenario;
     emulate::EmulateOptions emu;
     std::string resume;
+    std::string trace;
     bool no_spawn = false;
   };
   auto opts = std::make_shared<Options>();
@@ -195,6 +197,9 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
                   "checkpoint)")
       ->type_name("K");
   cmd->add_option("--kill-rank", e.kill_during_checkpoint_rank, "See --kill-during-checkpoint");
+  cmd->add_option("--trace", opts->trace,
+                  "Write the measured run as a Perfetto/Chrome trace (the format of run --trace)")
+      ->type_name("FILE");
   cmd->add_option("--timeout", e.timeout_s, "Give up after this many wall seconds (default 300)");
   cmd->callback([opts, exit_code] {
     auto& e = opts->emu;
@@ -231,6 +236,15 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
       }
     }
     e.spawn = !opts->no_spawn;
+    sim::AtomicFileWriter trace;
+    if (!opts->trace.empty()) {
+      Status st =
+          OpenOutput("--trace", opts->trace, {{"the input scenario", opts->scenario.path}}, &trace);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
+    }
     Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
     if (!resolved.ok()) {
       *exit_code = ReportError(resolved.status());
@@ -256,6 +270,15 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
       return;
     }
     emulate::Predict(&*result);
+    if (trace.is_open()) {
+      trace.Append(report::RunTraceJson(result->measured_timeline, result->plan.policy));
+      Status st = trace.Prepare().WithPrefix("--trace");
+      if (st.ok()) st = trace.Publish().WithPrefix("--trace");
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
+    }
     if (opts->scenario.json) {
       std::cout << Json(*result).dump(2) << "\n";
     } else {

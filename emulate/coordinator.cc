@@ -78,6 +78,24 @@ class Coordinator {
   awaitable<void> ExitMonitor();
   awaitable<void> HeartbeatMonitor();
   void Finish();
+  // The measured timeline (EmulationResult::measured_timeline).
+  void EnterPhase(run::RunPhaseKind kind) {
+    const sim::Time now = sim::Time::FromSeconds(Now());
+    if (now > phase_from_) {
+      r_.measured_timeline.phases.push_back({open_kind_, phase_from_, now});
+    }
+    open_kind_ = kind;
+    phase_from_ = now;
+  }
+  void Record(run::RunEventKind kind, std::string what, int64_t step = 0, double dur = 0) {
+    run::RunEvent e;
+    e.at = sim::Time::FromSeconds(Now());
+    e.kind = kind;
+    e.what = std::move(what);
+    e.step = step;
+    e.duration = sim::Time::FromSeconds(dur);
+    r_.measured_timeline.events.push_back(std::move(e));
+  }
   std::shared_ptr<Conn> AtRank(int r) const {
     return r >= 0 && r < static_cast<int>(ranks_.size()) ? ranks_[r] : nullptr;
   }
@@ -103,6 +121,9 @@ class Coordinator {
   std::vector<std::shared_ptr<Conn>> ranks_;
   std::vector<int64_t> progress_;
   std::vector<double> last_step_at_;
+  run::RunPhaseKind open_kind_ = run::RunPhaseKind::kTraining;
+  sim::Time phase_from_;
+  double last_stall_s_ = 0;
   int64_t gen_start_step_ = 0;
   bool first_step_seen_ = false;
   std::map<int64_t, std::vector<std::string>> shards_;
@@ -326,6 +347,8 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
     if (!first_step_seen_ && rank == 0) {
       first_step_seen_ = true;
       if (open_fault_ >= 0) {
+        Record(run::RunEventKind::kResumed, "resumed", step);
+        EnterPhase(run::RunPhaseKind::kTraining);
         r_.faults[open_fault_].restart_s = Now() - detected_at_;
         sum_restart_ += Now() - detected_at_;
         ++restarts_;
@@ -344,7 +367,12 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
       f.planned.bound_s = plan_.process_exit_s;
       f.injected_at_s = Now();
       r_.faults.push_back(f);
-      if (open_fault_ < 0) open_fault_ = static_cast<int>(r_.faults.size()) - 1;
+      if (open_fault_ < 0) {
+        open_fault_ = static_cast<int>(r_.faults.size()) - 1;
+        Record(run::RunEventKind::kFailure,
+               "GPU on rank " + std::to_string(rank) + " (killed in its checkpoint write)");
+        EnterPhase(run::RunPhaseKind::kDetection);
+      }
     }
   } else if (m.type == "SHARD") {
     auto& v = shards_[m.Int("step")];
@@ -362,18 +390,35 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
       shards_.erase(m.Int("step"));
       committers_.emplace_back([this, man] {
         Status st = CommitManifest(dir_, man);
-        asio::post(io_, [this, st] {
+        asio::post(io_, [this, st, man] {
           if (!st.ok()) return Fail(st.message());
           ++r_.checkpoints;
+          Record(run::RunEventKind::kCheckpointWritten,
+                 "checkpoint of step " + std::to_string(man.step) + " committed", man.step,
+                 last_stall_s_);
         });
       });
     }
   } else if (m.type == "STALL") {
     sum_stall_ += m.Real("stall_s");
+    if (rank == 0) last_stall_s_ = m.Real("stall_s");
     ++stalls_;
   } else if (m.type == "READY") {
     sum_load_ += m.Real("load_s");
     ++loads_;
+  } else if (m.type == "PEER_LOST" && open_fault_ < 0) {
+    // A ring connection broke with nothing injected. If a process died, the exit poll or the
+    // heartbeats find it within heartbeat_s; if nothing has by then, recover as NCCL would
+    // report it, replacing the rank heard from least recently.
+    auto t = std::make_shared<asio::steady_timer>(io_, Seconds(plan_.heartbeat_s));
+    t->async_wait([this, t, gen = gen_](boost::system::error_code ec) {
+      if (ec || gen != gen_ || phase_ != Phase::kRunning) return;
+      int culprit = 0;
+      for (int r = 1; r < plan_.workers; ++r) {
+        if (ranks_[r]->last_heard < ranks_[culprit]->last_heard) culprit = r;
+      }
+      Detect(culprit, DetectionMechanism::kNcclError);
+    });
   } else if (m.type == "TIMEOUT") {
     // The watchdog fired on a rank: the culprit is the rank heard from least recently.
     int culprit = 0;
@@ -414,6 +459,12 @@ void Coordinator::Detect(int rank, DetectionMechanism how) {
     open_fault_ = static_cast<int>(r_.faults.size()) - 1;
   }
   MeasuredFault& f = r_.faults[open_fault_];
+  if (open_kind_ == run::RunPhaseKind::kTraining) {  // not seen injected: it fails now
+    Record(run::RunEventKind::kFailure, "rank " + std::to_string(rank) + " failed");
+  }
+  Record(run::RunEventKind::kDetected,
+         std::string("detected by ") + checkpoint::DetectionMechanismName(how));
+  EnterPhase(run::RunPhaseKind::kRestart);
   f.detected_by = checkpoint::DetectionMechanismName(how);
   f.detected_after_s = detected_at_ - f.injected_at_s;
   for (auto& c : ranks_) Post(c, Message{"ABORT", {{"gen", std::to_string(gen_)}}});
@@ -448,7 +499,12 @@ void Coordinator::Inject(size_t i) {
   f.planned = p;
   f.injected_at_s = Now();
   r_.faults.push_back(f);
-  if (failure && open_fault_ < 0) open_fault_ = static_cast<int>(r_.faults.size()) - 1;
+  if (failure && open_fault_ < 0) {
+    open_fault_ = static_cast<int>(r_.faults.size()) - 1;
+    Record(run::RunEventKind::kFailure,
+           std::string(p.fault.KindName()) + " on rank " + std::to_string(p.rank) + " (injected)");
+    EnterPhase(run::RunPhaseKind::kDetection);
+  }
   switch (p.fault.kind) {
     case K::kGpu:
       if (c->local) ::kill(c->pid, SIGKILL);
@@ -521,6 +577,9 @@ awaitable<void> Coordinator::HeartbeatMonitor() {
 void Coordinator::Finish() {
   phase_ = Phase::kDone;
   r_.wall_s = Now();
+  Record(run::RunEventKind::kEnd, "done", plan_.steps);
+  EnterPhase(run::RunPhaseKind::kTraining);
+  r_.measured_timeline.wall_time = sim::Time::FromSeconds(r_.wall_s);
   r_.steps = plan_.steps;
   for (auto& c : conns_) Post(c, Message{"DONE", {}});
   // The final state, bit for bit against the fault-free reference computed here.

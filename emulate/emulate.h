@@ -107,6 +107,9 @@ struct EmulationResult {
   std::vector<std::string> skipped_manifests;
   bool state_identical = false;
   std::string state_hash, reference_hash;
+  // The measured run as the run simulation reports one (phases training/detection/restart,
+  // failure, detection, resume and checkpoint events), for `--trace` in `run --trace`'s format.
+  run::RunReport measured_timeline;
   // The run simulation of the same scaled scenario, fed the measured costs.
   run::RunReport predicted;
   bool predicted_ok = false;

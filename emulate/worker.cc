@@ -25,6 +25,10 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// 30 s: far above process start + rendezvous on any machine this runs on, far below the
+// emulation's --timeout default (300 s).
+constexpr double kRingSetupS = 30;
+
 struct Assignment {
   int64_t gen = 0;
   int rank = 0, world = 1;
@@ -244,7 +248,9 @@ awaitable<void> Worker::Train(Assignment a) {
     auto next = std::make_shared<tcp::socket>(io_);
     next_ = next;
     tcp::resolver resolver(io_);
-    const auto deadline = Clock::now() + Seconds(a.collective_timeout_s);
+    // Ring setup is a rendezvous, not a collective: it gets its own generous deadline (a loaded
+    // machine may take seconds to schedule a freshly started spare).
+    const auto deadline = Clock::now() + Seconds(std::max(a.collective_timeout_s, kRingSetupS));
     for (;;) {
       boost::system::error_code ec;
       auto eps =

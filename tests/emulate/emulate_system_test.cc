@@ -128,6 +128,20 @@ class EmulateSystem : public ::testing::Test {
     return found;
   }
 
+  // The HOST:PORT a coordinator started with --listen 127.0.0.1:0 prints on stderr ("" after
+  // 30 s): binding port 0 itself leaves no window for another process to take the port.
+  static std::string ListeningOn(const Proc& p) {
+    const std::string tag = "coordinator listening on ";
+    for (int i = 0; i < 600; ++i) {
+      const std::string err = Slurp(p.err);
+      const size_t at = err.find(tag);
+      const size_t nl = at == std::string::npos ? at : err.find('\n', at);
+      if (nl != std::string::npos) return err.substr(at + tag.size(), nl - at - tag.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "";
+  }
+
   static int FreePort() {
     const int s = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -145,9 +159,27 @@ class EmulateSystem : public ::testing::Test {
 
 TEST_F(EmulateSystem, EightWorkersSurviveKillTornCheckpointHangAndThrottleBitForBit) {
   // 700 steps of 4.4 ms compute (the scenario's step / 250) plus the ring: 5-8 s.
-  Proc p = Start({"emulate", scenario_, "--workers", "8", "--steps", "700", "--time-scale", "250",
-                  "--state-bytes", "65536", "--dir", dir_ + "/ckpt", "--kill-during-checkpoint",
-                  "3", "--kill-rank", "5", "--timeout", "60", "--json"},
+  Proc p = Start({"emulate",
+                  scenario_,
+                  "--workers",
+                  "8",
+                  "--steps",
+                  "700",
+                  "--time-scale",
+                  "250",
+                  "--state-bytes",
+                  "65536",
+                  "--dir",
+                  dir_ + "/ckpt",
+                  "--kill-during-checkpoint",
+                  "3",
+                  "--kill-rank",
+                  "5",
+                  "--timeout",
+                  "60",
+                  "--json",
+                  "--trace",
+                  dir_ + "/trace.json"},
                  "emulate");
   const int rc = Wait(p, 90);
   ASSERT_EQ(rc, 0) << Slurp(p.err) << Slurp(p.out);
@@ -183,6 +215,14 @@ TEST_F(EmulateSystem, EightWorkersSurviveKillTornCheckpointHangAndThrottleBitFor
   }
   EXPECT_TRUE(torn_seen) << doc["faults"].dump();
   EXPECT_TRUE(doc["predicted"].contains("wall_time_s")) << doc["predicted"].dump();
+  // The measured run as a trace in run --trace's format: three detections and three restarts.
+  const nlohmann::json trace = nlohmann::json::parse(Slurp(dir_ + "/trace.json"));
+  std::map<std::string, int> slices;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "X") ++slices[e.value("name", "")];
+  }
+  EXPECT_EQ(slices["detection"], 3) << trace.dump();
+  EXPECT_EQ(slices["restart"], 3) << trace.dump();
 }
 
 TEST_F(EmulateSystem, PortInUseIsRefusedWithExit2) {
@@ -216,11 +256,12 @@ TEST_F(EmulateSystem, UnreachableCoordinatorIsRefusedWithExit2) {
 }
 
 TEST_F(EmulateSystem, WorkersStartedSeparatelyJoinAndAnotherScenarioIsRefused) {
-  const std::string where = "127.0.0.1:" + std::to_string(FreePort());
   Proc coord = Start({"emulate", clean_, "--workers", "2", "--steps", "200", "--time-scale", "250",
-                      "--state-bytes", "4096", "--dir", dir_ + "/ckpt", "--listen", where,
+                      "--state-bytes", "4096", "--dir", dir_ + "/ckpt", "--listen", "127.0.0.1:0",
                       "--no-spawn", "--timeout", "60", "--json"},
                      "emulate");
+  const std::string where = ListeningOn(coord);
+  ASSERT_NE(where, "") << Slurp(coord.err);
   // A worker of a different scenario (another --set) is refused before it gets a rank.
   Proc wrong =
       Start({"worker", clean_, "--coordinator", where, "--set", "training.steps=7"}, "wrong");
@@ -240,16 +281,17 @@ TEST_F(EmulateSystem, WorkersStartedSeparatelyJoinAndAnotherScenarioIsRefused) {
 }  // namespace
 
 TEST_F(EmulateSystem, KilledCoordinatorEndsItsWorkersAndResumeContinuesFromTheLastManifest) {
-  const std::string where = "127.0.0.1:" + std::to_string(FreePort());
   const std::string ckpt = dir_ + "/ckpt";
   // 400 steps of 4.4 ms (~2 s): the coordinator is killed at its first manifest (step 20).
   const std::vector<std::string> run = {"--workers",    "2",   "--steps",       "400",
                                         "--time-scale", "250", "--state-bytes", "4096",
                                         "--timeout",    "60"};
-  std::vector<std::string> first = {"emulate",  clean_, "--dir",     ckpt,
-                                    "--listen", where,  "--no-spawn"};
+  std::vector<std::string> first = {"emulate",  clean_,        "--dir",     ckpt,
+                                    "--listen", "127.0.0.1:0", "--no-spawn"};
   first.insert(first.end(), run.begin(), run.end());
   Proc coord = Start(first, "emulate");
+  const std::string where = ListeningOn(coord);
+  ASSERT_NE(where, "") << Slurp(coord.err);
   Proc w1 = Start({"worker", clean_, "--coordinator", where}, "w1");
   Proc w2 = Start({"worker", clean_, "--coordinator", where}, "w2");
   // Wait for a committed manifest, then kill the coordinator.
@@ -259,7 +301,9 @@ TEST_F(EmulateSystem, KilledCoordinatorEndsItsWorkersAndResumeContinuesFromTheLa
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::error_code ec;  // the coordinator creates the directory a moment after it starts
     for (const auto& e : fs::directory_iterator(ckpt, ec)) {
-      if (e.path().filename().string().rfind("manifest-", 0) == 0) manifest = true;
+      // A committed manifest: renamed into place (not its .tmp, which a kill may strand).
+      const std::string name = e.path().filename().string();
+      if (name.rfind("manifest-", 0) == 0 && e.path().extension() == ".txt") manifest = true;
     }
   }
   ASSERT_TRUE(manifest) << Slurp(coord.err);
