@@ -249,6 +249,8 @@ awaitable<void> Coordinator::Session(std::shared_ptr<Conn> c) {
     c->ring_host = hello.Get("ring_host");
     c->ring_port = static_cast<int>(hello.Int("ring_port"));
     c->hello = true;
+    // Keep-alives at a fifth of the detection delay: torchelastic's c10d rendezvous declares a
+    // node dead after 3 missed at 5 s; 5 per delay leaves one more for a loaded machine.
     Post(c, Message{"WELCOME", {}}.SetReal("heartbeat_s", plan_.heartbeat_s / 5));
     TryStart();
     for (;;) {
@@ -562,6 +564,7 @@ awaitable<void> Coordinator::ExitMonitor() {
 awaitable<void> Coordinator::HeartbeatMonitor() {
   asio::steady_timer t(io_);
   for (;;) {
+    // Checked ten times per delay: a miss is seen within 10% of the bound.
     t.expires_after(Seconds(plan_.heartbeat_s / 10));
     co_await t.async_wait(use_awaitable);
     if (phase_ != Phase::kRunning) continue;
@@ -591,6 +594,7 @@ void Coordinator::Finish() {
   r_.state_hash = Hex64(Fnv1a64(bytes.data(), bytes.size()));
   r_.state_identical = final_hashes_.size() == 1 && bytes.size() == ref.size() * sizeof(double) &&
                        std::memcmp(bytes.data(), ref.data(), bytes.size()) == 0;
+  // 50 ms for the DONE messages to reach the workers before the sockets close with io_.
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(50));
   t->async_wait([this, t](boost::system::error_code) { io_.stop(); });
 }

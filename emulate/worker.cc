@@ -65,6 +65,7 @@ class Worker {
         exit_code = 2;
         co_return;
       }
+      // Retry every 50 ms: a coordinator starting a moment later is found without busy-waiting.
       asio::steady_timer t(io_, std::chrono::milliseconds(50));
       co_await t.async_wait(use_awaitable);
     }
@@ -258,6 +259,7 @@ awaitable<void> Worker::Train(Assignment a) {
       co_await asio::async_connect(*next, eps, asio::redirect_error(use_awaitable, ec));
       if (!ec) break;
       if (epoch != epoch_ || Clock::now() > deadline) throw std::runtime_error("ring connect");
+      // 5 ms between ring connection attempts: well under a step, no busy-wait.
       asio::steady_timer t(io_, std::chrono::milliseconds(5));
       co_await t.async_wait(use_awaitable);
     }
