@@ -122,6 +122,10 @@ void AddExportCommand(CLI::App& app, int* exit_code);
 // `diagnose SCENARIO`: causes of the gap to peak, re-simulated proposals, a measured profile
 // against the model (cli/diagnose_command.cc).
 void AddDiagnoseCommand(CLI::App& app, int* exit_code);
+// `emulate SCENARIO` and `worker --coordinator HOST:PORT`: real processes, real faults
+// (cli/emulate_command.cc, cli/worker_command.cc, emulate/emulate.h).
+void AddEmulateCommand(CLI::App& app, int* exit_code);
+void AddWorkerCommand(CLI::App& app, int* exit_code);
 
 }  // namespace trainsim::cli
 

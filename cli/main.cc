@@ -34,6 +34,8 @@ int Main(int argc, char** argv) {
   trainsim::cli::AddImportCommand(app, &exit_code);
   trainsim::cli::AddExportCommand(app, &exit_code);
   trainsim::cli::AddDiagnoseCommand(app, &exit_code);
+  trainsim::cli::AddEmulateCommand(app, &exit_code);
+  trainsim::cli::AddWorkerCommand(app, &exit_code);
 
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {

@@ -26,4 +26,11 @@ if has_command run; then show run "$DEMO" "${HTML[@]}"; fi
 if has_command whatif; then show whatif "$DEMO" --fail gpu:37@16h; fi
 # Why a job is slow: a 7B model at about 30% MFU, its causes and re-simulated fixes.
 if has_command diagnose; then show diagnose scenarios/examples/low_utilisation.textproto; fi
+# Real processes: 8 workers, one SIGKILLed at 10 min and a node lost at 25 min (scaled to seconds),
+# recovered from real checkpoints; the run simulation's prediction next to the measurement.
+if has_command emulate; then
+  EMU_DIR=$(mktemp -d)
+  show emulate scenarios/examples/emulate.textproto --dir "$EMU_DIR" --steps 200 || true
+  rm -rf "$EMU_DIR"
+fi
 if [ ${#HTML[@]} -gt 0 ]; then echo; echo "report with plots: ${HTML[1]}"; fi

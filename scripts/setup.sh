@@ -8,6 +8,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler  # scenario schema (text format and JSON)
   libcli11-dev                   # command line
   nlohmann-json3-dev             # JSON reports and calibration files
+  libboost-dev                   # Boost.Asio (header-only): trainsim emulate's processes
   libgtest-dev googletest        # unit tests
   libbenchmark-dev               # bench/
   openmpi-bin libopenmpi-dev     # distributed sweeps (optional at run time)
