@@ -5,6 +5,13 @@
 
 // clang-format off
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+#include <coroutine>
+// Boost 1.74's Asio turns its C++20 coroutine support on for clang only with libc++; clang with
+// libstdc++'s <coroutine> (the sanitizer and fuzz builds) has the same support, so say so.
+#if defined(__clang__) && defined(__cpp_impl_coroutine) && !defined(BOOST_ASIO_HAS_CO_AWAIT)
+#define BOOST_ASIO_HAS_CO_AWAIT 1
+#define BOOST_ASIO_HAS_STD_COROUTINE 1
+#endif
 #include <boost/asio.hpp>
 // clang-format on
 #include <chrono>
