@@ -286,6 +286,15 @@ Result<CollectiveSample> ReadCollective(const Json& row, const std::string& wher
   if (!sim::Time::FromSecondsChecked(*time)) {
     return Status::InvalidArgument(r.Field("time_s") + ": too large");
   }
+  // Below the simulator's 1 ns resolution the time would round to zero: a collective that takes
+  // no time. Real ones take microseconds (NCCL's launch alone is a few); found by fuzzing.
+  if (*time < 1e-9) {
+    std::ostringstream os;
+    os << r.Field("time_s") << ": " << *time
+       << " s is below 1 ns, the simulator's resolution (a measured collective takes "
+          "microseconds)";
+    return Status::InvalidArgument(os.str());
+  }
   auto busbw = r.Positive("busbw_GBps", /*allow_zero=*/true);
   if (!busbw.ok()) return busbw.status();
   if (r.Find("algbw_GBps")) {

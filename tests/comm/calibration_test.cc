@@ -244,6 +244,10 @@ TEST(CalibrationTest, NegativeOrZeroTimesAndSizesAreRejected) {
   std::string msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ring", "nranks": 8,
                                      "size_bytes": 1024, "time_s": -1e-5, "busbw_GBps": 1})"));
   EXPECT_NE(msg.find("collectives[0].time_s: -1e-05 is not valid"), std::string::npos) << msg;
+  // Found by fuzz_calibration: positive, but it rounds to a 0 ns collective.
+  msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ring", "nranks": 8,
+                         "size_bytes": 64, "time_s": 1.5e-25, "busbw_GBps": 1})"));
+  EXPECT_NE(msg.find("collectives[0].time_s: 1.5e-25 s is below 1 ns"), std::string::npos) << msg;
   msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ring", "nranks": 8,
                          "size_bytes": 0, "time_s": 1e-5, "busbw_GBps": 1})"));
   EXPECT_NE(msg.find("collectives[0].size_bytes: 0 is out of range"), std::string::npos) << msg;
