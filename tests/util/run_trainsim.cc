@@ -14,6 +14,20 @@
 #include <fstream>
 #include <sstream>
 
+
+// g++ defines __SANITIZE_ADDRESS__ under -fsanitize=address; clang 14 only answers
+// __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define TRAINSIM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRAINSIM_TEST_ASAN 1
+#endif
+#endif
+#ifndef TRAINSIM_TEST_ASAN
+#define TRAINSIM_TEST_ASAN 0
+#endif
+
 namespace trainsim::test_util {
 
 namespace {
@@ -48,7 +62,7 @@ RunResult RunProgram(const std::vector<std::string>& argv, const std::string& cw
                 static_cast<rlim_t>(limits.file_size_limit_bytes)};
       setrlimit(RLIMIT_FSIZE, &rl);
     }
-#if defined(__SANITIZE_ADDRESS__)
+#if TRAINSIM_TEST_ASAN
     // AddressSanitizer reserves terabytes of address space for its shadow memory, so an
     // RLIMIT_AS cap stops every sanitized child at start-up; memory limits are checked in the
     // Release build. And Open MPI leaves allocations at exit that LeakSanitizer cannot attribute
