@@ -14,7 +14,6 @@
 #include <fstream>
 #include <sstream>
 
-
 // g++ defines __SANITIZE_ADDRESS__ under -fsanitize=address; clang 14 only answers
 // __has_feature(address_sanitizer).
 #if defined(__SANITIZE_ADDRESS__)
