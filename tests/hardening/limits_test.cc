@@ -108,8 +108,10 @@ TEST(LimitsTest, SmallSweepsOn16kAnd128kGpusFinish) {
     const char* f = c.file;
     std::vector<std::string> args = {"sweep", kLimits + f, "--tokens", "3e11"};
     args.insert(args.end(), c.extra.begin(), c.extra.end());
-    RunResult r = RunWithin(args, 300, 4 * kGiB);
-    ASSERT_FALSE(r.timed_out) << f << ": no answer in 300 s";
+    // A guard against a hang, not a speed target (those live in bench/): under ASan on a
+    // loaded 2-core CI machine the 128k case takes ~190 s, so 300 s left too little margin.
+    RunResult r = RunWithin(args, 600, 4 * kGiB);
+    ASSERT_FALSE(r.timed_out) << f << ": no answer in 600 s";
     EXPECT_EQ(r.exit_code, 0) << f << "\n" << r.err;
     EXPECT_TRUE(Contains(r.out, "confirmed by the step simulation")) << r.out.substr(0, 2000);
   }
