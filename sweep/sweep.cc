@@ -15,6 +15,7 @@
 #include "run/monte_carlo.h"
 #include "sim/parallel.h"
 #include "sim/progress.h"
+#include "sim/stats.h"
 
 namespace trainsim::sweep {
 namespace {
@@ -220,14 +221,6 @@ void Finalise(const SweepProblem& problem, const GoodputEstimate& g, Evaluation*
   e->energy_cost_usd = e->energy_kwh * m.usd_per_kwh;
 }
 
-// The q-quantile of sorted samples, linear between the two nearest ranks (position q·(n − 1)).
-double Quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * double(sorted.size() - 1);
-  const size_t lo = size_t(pos), hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 // The Monte Carlo run simulation of the top layouts (SweepOptions::trials).
 Status RunMonteCarlo(const std::vector<SweepProblem>& problems, const SweepOptions& options,
                      Communicator* comm, SweepResult* res) {
@@ -296,11 +289,13 @@ Status RunMonteCarlo(const std::vector<SweepProblem>& problems, const SweepOptio
     }
     std::sort(times.begin(), times.end());
     std::sort(costs.begin(), costs.end());
-    // p10–p90: the middle 80% of the failure histories.
-    e.mc_time_p10_s = Quantile(times, 0.1);
-    e.mc_time_p90_s = Quantile(times, 0.9);
-    e.mc_cost_p10_usd = Quantile(costs, 0.1);
-    e.mc_cost_p90_usd = Quantile(costs, 0.9);
+    // p10–p90: the middle 80% of the failure histories (the type-7 percentile whatif uses).
+    if (!times.empty()) {
+      e.mc_time_p10_s = sim::PercentileOfSorted(times, 0.1);
+      e.mc_time_p90_s = sim::PercentileOfSorted(times, 0.9);
+      e.mc_cost_p10_usd = sim::PercentileOfSorted(costs, 0.1);
+      e.mc_cost_p90_usd = sim::PercentileOfSorted(costs, 0.9);
+    }
     const run::MonteCarloSummary s = run::Summarize(std::move(outcomes));
     e.trials = s.trials;
     e.mc_ettr = s.ettr.mean;
