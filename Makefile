@@ -3,12 +3,14 @@
 #   make test   the same set-up, then the whole test suite through ctest
 #   make test-asan  the whole suite built with AddressSanitizer + UBSan (build-asan/)
 #   make setup-web  the plotting libraries --html reports embed (npm; a note, not a failure, offline)
-#   make fuzz   the libFuzzer targets (clang) run FUZZ_SECONDS each on fuzz/corpus (build-fuzz/)
+#   make fuzz   the libFuzzer targets (clang) run FUZZ_SECONDS each on fuzz/corpus (build-fuzz/,
+#               every library instrumented: for long runs)
+#   make fuzz-smoke  the same targets as `make test-asan` built them, run FUZZ_SECONDS each (CI)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup setup-web configure build demo test test-asan fuzz bench format clean
+.PHONY: all setup setup-web configure build demo test test-asan fuzz fuzz-smoke bench format clean
 
 all: build
 
@@ -40,7 +42,9 @@ test: build setup-web
 # Line tables only (-gline-tables-only): sanitizer stack traces keep file:line, the build skips
 # full debug info. No CUDA: the NCCL runner is not built here; no Python module (an ASan
 # extension cannot load into a plain python3); the headless-browser test of the --html pages
-# (label "browser") runs in `make test` only.
+# (label "browser") runs in `make test` only. The libFuzzer targets are built here too, with only
+# the input-facing code instrumented for coverage (fuzz/CMakeLists.txt, TRAINSIM_FUZZ_SCOPE), so
+# `make fuzz-smoke` runs them without a third build.
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
@@ -48,7 +52,8 @@ SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 ASAN_BUILD ?= build-asan
 test-asan: setup
 	CC=clang CXX=clang++ cmake -S . -B $(ASAN_BUILD) $(SAN_FLAGS) \
-	  -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all $(CMAKE_FLAGS)
+	  -DCMAKE_CXX_FLAGS=-fno-sanitize-recover=all -DTRAINSIM_FUZZ=ON -DTRAINSIM_FUZZ_SCOPE=inputs \
+	  $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -LE browser
@@ -63,6 +68,12 @@ fuzz: setup
 	  -DTRAINSIM_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) --target $(FUZZ_TARGETS) -j $(JOBS)
 	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The targets from the sanitizer build (`make test-asan` first): a short run of each in CI.
+fuzz-smoke:
+	test -f $(ASAN_BUILD)/CMakeCache.txt || $(MAKE) test-asan
+	cmake --build $(ASAN_BUILD) --target $(FUZZ_TARGETS) -j $(JOBS)
+	bash fuzz/run.sh $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 bench: build
 	bash scripts/bench.sh $(BUILD)
