@@ -91,30 +91,38 @@ TEST(LimitsTest, WhatifOn128kGpusFinishes) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
-TEST(LimitsTest, SmallSweepsOn16kAnd128kGpusFinish) {
-  // 16k: the whole default space. 128k: the space of 2025 (no CP, even stages), 2,442 layouts:
-  // the default space there is 24,507 layouts, 17 s in a Release build (bench/README.md) and
-  // past the 300 s limit under ASan on this 2-core VM; the estimator's cost at 128k GPUs is
-  // issue 20's (speed at every scale). And at 128k the top 1, not 3: the sweep now confirms the
-  // top K and the Pareto front by simulation (issue 16), 6 step simulations of 131,072 GPUs for
-  // --top 3 (19 s in Release, past 300 s under ASan at -j2) against 2 for --top 1 (11 s).
-  struct Case {
-    const char* file;
-    std::vector<std::string> extra;
-  };
-  const Case cases[] = {{"gpus_16k.textproto", {"--top", "3"}},
-                        {"gpus_128k.textproto", {"--top", "1", "--cp", "1", "--no-uneven"}}};
-  for (const Case& c : cases) {
-    const char* f = c.file;
-    std::vector<std::string> args = {"sweep", kLimits + f, "--tokens", "3e11"};
-    args.insert(args.end(), c.extra.begin(), c.extra.end());
-    // A guard against a hang, not a speed target (those live in bench/): under ASan on a
-    // loaded 2-core CI machine the 128k case takes ~190 s, so 300 s left too little margin.
-    RunResult r = RunWithin(args, 600, 4 * kGiB);
-    ASSERT_FALSE(r.timed_out) << f << ": no answer in 600 s";
-    EXPECT_EQ(r.exit_code, 0) << f << "\n" << r.err;
-    EXPECT_TRUE(Contains(r.out, "confirmed by the step simulation")) << r.out.substr(0, 2000);
+// A guard against a hang, not a speed target (those live in bench/): generous for ASan on a
+// loaded 2-core CI machine.
+constexpr int kSweepGuardS = 600;
+
+TEST(LimitsTest, SmallSweepOn16kGpusFinishes) {
+  // The whole default space, top 3.
+  RunResult r =
+      RunWithin({"sweep", kLimits + "gpus_16k.textproto", "--tokens", "3e11", "--top", "3"},
+                kSweepGuardS, 4 * kGiB);
+  ASSERT_FALSE(r.timed_out) << "no answer in " << kSweepGuardS << " s";
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "confirmed by the step simulation")) << r.out.substr(0, 2000);
+}
+
+TEST(LimitsTest, SmallSweepOn128kGpusFinishes) {
+  // The space of 2025 (no CP, even stages), 2,442 layouts: the default space there is 24,507
+  // layouts, 17 s in a Release build (bench/README.md); the estimator's cost at 128k GPUs is
+  // issue 20's (speed at every scale). The top 1, not 3: the sweep confirms the top K and the
+  // Pareto front by simulation (issue 16), 6 step simulations of 131,072 GPUs for --top 3 against
+  // 2 for --top 1 (11 s in Release).
+  // Release only: under ASan this one case took 190-260 s of the sanitizer stage's ~11 minutes
+  // on the 2-core CI machine, to run code the 16k case above already runs under ASan; what it
+  // adds is the scale itself, which is a property of the Release build users run.
+  if (test_util::BuiltWithAddressSanitizer()) {
+    GTEST_SKIP() << "scale check, run in the Release build (the 16k sweep runs under ASan)";
   }
+  RunResult r = RunWithin({"sweep", kLimits + "gpus_128k.textproto", "--tokens", "3e11", "--top",
+                           "1", "--cp", "1", "--no-uneven"},
+                          kSweepGuardS, 4 * kGiB);
+  ASSERT_FALSE(r.timed_out) << "no answer in " << kSweepGuardS << " s";
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "confirmed by the step simulation")) << r.out.substr(0, 2000);
 }
 
 }  // namespace

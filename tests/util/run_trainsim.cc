@@ -134,6 +134,8 @@ RunResult RunTrainsim(const std::vector<std::string>& args, const std::string& c
   return RunProgram(argv, cwd, limits);
 }
 
+bool BuiltWithAddressSanitizer() { return TRAINSIM_TEST_ASAN != 0; }
+
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }

@@ -35,6 +35,9 @@ RunResult RunProgram(const std::vector<std::string>& argv, const std::string& cw
                      const RunLimits& limits = {});
 
 bool Contains(const std::string& s, const std::string& part);
+
+// True when the tests (and so the trainsim binary they run) are built with AddressSanitizer.
+bool BuiltWithAddressSanitizer();
 std::string ReadFileOrEmpty(const std::string& path);
 
 }  // namespace trainsim::test_util
