@@ -451,7 +451,7 @@ Status ToStatus(const FieldError& error, const std::string& name_for_errors, con
   }
   std::string msg = (prefix.empty() ? "" : prefix + ": ") +
                     (error.path.empty() ? "" : error.path + ": ") + error.message +
-                    (from_set ? " (set by --set)" : "");
+                    (from_set ? " (set on the command line)" : "");
   switch (error.code) {
     case Status::Code::kNotFound:
       return Status::NotFound(msg);

@@ -12,6 +12,7 @@
 #include "checkpoint/failure_model.h"
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
+#include "scenarios/step_config.h"
 
 namespace trainsim::scenarios {
 namespace detail {
@@ -202,6 +203,18 @@ Error ValidateCluster(const pb::Scenario& s) {
   if (auto e = Finite("cluster.storage.write_gbyte_per_s", c.storage().write_gbyte_per_s(), 0, 1e9,
                       true, "storage write bandwidth (GB/s)")) {
     return e;
+  }
+  // Checked here, not only when the step is configured, so that the message carries the file,
+  // line and column of the field like every other bad value.
+  if (!c.memory_headroom().empty()) {
+    Result<double> h =
+        MemoryHeadroomBytes(c.memory_headroom(), double(FindGpu(c.gpu())->hbm_bytes()));
+    if (!h.ok()) {
+      std::string why = h.status().message();
+      const std::string prefix = "cluster.memory_headroom ";
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      return Err("cluster.memory_headroom", why);
+    }
   }
   return std::nullopt;
 }

@@ -212,7 +212,7 @@ TEST(LoaderTest, OverrideErrorsNameThePathAndWhatIsValid) {
 TEST(LoaderTest, SemanticErrorsFromOverridesSaySo) {
   std::string msg = ErrorOf(kMinimal, {"parallelism.global_batch=100", "parallelism.tp=8"});
   EXPECT_EQ(msg.rfind("test.textproto: parallelism.global_batch: global_batch 100", 0), 0u) << msg;
-  EXPECT_TRUE(Contains(msg, "(set by --set)")) << msg;
+  EXPECT_TRUE(Contains(msg, "(set on the command line)")) << msg;
 }
 
 TEST(LoaderTest, MissingFilesAndDirectoriesAreReportedNotCrashed) {
@@ -353,7 +353,7 @@ TEST(Utf8Test, StringThatIsNotUtf8IsRefusedWithLineColumnAndField) {
 TEST(Utf8Test, SetValueThatIsNotUtf8IsRefusedAndSaysSo) {
   std::string msg = ErrorOf(kMinimal, {"name=\xFF"});
   EXPECT_TRUE(Contains(msg, "name: is not valid UTF-8")) << msg;
-  EXPECT_TRUE(Contains(msg, "(set by --set)")) << msg;
+  EXPECT_TRUE(Contains(msg, "(set on the command line)")) << msg;
 }
 
 TEST(Utf8Test, ValidUtf8NamesAreKeptByteForByte) {
