@@ -170,7 +170,9 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
   out.push_back({"pipeline bubble", b.bubble_s / t,
                  Fmt("PP %g", cfg.parallel.pp) +
                      Fmt(", %g micro-batches", double(cfg.parallel.num_micro_batches())) +
-                     Fmt(", %g chunks per rank", cfg.parallel.virtual_stages)});
+                     (cfg.parallel.virtual_stages > 1
+                          ? Fmt(", interleaved, %g chunks per rank", cfg.parallel.virtual_stages)
+                          : std::string(", 1F1B, one chunk per rank"))});
   const double slow = sim.step.faulted ? 1 - t / sim.step.faulted->time_s : 0.0;
   out.push_back({"stragglers", std::max(0.0, slow),
                  sim.step.faulted ? Fmt("the scenario's stragglers make the step %.1f%% longer",
