@@ -268,6 +268,14 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   // top-k over the expert logits (reads the logits, writes the probabilities).
   ops->push_back(Gemm("router", OpKind::kGemm, 1, dispatched, moe.experts, h, e));
   ops->push_back(Elementwise("router_topk", double(dispatched) * moe.experts, 2.0 * e, 3.0 * e, 5));
+  // The dispatcher's metadata before any token moves (forward only): tiny kernels over the
+  // routing map and the device-to-host copies of the split sizes the host then waits for
+  // (MoeDispatchKernels). Bytes: the boolean routing map read once.
+  KernelOp meta = Elementwise("moe_dispatch_metadata", double(dispatched) * moe.experts, 1.0, 0, 0);
+  meta.fwd_kernels = MoeDispatchKernels(c.split);
+  meta.bwd_kernels = 0;
+  meta.bwd_other_flops = 0;
+  ops->push_back(meta);
   // Permute: gathers each token once per chosen expert into expert order, reading and writing
   // the routed copies; backward scatters the gradients back the same way.
   const double routed_elems = tok.routed * double(h);
@@ -285,6 +293,20 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
       c.split.ep > 1 && local_experts > 1 && c.split.dispatcher == MoeDispatcher::kAllToAll;
   if (sort_chunks) {
     ops->push_back(Elementwise("moe_sort_chunks", tok.routed * double(h), 2.0 * e, 2.0 * e, 0));
+  }
+  // FP8 without router padding: TEGroupedMLP pads every expert's rows to the FP8 alignment
+  // with a copy before fc1 (hidden states and probabilities) and unpads fc2's output after
+  // (megatron/core/transformer/moe/experts.py: quantization_padding unless
+  // skip_routed_expert_padding; TE's fused_multi_row_padding / unpadding). Force-balanced or
+  // not, the counts are not multiples of the alignment, so the copies run: a read and a write
+  // of the rows before and after, each way.
+  const bool fp8_padding =
+      moe.fp8 && !moe.router_padding && c.split.dispatcher != MoeDispatcher::kFlex;
+  if (fp8_padding) {
+    KernelOp pad = Elementwise("expert_fp8_padding", 2 * rows * double(h), 2.0 * e, 2.0 * e, 0);
+    pad.fwd_kernels = 3;  // pad the rows, pad the probabilities, unpad the output
+    pad.bwd_kernels = 3;
+    ops->push_back(pad);
   }
   if (m.swiglu) {
     ops->push_back(GroupedGemm("expert_gate_up", local_experts, rows, 2 * width, h, e));
@@ -365,6 +387,25 @@ double FlexInterNodeFactor(int experts, int top_k, int ep_nodes) {
   const double nodes_hit = (n - 1) * (1 - miss);
   const double copies = top_k * (n - 1) / n;
   return nodes_hit / copies;
+}
+
+int MoeDispatchKernels(TensorSplit split) {
+  switch (split.dispatcher) {
+    case MoeDispatcher::kAllToAll:
+      // MoEAlltoAllTokenDispatcher.preprocess (dropless): routing_map.sum(0).long() (2), the
+      // input splits' sum (1), the gathered counts' contiguous slice and three sums (4); then
+      // _maybe_dtoh_and_synchronize copies tokens_per_expert, input_splits, output_splits and
+      // output_splits_tp to the host (4). Without EP or TP: the one count and its copy (3).
+      return split.ep > 1 || split.tp > 1 ? 11 : 3;
+    case MoeDispatcher::kAllGather:
+      // MoEAllGatherTokenDispatcher: local_map.sum(0).long().cpu().
+      return 3;
+    case MoeDispatcher::kFlex:
+      // HybridEP's metadata preprocessing kernel and the copy of tokens_per_expert to pinned
+      // host memory that dispatch waits for (non_blocking False without a token budget).
+      return 2;
+  }
+  return 3;
 }
 
 MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch) {

@@ -35,6 +35,13 @@ struct MoeSpec {
   // max/mean tokens per expert of a micro-batch: the busiest expert sets the grouped GEMM's
   // pace. 1 = perfectly balanced (Megatron-Bridge's benchmarks force-balance the router).
   double load_imbalance = 1;
+  // The experts' GEMMs run in FP8 (the model's precision), and the router pads each expert's
+  // token count to the FP8 alignment (--moe-router-padding-for-quantization). FP8 without
+  // router padding behind a dispatcher that does not pad (not FLEX/HybridEP) copies the
+  // experts' rows into padded segments and back (Transformer Engine's Fp8Padding /
+  // Fp8Unpadding in Megatron-Core's TEGroupedMLP).
+  bool fp8 = false;
+  bool router_padding = false;
   bool enabled() const { return experts > 0; }
   int expert_ffn(int dense_ffn) const {
     return expert_ffn_hidden > 0 ? expert_ffn_hidden : dense_ffn;
@@ -170,6 +177,10 @@ struct MoeTokens {
   double expert_busiest = 0;
 };
 MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch);
+// Kernels (and device-to-host copies) the dispatcher launches per MoE layer forward to learn how
+// many tokens go where, before the host synchronises on them (Megatron-Core's
+// token_dispatcher.py as of 2026: dropless, permute fusion on).
+int MoeDispatchKernels(TensorSplit split);
 // The FLEX dispatcher's (DeepEP / HybridEP) inter-node bytes over the all-to-all's: a token is
 // sent once to each other node that holds at least one of its top_k experts (then forwarded over
 // NVLink) instead of once per expert there. With `experts` spread evenly over `ep_nodes` nodes

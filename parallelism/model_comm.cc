@@ -134,7 +134,23 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
                                ? FlexInterNodeFactor(m.moe.experts, m.moe.top_k, split.ep_nodes)
                                : 1.0;
       const double bytes = tok.routed * m.hidden * e * dedup;
+      if (split.dispatcher == MoeDispatcher::kAllToAll) {
+        // Before the tokens move, MoEAlltoAllTokenDispatcher.preprocess all-gathers every
+        // rank's tokens-per-expert counts (int64, `experts` of them) over the TP×EP group to
+        // size the all-to-all (gather_from_sequence_parallel_region); the host then waits for
+        // them (MoeDispatchSyncs). A latency-bound collective, forward only.
+        const double counts = double(split.ep) * m.moe.experts * 8.0;
+        out->push_back(Coll("ep_token_count_all_gather", K::kAllGather, counts, true, g));
+      }
       out->push_back(Coll("ep_dispatch_all_to_all", K::kAllToAll, bytes, true, g));
+      if (split.dispatcher == MoeDispatcher::kAllToAll) {
+        // token_dispatch sends the routing probabilities of the routed copies in an all-to-all
+        // of their own after the tokens' (router dtype: the activations' unless
+        // --moe-router-dtype says otherwise); its autograd backward returns their gradients.
+        const double probs = tok.routed * e;
+        out->push_back(Coll("ep_dispatch_probs_all_to_all", K::kAllToAll, probs, true, g));
+        out->push_back(Coll("ep_dispatch_probs_all_to_all_bwd", K::kAllToAll, probs, false, g));
+      }
       out->push_back(Coll("ep_combine_all_to_all", K::kAllToAll, bytes, true, g));
       out->push_back(Coll("ep_combine_all_to_all_bwd", K::kAllToAll, bytes, false, g));
       out->push_back(Coll("ep_dispatch_all_to_all_bwd", K::kAllToAll, bytes, false, g));

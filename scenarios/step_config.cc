@@ -214,6 +214,8 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
     spec.moe.first_dense_layers = e.first_dense_layers();
     spec.moe.capacity_factor = e.capacity_factor();
     spec.moe.load_imbalance = e.has_load_imbalance() ? e.load_imbalance() : 1.0;
+    spec.moe.fp8 = m.precision() == pb::FP8;
+    spec.moe.router_padding = e.router_padding_for_quantization();
   }
   if (m.has_mla()) {
     const pb::Mla& a = m.mla();

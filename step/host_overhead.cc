@@ -13,4 +13,6 @@ double LaunchBoundSeconds(const HostOverheadSpec& spec, double kernels, double g
   return std::max(0.0, HostPassSeconds(spec, kernels) - gpu_s);
 }
 
+double DeviceSyncSeconds(const HostOverheadSpec& spec) { return 2 * spec.launch_s; }
+
 }  // namespace trainsim::step

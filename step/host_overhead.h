@@ -31,6 +31,12 @@ double HostPassSeconds(const HostOverheadSpec& spec, double kernels);
 // `gpu_s`: max(0, host − gpu).
 double LaunchBoundSeconds(const HostOverheadSpec& spec, double kernels, double gpu_s);
 
+// GPU idle time of one device-to-host synchronisation inside a pass (the MoE dispatcher's copy
+// of the split sizes, then cudaEventSynchronize): the GPU drains to the copy, whose completion
+// the host waits for, and only then issues the next kernel. Two launch latencies: the copy's
+// and the next kernel's (2 · launch_s), whatever CUDA graphs cover around it.
+double DeviceSyncSeconds(const HostOverheadSpec& spec);
+
 }  // namespace trainsim::step
 
 #endif  // TRAINSIM_STEP_HOST_OVERHEAD_H_

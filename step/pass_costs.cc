@@ -372,8 +372,20 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
       k.bwd_tp_s += pp_gather;
     }
     // The host issues the pass's kernels while the GPU runs them; it falls behind only when
-    // the launches take longer than the pass (step/host_overhead.h).
-    k.fwd_host_s = LaunchBoundSeconds(cfg.host, k.fwd_kernels, k.fwd_compute_s + k.fwd_comm_s());
+    // the launches take longer than the pass (step/host_overhead.h). A MoE layer's forward
+    // cannot be run ahead of: its dispatcher waits on the host for the split sizes it copied
+    // from the device (MoeDispatchKernels), so each MoE layer is a host segment of its own
+    // that pays the sync and is launch-bound on its own kernels.
+    double fwd_rest_kernels = k.fwd_kernels, fwd_rest_s = k.fwd_compute_s + k.fwd_comm_s();
+    k.fwd_host_s = 0;
+    if (n_moe > 0) {
+      const double moe_s = moe.fwd + moe.tp_fwd + moe.cp_fwd + moe.ep_fwd;
+      k.fwd_host_s = n_moe * (DeviceSyncSeconds(cfg.host) +
+                              LaunchBoundSeconds(cfg.host, moe.fwd_kernels, moe_s));
+      fwd_rest_kernels -= n_moe * moe.fwd_kernels;
+      fwd_rest_s -= n_moe * moe_s;
+    }
+    k.fwd_host_s += LaunchBoundSeconds(cfg.host, fwd_rest_kernels, std::max(0.0, fwd_rest_s));
     k.bwd_host_s = LaunchBoundSeconds(cfg.host, k.bwd_kernels, k.bwd_compute_s + k.bwd_comm_s());
   }
   return out;

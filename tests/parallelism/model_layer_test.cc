@@ -260,12 +260,25 @@ TEST(ModelLayerTest, ExpertParallelAllToAllsCarryTheRoutedTokens) {
   const auto all =
       LayerTpCollectives(m, Split(tp, true, cp, CpComm::kP2P, ep, etp), b, /*moe_layer=*/true);
   const auto eps = InGroup(all, CommGroup::kEp);
-  ASSERT_EQ(eps.size(), 4u);  // dispatch and combine, forward and backward
+  // Dispatch and combine, forward and backward; the token counts' all-gather (8 experts, int64,
+  // from each of the 4 EP ranks) and the probabilities' all-to-all, forward and backward.
+  ASSERT_EQ(eps.size(), 7u);
   const double routed = double(b) * 4096 / (cp * tp) * 2;  // tokens entering · top_k
+  int tokens = 0;
   for (const TpCollective& c : eps) {
-    EXPECT_EQ(c.kind, TpCollectiveKind::kAllToAll);
-    EXPECT_DOUBLE_EQ(c.bytes, routed * 4096 * 2);
+    if (c.name == "ep_token_count_all_gather") {
+      EXPECT_EQ(c.kind, TpCollectiveKind::kAllGather);
+      EXPECT_DOUBLE_EQ(c.bytes, 4 * 8 * 8.0);
+    } else if (c.name.find("probs") != std::string::npos) {
+      EXPECT_EQ(c.kind, TpCollectiveKind::kAllToAll);
+      EXPECT_DOUBLE_EQ(c.bytes, routed * 2);
+    } else {
+      EXPECT_EQ(c.kind, TpCollectiveKind::kAllToAll);
+      EXPECT_DOUBLE_EQ(c.bytes, routed * 4096 * 2);
+      ++tokens;
+    }
   }
+  EXPECT_EQ(tokens, 4);
   const auto etps = InGroup(all, CommGroup::kEtp);
   ASSERT_EQ(etps.size(), 4u);  // all-gather before / reduce-scatter after, and backward
   EXPECT_DOUBLE_EQ(etps[0].bytes, routed * etp * 4096 * 2);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parallelism/compute.h"
@@ -76,14 +77,28 @@ TEST(MoeCostTest, FlexSendsOneCopyPerOtherNodeHit) {
 TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
   const ModelSpec m = Qwen3Moe();
   const double tokens = 4096, h = 2048, e = 2;
-  // All-to-all: every routed copy (tokens · top_k), dispatch and combine, forward and backward.
+  // All-to-all: every routed copy (tokens · top_k), dispatch and combine, forward and backward;
+  // before them the all-gather of every rank's 128 int64 counts, and beside the dispatch the
+  // routing probabilities of the routed copies in an all-to-all of their own (both directions).
   const auto a2a = EpCollectives(m, EpSplit(16, MoeDispatcher::kAllToAll, 2));
-  ASSERT_EQ(a2a.size(), 4u);
+  ASSERT_EQ(a2a.size(), 7u);
+  EXPECT_EQ(a2a[0].name, "ep_token_count_all_gather");
+  EXPECT_EQ(a2a[0].kind, TpCollectiveKind::kAllGather);
+  EXPECT_TRUE(a2a[0].forward);
+  EXPECT_DOUBLE_EQ(a2a[0].bytes, 16 * 128 * 8.0);
+  int token_a2a = 0;
   for (const TpCollective& c : a2a) {
-    EXPECT_EQ(c.kind, TpCollectiveKind::kAllToAll);
-    EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * h * e);
+    if (c.name.find("probs") != std::string::npos) {
+      EXPECT_EQ(c.kind, TpCollectiveKind::kAllToAll);
+      EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * e);
+    } else if (c.kind == TpCollectiveKind::kAllToAll) {
+      EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * h * e);
+      ++token_a2a;
+    }
   }
-  // FLEX: the same all-to-all sized down by the deduplication factor.
+  EXPECT_EQ(token_a2a, 4);
+  // FLEX: the same all-to-all sized down by the deduplication factor (HybridEP moves the
+  // probabilities and the counts inside its own kernels).
   const auto flex = EpCollectives(m, EpSplit(16, MoeDispatcher::kFlex, 2));
   ASSERT_EQ(flex.size(), 4u);
   for (const TpCollective& c : flex) {
@@ -133,6 +148,57 @@ TEST(MoeCostTest, GroupedGemmIsOneKernelPerExpertOnFourStreams) {
   one.fwd_kernels = 1;
   EXPECT_LE(OpTimeSeconds(h100, p, one, true) - p.kernel_overhead_s,
             OpTimeSeconds(h100, p, *up, true) - 8 * p.kernel_overhead_s + 1e-15);
+}
+
+}  // namespace
+}  // namespace trainsim::parallelism
+
+namespace trainsim::parallelism {
+namespace {
+
+TEST(MoeCostTest, DispatcherMetadataIsForwardOnlyKernelsOverTheRoutingMap) {
+  const ModelSpec m = Qwen3Moe();
+  // Megatron-Core's all-to-all dispatcher with EP: 7 reductions and 4 device-to-host copies
+  // (token_dispatcher.py, preprocess and _maybe_dtoh_and_synchronize); HybridEP: its
+  // preprocessing kernel and one copy; the all-gather dispatcher: sum, cast and copy.
+  for (const auto& [d, kernels] :
+       {std::pair{MoeDispatcher::kAllToAll, 11}, std::pair{MoeDispatcher::kFlex, 2},
+        std::pair{MoeDispatcher::kAllGather, 3}}) {
+    const auto ops = LayerOps(m, EpSplit(16, d, 2), 1, true);
+    const KernelOp* meta = Find(ops, "moe_dispatch_metadata");
+    ASSERT_NE(meta, nullptr);
+    EXPECT_EQ(meta->fwd_kernels, kernels);
+    EXPECT_EQ(meta->bwd_kernels, 0);
+    EXPECT_EQ(meta->bwd_bytes, 0.0);
+    // The boolean routing map, 4096 tokens × 128 experts, read once.
+    EXPECT_DOUBLE_EQ(meta->fwd_bytes, 4096.0 * 128);
+  }
+  // Without EP or TP the all-to-all dispatcher counts once and copies once (3).
+  EXPECT_EQ(MoeDispatchKernels(TensorSplit{}), 3);
+}
+
+TEST(MoeCostTest, Fp8ExpertsWithoutRouterPaddingCopyTheirRowsIntoPaddedSegments) {
+  ModelSpec m = Qwen3Moe();
+  m.moe.fp8 = true;
+  // 4096 tokens · top-8 = 32,768 rows on this GPU: copied (read and written, 2 bytes each way)
+  // before fc1 and after fc2, h = 2048 wide; the backward copies the gradients back.
+  const auto ops = LayerOps(m, EpSplit(16, MoeDispatcher::kAllToAll, 2), 1, true);
+  const KernelOp* pad = Find(ops, "expert_fp8_padding");
+  ASSERT_NE(pad, nullptr);
+  EXPECT_DOUBLE_EQ(pad->fwd_bytes, 2 * 32768.0 * 2048 * (2 + 2));
+  EXPECT_DOUBLE_EQ(pad->bwd_bytes, pad->fwd_bytes);
+  // Router padding, HybridEP (which pads inside its dispatch) and BF16 experts copy nothing.
+  EXPECT_EQ(Find(LayerOps(m, EpSplit(16, MoeDispatcher::kFlex, 2), 1, true), "expert_fp8_padding"),
+            nullptr);
+  m.moe.router_padding = true;
+  EXPECT_EQ(
+      Find(LayerOps(m, EpSplit(16, MoeDispatcher::kAllToAll, 2), 1, true), "expert_fp8_padding"),
+      nullptr);
+  m.moe.router_padding = false;
+  m.moe.fp8 = false;
+  EXPECT_EQ(
+      Find(LayerOps(m, EpSplit(16, MoeDispatcher::kAllToAll, 2), 1, true), "expert_fp8_padding"),
+      nullptr);
 }
 
 }  // namespace

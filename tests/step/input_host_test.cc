@@ -3,10 +3,13 @@
 // launch-bound pass, and that the defaults change nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "step/host_overhead.h"
 #include "step/input_pipeline.h"
+#include "step/pass_costs.h"
 #include "step/step_simulation.h"
 
 namespace trainsim::step {
@@ -142,6 +145,52 @@ TEST(StepInputTest, TinyMicroBatchesBecomeLaunchBoundAndCudaGraphsFixIt) {
   ASSERT_TRUE(graphs.ok());
   EXPECT_EQ(graphs->breakdown.host_overhead_s, 0.0);
   EXPECT_LT(graphs->time_s, eager->time_s);
+}
+
+TEST(HostOverheadTest, DeviceSyncCostsTheCopysAndTheNextKernelsLaunch) {
+  HostOverheadSpec h;
+  h.launch_s = 5e-6;
+  EXPECT_DOUBLE_EQ(DeviceSyncSeconds(h), 1e-5);
+  h.cuda_graphs = true;  // a graph cannot span the host's wait
+  EXPECT_DOUBLE_EQ(DeviceSyncSeconds(h), 1e-5);
+}
+
+// 4 layers, the last two MoE (8 experts, top-2, EP 8 over one node), one pipeline stage.
+StepConfig MoeLayers() {
+  StepConfig c = DataParallel(2);
+  c.model.moe.experts = 8;
+  c.model.moe.top_k = 2;
+  c.model.moe.first_dense_layers = 2;
+  c.parallel.ep = 8;
+  return c;
+}
+
+TEST(HostOverheadTest, EachMoeLayerForwardWaitsForItsDispatcherOnce) {
+  StepConfig c = MoeLayers();
+  Result<std::vector<ChunkCost>> k = ChunkCosts(c, GemmCalibrationOf(c), GroupTimers{});
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  ASSERT_EQ(k->size(), 1u);
+  // Kernels of 5 µs host time each run longer than their launches here: the only host time
+  // the GPU sees is the two MoE layers' syncs, 2 · 2 · 5 µs; backward has none.
+  EXPECT_NEAR((*k)[0].fwd_host_s, 2 * 2 * 5e-6, 1e-15);
+  EXPECT_EQ((*k)[0].bwd_host_s, 0.0);
+  // With a host slower than every kernel, each MoE layer is launch-bound on its own kernels
+  // (it cannot borrow the dense layers' slack), the rest of the pass on the rest.
+  c.host.launch_s = 1e-3;
+  k = ChunkCosts(c, GemmCalibrationOf(c), GroupTimers{});
+  ASSERT_TRUE(k.ok());
+  const ChunkCost& p = (*k)[0];
+  const double moe_s = p.moe.fwd_compute_s + p.moe.fwd_tp_s + p.moe.fwd_cp_s + p.moe.fwd_ep_s;
+  const double all_s = p.fwd_compute_s + p.fwd_comm_s();
+  double moe_k = 0;
+  for (const parallelism::KernelOp& op :
+       parallelism::LayerOps(c.model, c.parallel.split(), 1, true)) {
+    moe_k += op.fwd_kernels;
+  }
+  const double expected = 2 * (2e-3 + std::max(0.0, moe_k * 1e-3 - moe_s)) +
+                          std::max(0.0, (p.fwd_kernels - 2 * moe_k) * 1e-3 - (all_s - 2 * moe_s));
+  EXPECT_NEAR(p.fwd_host_s, expected, 1e-12);
+  EXPECT_GT(p.fwd_host_s, LaunchBoundSeconds(c.host, p.fwd_kernels, all_s));
 }
 
 }  // namespace
