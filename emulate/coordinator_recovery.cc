@@ -417,6 +417,7 @@ void Coordinator::Recover(int dead, bool needs_repair) {
            "elastic: continuing with " + std::to_string(world_) + " workers");
   } else if (plan_.recovery != P::kRestartOnSpare && needs_repair) {
     delay += plan_.repair_s;
+    if (open_fault_ >= 0) r_.faults[open_fault_].waited_s = plan_.repair_s;
     Record(run::RunEventKind::kWaiting,
            "waiting for the repair of " + std::to_string(dead) + " node(s)");
     EnterPhase(run::RunPhaseKind::kWaiting);

@@ -105,6 +105,7 @@ struct MeasuredFault {
   double restart_s = 0;       // detection to the first step after
   std::string restored_from;  // "memory" (peer copies), "storage" (a manifest) or "start"
   int world_after = 0;        // workers of the generation that resumed
+  double waited_s = 0;        // of restart_s, the wait for a repair (WAIT_FOR_REPAIR)
 };
 
 struct EmulationResult {

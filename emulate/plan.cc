@@ -237,8 +237,16 @@ void Predict(EmulationResult* r) {
   rec.detection_delay = sim::Time::FromSeconds(rec.detection_delay.seconds() / scale);
   rec.scheduler_requeue = sim::Time::FromSeconds(p.requeue_s);
   // Process start and rendezvous as measured: the restart minus the requeue and the load.
-  rec.process_start =
-      sim::Time::FromSeconds(std::max(0.0, r->restart_s - p.requeue_s - r->restore_s));
+  // The mean restart excludes the repair waits (the model adds the scaled repair time itself).
+  double restart = 0;
+  int restarts = 0;
+  for (const MeasuredFault& f : r->faults) {
+    if (f.restart_s <= 0) continue;
+    restart += f.restart_s - f.waited_s;
+    ++restarts;
+  }
+  restart = restarts ? restart / restarts : 0;
+  rec.process_start = sim::Time::FromSeconds(std::max(0.0, restart - p.requeue_s - r->restore_s));
   rec.comm_init_base = sim::Time();
   rec.comm_init_per_gpu = sim::Time();
   // WAIT_FOR_REPAIR waits the scaled repair time; the emulation never brings a repaired node

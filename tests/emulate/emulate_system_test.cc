@@ -188,7 +188,7 @@ std::vector<nlohmann::json> Failures(const nlohmann::json& doc) {
 }
 
 TEST_F(EmulateSystem, InMemoryRestoresFromThePeerCopyAndFromStorageWhenThePeerDiedToo) {
-  const nlohmann::json doc = Emulate("inmemory", {"--workers", "4", "--steps", "500"});
+  const nlohmann::json doc = Emulate("inmemory", {"--workers", "4", "--steps", "420"});
   ASSERT_TRUE(doc.contains("faults"));
   EXPECT_TRUE(doc["state_identical"].get<bool>()) << doc.dump();
   EXPECT_EQ(doc["plan"]["checkpoint_policy"], "IN_MEMORY");
