@@ -246,6 +246,15 @@ Result<EmulationResult> Coordinator::Run() {
   r_.restore_s = loads_ ? sum_load_ / loads_ : 0;
   r_.restart_s = restarts_ ? sum_restart_ / restarts_ : 0;
   r_.peer_copy_s = copies_ ? sum_copy_ / copies_ : 0;
+  // The loss check runs every check_every steps, planned from the scaled compute; a real step
+  // also all-reduces, so its real interval (and the detection bound) is check_every measured
+  // steps when that is longer than the scaled loss_check delay.
+  for (MeasuredFault& f : r_.faults) {
+    if (f.planned.mechanism == DetectionMechanism::kLossCheck) {
+      f.planned.bound_s = std::max(f.planned.bound_s,
+                                   static_cast<double>(plan_.check_every) * r_.step_s);
+    }
+  }
   return r_;
 }
 
