@@ -147,6 +147,19 @@ awaitable<void> Coordinator::ExitMonitor() {
     t.expires_after(Seconds(plan_.process_exit_s));
     co_await t.async_wait(use_awaitable);
     PollChildren();
+    if (phase_ == Phase::kWaiting) {
+      // A worker that dies while the job re-forms (a spare that crashed on start) would leave
+      // the rendezvous one short forever: it is replaced.
+      for (auto& c : conns_) {
+        if (!c->hello || c->failed || !(c->exited || (!c->local && c->closed))) continue;
+        c->failed = true;
+        r_.plan.notes.push_back("a worker exited while the job re-formed; replaced");
+        if (o_.spawn) {
+          Status st = Spawn();
+          if (!st.ok()) Fail(st.message());
+        }
+      }
+    }
     if (phase_ != Phase::kRunning) continue;
     for (int r = 0; r < world_; ++r) {
       const auto& c = ranks_[r];
@@ -251,8 +264,8 @@ Result<EmulationResult> Coordinator::Run() {
   // steps when that is longer than the scaled loss_check delay.
   for (MeasuredFault& f : r_.faults) {
     if (f.planned.mechanism == DetectionMechanism::kLossCheck) {
-      f.planned.bound_s = std::max(f.planned.bound_s,
-                                   static_cast<double>(plan_.check_every) * r_.step_s);
+      f.planned.bound_s =
+          std::max(f.planned.bound_s, static_cast<double>(plan_.check_every) * r_.step_s);
     }
   }
   return r_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <set>
@@ -457,6 +458,8 @@ awaitable<void> Worker::Train(Assignment a) {
       const auto ts = Clock::now();
       sleep_ = std::make_shared<asio::steady_timer>(io_, Seconds(a.compute_s * compute_factor_));
       co_await sleep_->async_wait(use_awaitable);
+      // An ABORT that came after the timer had already fired does not cancel the wait.
+      if (epoch != epoch_) co_return;
       Gradient(a.seed, a.rank, step, &grad);
       const double compute = Since(ts);
       double bytes = 0;
@@ -519,6 +522,7 @@ awaitable<double> Worker::AllReduce(const Assignment& a, std::vector<double>* bu
   if (n == 1) co_return 0.0;
   auto next = next_;
   auto prev = prev_;
+  if (!next || !prev) throw std::runtime_error("aborted");  // the generation's links are gone
   auto timed_out = std::make_shared<bool>(false);
   asio::steady_timer watchdog(io_, Seconds(a.collective_timeout_s));
   watchdog.async_wait([next, prev, timed_out](boost::system::error_code ec) {
@@ -529,6 +533,8 @@ awaitable<double> Worker::AllReduce(const Assignment& a, std::vector<double>* bu
     prev->close(ignored);
   });
   std::vector<double> recv(static_cast<size_t>(a.elements / n + 1));
+  std::shared_ptr<Event> in_flight;  // the send not yet completed, if any
+  std::exception_ptr failed;
   try {
     for (int k = 0; k < 2 * (n - 1); ++k) {
       const bool scatter = k < n - 1;
@@ -542,14 +548,17 @@ awaitable<double> Worker::AllReduce(const Assignment& a, std::vector<double>* bu
       auto sent = std::make_shared<Event>(io_.get_executor());
       auto send_ec = std::make_shared<boost::system::error_code>();
       const auto tsend = Clock::now();
+      // The handler keeps the socket alive until the write's last piece completes.
       asio::async_write(*next, asio::buffer(buf->data() + slo, (shi - slo) * sizeof(double)),
-                        [sent, send_ec](boost::system::error_code ec, size_t) {
+                        [sent, send_ec, next](boost::system::error_code ec, size_t) {
                           *send_ec = ec;
                           sent->Set();
                         });
+      in_flight = sent;
       co_await asio::async_read(*prev, asio::buffer(recv.data(), (rhi - rlo) * sizeof(double)),
                                 use_awaitable);
       co_await sent->Wait();
+      in_flight.reset();
       if (*send_ec) throw boost::system::system_error(*send_ec);
       *bytes += static_cast<double>(shi - slo) * sizeof(double);
       if (link_factor_ < 1) {  // a degraded link: the send takes 1/f as long
@@ -563,8 +572,17 @@ awaitable<double> Worker::AllReduce(const Assignment& a, std::vector<double>* bu
       }
     }
   } catch (const std::exception&) {
+    failed = std::current_exception();
+  }
+  if (failed) {
+    // The generation is over (a peer died, the watchdog fired, or ABORT): close the links so a
+    // send still in flight ends now, and wait for it — it reads `buf`, which the caller frees.
+    boost::system::error_code ignored;
+    next->close(ignored);
+    prev->close(ignored);
+    if (in_flight) co_await in_flight->Wait();
     if (*timed_out) throw std::runtime_error("collective timeout");
-    throw;
+    std::rethrow_exception(failed);
   }
   watchdog.cancel();
   co_return Since(t0);
@@ -656,6 +674,10 @@ awaitable<double> Worker::TreeAllReduce(const Assignment& a, std::vector<double>
                                         double* bytes) {
   const auto t0 = Clock::now();
   if (a.world == 1) co_return 0.0;
+  if ((a.rank > 0 && !up_) || (2 * a.rank + 1 < a.world && !kids_[0]) ||
+      (2 * a.rank + 2 < a.world && !kids_[1])) {
+    throw std::runtime_error("aborted");  // the generation's links are gone
+  }
   std::vector<std::shared_ptr<tcp::socket>> links = {up_, kids_[0], kids_[1]};
   auto timed_out = std::make_shared<bool>(false);
   asio::steady_timer watchdog(io_, Seconds(a.collective_timeout_s));
@@ -681,17 +703,19 @@ awaitable<double> Worker::TreeAllReduce(const Assignment& a, std::vector<double>
     co_await drain(s);
     s.done = std::make_shared<Event>(io_.get_executor());
     s.ec = std::make_shared<boost::system::error_code>();
-    asio::async_write(*s.sock, asio::buffer(buf->data() + lo, (hi - lo) * sizeof(double)),
-                      [done = s.done, ec = s.ec](boost::system::error_code e, size_t) {
-                        *ec = e;
-                        done->Set();
-                      });
+    asio::async_write(
+        *s.sock, asio::buffer(buf->data() + lo, (hi - lo) * sizeof(double)),
+        [done = s.done, ec = s.ec, sock = s.sock](boost::system::error_code e, size_t) {
+          *ec = e;
+          done->Set();
+        });
     *bytes += static_cast<double>(hi - lo) * sizeof(double);
   };
   Sender up{up_, nullptr, nullptr};
   Sender down[2] = {{kids_[0], nullptr, nullptr}, {kids_[1], nullptr, nullptr}};
   std::vector<double> recv(static_cast<size_t>(kTreeChunkDoubles));
   const int64_t n = a.elements;
+  std::exception_ptr failed;
   try {
     for (int64_t lo = 0; lo < n; lo += kTreeChunkDoubles) {  // reduce, up the tree
       const int64_t hi = std::min(n, lo + kTreeChunkDoubles);
@@ -716,8 +740,19 @@ awaitable<double> Worker::TreeAllReduce(const Assignment& a, std::vector<double>
     }
     for (Sender& d : down) co_await drain(d);
   } catch (const std::exception&) {
+    failed = std::current_exception();
+  }
+  if (failed) {
+    // As the ring: close the links, let every send in flight end before `buf` can go.
+    for (const auto& l : links) {
+      boost::system::error_code ignored;
+      if (l) l->close(ignored);
+    }
+    for (Sender* s : {&up, &down[0], &down[1]}) {
+      if (s->done) co_await s->done->Wait();
+    }
     if (*timed_out) throw std::runtime_error("collective timeout");
-    throw;
+    std::rethrow_exception(failed);
   }
   watchdog.cancel();
   if (link_factor_ < 1) {  // a degraded link: the exchange takes 1/f as long
