@@ -124,6 +124,7 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
          {"restored_from",
           f.restored_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.restored_from)},
          {"world_after", f.world_after},
+         {"restore_s", f.restore_s},
          {"source", f.planned.drawn ? "failures" : "faults"}});
   }
   doc["faults"] = faults;
@@ -144,14 +145,20 @@ void Text(const emulate::EmulationResult& r) {
     std::printf(
         "  %-9s rank %d at %.3f s: ", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName(),
         f.planned.rank, f.injected_at_s);
-    if (f.detected_after_s >= 0) {
+    if (f.detected_after_s >= 0 && f.restored_from.empty()) {
+      std::printf(
+          "detected by %s after %.3f s (bound %.3f s, %s), recovered together with the "
+          "failure before it\n",
+          f.detected_by.c_str(), f.detected_after_s, f.planned.bound_s,
+          checkpoint::DetectionMechanismName(f.planned.mechanism));
+    } else if (f.detected_after_s >= 0) {
       std::printf(
           "detected by %s after %.3f s (bound %.3f s, %s), %lld steps redone, restart "
-          "%.3f s from %s, %d workers%s\n",
+          "%.3f s from %s (load %.3f s), %d workers%s\n",
           f.detected_by.c_str(), f.detected_after_s, f.planned.bound_s,
           checkpoint::DetectionMechanismName(f.planned.mechanism),
           static_cast<long long>(f.lost_steps), f.restart_s,
-          f.restored_from.empty() ? "-" : f.restored_from.c_str(), f.world_after,
+          f.restored_from.empty() ? "-" : f.restored_from.c_str(), f.restore_s, f.world_after,
           f.planned.drawn ? " (drawn from the failure model)" : "");
     } else {
       std::printf("a slowdown (not a failure)\n");

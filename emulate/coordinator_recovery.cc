@@ -307,6 +307,10 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
   } else if (m.type == "READY") {
     sum_load_ += m.Real("load_s");
     ++loads_;
+    if (open_fault_ >= 0) {
+      double& restore = r_.faults[open_fault_].restore_s;
+      restore = std::max(restore, m.Real("load_s"));
+    }
   } else if (m.type == "PEER_LOST" && open_fault_ < 0) {
     // A link broke with nothing injected. If a process died, the exit poll or the heartbeats
     // find it within heartbeat_s; if nothing has by then, recover as NCCL would report it,

@@ -106,6 +106,7 @@ struct MeasuredFault {
   std::string restored_from;  // "memory" (peer copies), "storage" (a manifest) or "start"
   int world_after = 0;        // workers of the generation that resumed
   double waited_s = 0;        // of restart_s, the wait for a repair (WAIT_FOR_REPAIR)
+  double restore_s = 0;       // the slowest rank's load of the restored checkpoint
 };
 
 struct EmulationResult {
