@@ -181,7 +181,8 @@ void Text(const emulate::EmulationResult& r) {
   }
   Line("restart (detection to resume)", r.restart_s, hp ? PredictedRestart(q) : 0, hp, " s");
   Line("step (compute + all-reduce)", r.step_s, 0, false, " s");
-  Line("  ring all-reduce", r.comm_s, 0, false, " s");
+  Line(std::string("  ") + emulate::AlgorithmName(p.algorithm) + " all-reduce", r.comm_s, 0, false,
+       " s");
   Line("checkpoint stall / write", r.checkpoint_stall_s, 0, false, " s");
   Line("  shard write (fsync)", r.checkpoint_write_s, 0, false, " s");
   Line("checkpoint restore", r.restore_s, 0, false, " s");
@@ -190,7 +191,7 @@ void Text(const emulate::EmulationResult& r) {
     Line("  copy of a shard to its peer", r.peer_copy_s, 0, false, " s");
     Line("  restores from peer memory", r.memory_restores, 0, false, "");
   }
-  Line("bytes moved by the ring", r.bytes_moved / 1e6, 0, false, " MB");
+  Line("bytes moved by the all-reduce", r.bytes_moved / 1e6, 0, false, " MB");
   if (!hp) std::printf("  prediction failed: %s\n", r.prediction_error.c_str());
   std::printf("\nfinal state: %s (%s, fault-free reference %s)\n",
               r.state_identical ? "identical to the fault-free run, bit for bit" : "DIFFERENT",
