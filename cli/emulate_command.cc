@@ -47,6 +47,13 @@ double PredictedRestart(const run::RunReport& p) {
   return n ? sum / n : 0;
 }
 
+// Checkpoints taken: IN_MEMORY counts every complete set of peer copies (the persisted ones
+// among them), as the run simulation counts them; SYNC and ASYNC the committed manifests.
+int Checkpoints(const emulate::EmulationResult& r) {
+  return r.plan.policy == checkpoint::CheckpointPolicy::kInMemory ? r.memory_checkpoints
+                                                                  : r.checkpoints;
+}
+
 nlohmann::json Json(const emulate::EmulationResult& r) {
   nlohmann::json doc;
   const auto& p = r.plan;
@@ -57,6 +64,11 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
                  {"state_bytes", p.elements * 8},
                  {"checkpoint_every_steps", p.checkpoint_every},
                  {"checkpoint_policy", checkpoint::CheckpointPolicyName(p.policy)},
+                 {"persistent_every", p.persistent_every},
+                 {"keep_last", p.keep_last},
+                 {"recovery_policy", checkpoint::RecoveryPolicyName(p.recovery)},
+                 {"algorithm", emulate::AlgorithmName(p.algorithm)},
+                 {"loss_check_every_steps", p.check_every},
                  {"notes", p.notes}};
   doc["measured"] = {{"wall_time_s", r.wall_s},
                      {"steps_executed", r.steps_executed},
@@ -64,12 +76,17 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
                      {"step_s", r.step_s},
                      {"compute_s", r.compute_s},
                      {"allreduce_s", r.comm_s},
-                     {"checkpoints", r.checkpoints},
+                     {"checkpoints", Checkpoints(r)},
+                     {"persistent_checkpoints", r.checkpoints},
                      {"checkpoint_write_s", r.checkpoint_write_s},
                      {"checkpoint_stall_s", r.checkpoint_stall_s},
                      {"restore_s", r.restore_s},
                      {"restart_s", r.restart_s},
                      {"bytes_moved", r.bytes_moved},
+                     {"memory_checkpoints", r.memory_checkpoints},
+                     {"peer_copy_s", r.peer_copy_s},
+                     {"memory_restores", r.memory_restores},
+                     {"world_schedule", r.schedule},
                      {"processes_started", r.processes_started},
                      {"generations", r.generations}};
   if (r.predicted_ok) {
@@ -77,6 +94,7 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
                         {"steps_executed", r.predicted.steps_executed},
                         {"steps_rolled_back", r.predicted.steps_rolled_back},
                         {"checkpoints", r.predicted.checkpoints},
+                        {"persistent_checkpoints", r.predicted.persistent_checkpoints},
                         {"restart_s", PredictedRestart(r.predicted)}};
     doc["difference_pct"] =
         (r.wall_s - r.predicted.wall_time.seconds()) / r.predicted.wall_time.seconds() * 100;
@@ -93,6 +111,8 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
         {{"kind", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName()},
          {"rank", f.planned.rank},
          {"at_s", f.injected_at_s},
+         {"planned_at_s", f.planned.at_s},
+         {"scenario_at_s", f.planned.fault.at.seconds()},
          {"mechanism",
           f.detected_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.detected_by)},
          {"expected_mechanism", checkpoint::DetectionMechanismName(f.planned.mechanism)},
@@ -100,7 +120,12 @@ nlohmann::json Json(const emulate::EmulationResult& r) {
          {"detected_after_s",
           f.detected_after_s < 0 ? nlohmann::json(nullptr) : nlohmann::json(f.detected_after_s)},
          {"lost_steps", f.lost_steps},
-         {"restart_s", f.restart_s}});
+         {"restart_s", f.restart_s},
+         {"restored_from",
+          f.restored_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.restored_from)},
+         {"world_after", f.world_after},
+         {"restore_s", f.restore_s},
+         {"source", f.planned.drawn ? "failures" : "faults"}});
   }
   doc["faults"] = faults;
   return doc;
@@ -120,13 +145,21 @@ void Text(const emulate::EmulationResult& r) {
     std::printf(
         "  %-9s rank %d at %.3f s: ", f.unplanned ? "UNPLANNED" : f.planned.fault.KindName(),
         f.planned.rank, f.injected_at_s);
-    if (f.detected_after_s >= 0) {
+    if (f.detected_after_s >= 0 && f.restored_from.empty()) {
+      std::printf(
+          "detected by %s after %.3f s (bound %.3f s, %s), recovered together with the "
+          "failure before it\n",
+          f.detected_by.c_str(), f.detected_after_s, f.planned.bound_s,
+          checkpoint::DetectionMechanismName(f.planned.mechanism));
+    } else if (f.detected_after_s >= 0) {
       std::printf(
           "detected by %s after %.3f s (bound %.3f s, %s), %lld steps redone, restart "
-          "%.3f s\n",
+          "%.3f s from %s (load %.3f s), %d workers%s\n",
           f.detected_by.c_str(), f.detected_after_s, f.planned.bound_s,
           checkpoint::DetectionMechanismName(f.planned.mechanism),
-          static_cast<long long>(f.lost_steps), f.restart_s);
+          static_cast<long long>(f.lost_steps), f.restart_s,
+          f.restored_from.empty() ? "-" : f.restored_from.c_str(), f.restore_s, f.world_after,
+          f.planned.drawn ? " (drawn from the failure model)" : "");
     } else {
       std::printf("a slowdown (not a failure)\n");
     }
@@ -142,20 +175,30 @@ void Text(const emulate::EmulationResult& r) {
   for (const auto& f : r.faults) redone += f.lost_steps;
   Line("steps redone", static_cast<double>(redone),
        hp ? static_cast<double>(q.steps_rolled_back) : 0, hp, "");
-  Line("checkpoints committed", r.checkpoints, hp ? q.checkpoints : 0, hp, "");
+  Line("checkpoints committed", Checkpoints(r), hp ? q.checkpoints : 0, hp, "");
+  if (p.policy == checkpoint::CheckpointPolicy::kInMemory) {
+    Line("  of them persisted to DIR", r.checkpoints, hp ? q.persistent_checkpoints : 0, hp, "");
+  }
   Line("restart (detection to resume)", r.restart_s, hp ? PredictedRestart(q) : 0, hp, " s");
   Line("step (compute + all-reduce)", r.step_s, 0, false, " s");
-  Line("  ring all-reduce", r.comm_s, 0, false, " s");
+  Line(std::string("  ") + emulate::AlgorithmName(p.algorithm) + " all-reduce", r.comm_s, 0, false,
+       " s");
   Line("checkpoint stall / write", r.checkpoint_stall_s, 0, false, " s");
   Line("  shard write (fsync)", r.checkpoint_write_s, 0, false, " s");
   Line("checkpoint restore", r.restore_s, 0, false, " s");
-  Line("bytes moved by the ring", r.bytes_moved / 1e6, 0, false, " MB");
+  if (p.policy == checkpoint::CheckpointPolicy::kInMemory) {
+    Line("in-memory checkpoints (peer copies)", r.memory_checkpoints, 0, false, "");
+    Line("  copy of a shard to its peer", r.peer_copy_s, 0, false, " s");
+    Line("  restores from peer memory", r.memory_restores, 0, false, "");
+  }
+  Line("bytes moved by the all-reduce", r.bytes_moved / 1e6, 0, false, " MB");
   if (!hp) std::printf("  prediction failed: %s\n", r.prediction_error.c_str());
   std::printf("\nfinal state: %s (%s, fault-free reference %s)\n",
               r.state_identical ? "identical to the fault-free run, bit for bit" : "DIFFERENT",
               r.state_hash.c_str(), r.reference_hash.c_str());
-  std::printf("processes started: %d, generations: %d, all reaped\n", r.processes_started,
-              r.generations);
+  std::printf(
+      "processes started: %d, generations: %d, all reaped; world sizes %s (%s all-reduce)\n",
+      r.processes_started, r.generations, r.schedule.c_str(), emulate::AlgorithmName(p.algorithm));
 }
 
 }  // namespace
@@ -167,6 +210,7 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
     std::string resume;
     std::string trace;
     bool no_spawn = false;
+    std::string algorithm = "ring";
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -201,8 +245,20 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
                   "Write the measured run as a Perfetto/Chrome trace (the format of run --trace)")
       ->type_name("FILE");
   cmd->add_option("--timeout", e.timeout_s, "Give up after this many wall seconds (default 300)");
+  cmd->add_option("--algorithm", opts->algorithm,
+                  "All-reduce: ring (reduce-scatter + all-gather, the default) or tree (binary "
+                  "reduce + broadcast, pipelined); each has its own fixed reduction order")
+      ->type_name("ring|tree");
   cmd->callback([opts, exit_code] {
     auto& e = opts->emu;
+    if (opts->algorithm == "ring" || opts->algorithm == "tree") {
+      e.algorithm =
+          opts->algorithm == "tree" ? emulate::Algorithm::kTree : emulate::Algorithm::kRing;
+    } else {
+      *exit_code = ReportError(Status::InvalidArgument(
+          "--algorithm " + opts->algorithm + ": the emulation's all-reduce is ring or tree"));
+      return;
+    }
     if (!opts->resume.empty()) {
       if (!e.dir.empty() && e.dir != opts->resume) {
         *exit_code =

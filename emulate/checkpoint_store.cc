@@ -76,6 +76,8 @@ Result<Manifest> ReadManifest(const std::string& path) {
     if (!in) return Status::InvalidArgument(path + ": truncated");
     m.checksums.push_back(std::stoull(hex, nullptr, 16));
   }
+  std::string key;
+  if (in >> key && key == "schedule") in >> m.schedule;
   return m;
 }
 
@@ -137,6 +139,7 @@ Status CommitManifest(const std::string& dir, const Manifest& m) {
                      std::to_string(m.world) + " " + std::to_string(m.elements) + " " +
                      std::to_string(m.checksums.size()) + "\n";
   for (uint64_t c : m.checksums) text += Hex64(c) + "\n";
+  if (!m.schedule.empty()) text += "schedule " + m.schedule + "\n";
   const std::string final_path = ManifestPath(dir, m.step);
   const std::string tmp = final_path + ".tmp";
   TRAINSIM_RETURN_IF_ERROR(WriteFileSynced(tmp, text, nullptr, 0, false));
@@ -152,8 +155,9 @@ Status CommitManifest(const std::string& dir, const Manifest& m) {
   return Status::Ok();
 }
 
-Result<Restorable> FindRestorable(const std::string& dir, int world, int64_t elements,
-                                  std::vector<double>* state) {
+namespace {
+// The steps of DIR's committed manifests, newest first.
+Result<std::vector<int64_t>> ManifestSteps(const std::string& dir) {
   std::vector<int64_t> steps;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
@@ -168,6 +172,42 @@ Result<Restorable> FindRestorable(const std::string& dir, int world, int64_t ele
   }
   if (ec) return Status::InvalidArgument("cannot list " + dir + ": " + ec.message());
   std::sort(steps.rbegin(), steps.rend());
+  return steps;
+}
+}  // namespace
+
+Status PruneManifests(const std::string& dir, int keep_last) {
+  if (keep_last <= 0) return Status::Ok();
+  Result<std::vector<int64_t>> steps = ManifestSteps(dir);
+  if (!steps.ok()) return steps.status();
+  for (size_t i = static_cast<size_t>(keep_last); i < steps->size(); ++i) {
+    const int64_t step = (*steps)[i];
+    Result<Manifest> m = ReadManifest(ManifestPath(dir, step));
+    std::error_code ec;
+    std::filesystem::remove(ManifestPath(dir, step), ec);  // the manifest first: never half
+    for (int r = 0; m.ok() && r < m->world; ++r)
+      std::filesystem::remove(ShardPath(dir, step, r), ec);
+  }
+  return Status::Ok();
+}
+
+std::vector<int64_t> SetAsideManifestsAfter(const std::string& dir, int64_t clean_step) {
+  std::vector<int64_t> out;
+  Result<std::vector<int64_t>> steps = ManifestSteps(dir);
+  if (!steps.ok()) return out;
+  for (int64_t step : *steps) {
+    if (step <= clean_step) continue;
+    const std::string to = dir + "/corrupt-manifest-" + std::to_string(step) + ".txt";
+    if (std::rename(ManifestPath(dir, step).c_str(), to.c_str()) == 0) out.push_back(step);
+  }
+  return out;
+}
+
+Result<Restorable> FindRestorable(const std::string& dir, int world, int64_t elements,
+                                  std::vector<double>* state) {
+  Result<std::vector<int64_t>> listed = ManifestSteps(dir);
+  if (!listed.ok()) return listed.status();
+  const std::vector<int64_t>& steps = *listed;
   Restorable out;
   for (int64_t step : steps) {
     const std::string label = "manifest-" + std::to_string(step);
@@ -176,15 +216,15 @@ Result<Restorable> FindRestorable(const std::string& dir, int world, int64_t ele
       out.skipped.push_back(label + ": " + m.status().message());
       continue;
     }
-    if (m->world != world || m->elements != elements) {
+    if ((world > 0 && m->world != world) || m->elements != elements) {
       out.skipped.push_back(label + ": written by " + std::to_string(m->world) + " ranks of " +
                             std::to_string(m->elements) + " elements");
       continue;
     }
     std::vector<double> full;
     Status bad;
-    for (int r = 0; r < world && bad.ok(); ++r) {
-      bad = ReadShard(dir, step, r, world, m->checksums[r], &full);
+    for (int r = 0; r < m->world && bad.ok(); ++r) {
+      bad = ReadShard(dir, step, r, m->world, m->checksums[r], &full);
     }
     if (!bad.ok()) {
       out.skipped.push_back(label + ": " + bad.message());

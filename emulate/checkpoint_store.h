@@ -36,6 +36,9 @@ struct Manifest {
   int world = 0;
   int64_t elements = 0;
   std::vector<uint64_t> checksums;  // per rank
+  // The world-size schedule that produced this state (FormatSchedule; "" in v1 manifests,
+  // read as one segment of `world` ranks).
+  std::string schedule;
 };
 Status CommitManifest(const std::string& dir, const Manifest& m);
 
@@ -44,11 +47,20 @@ struct Restorable {
   Manifest manifest;
   std::vector<std::string> skipped;  // "manifest-40: shard 3 checksum mismatch", newest first
 };
-// Scans DIR for manifests of `world` ranks and `elements` elements, newest first, verifying
-// each shard, and returns the first complete one. `state` (when not null) receives the restored
-// full state (all shards concatenated).
+// Scans DIR for manifests of `world` ranks (0: any, as an elastic run restores a checkpoint of
+// another world) and `elements` elements, newest first, verifying each shard, and returns the
+// first complete one. `state` (when not null) receives the restored full state (all shards
+// concatenated).
 Result<Restorable> FindRestorable(const std::string& dir, int world, int64_t elements,
                                   std::vector<double>* state);
+
+// checkpoint.keep_last: deletes every committed manifest but the newest `keep_last` (0 = keep
+// all), and their shards. Shards of steps without a manifest (a write in progress) are kept.
+Status PruneManifests(const std::string& dir, int keep_last);
+// Silent data corruption found: every manifest of a step after `clean_step` holds corrupted
+// state; each is renamed to corrupt-manifest-STEP.txt (kept for inspection, never restored).
+// Returns the steps set aside.
+std::vector<int64_t> SetAsideManifestsAfter(const std::string& dir, int64_t clean_step);
 
 }  // namespace trainsim::emulate
 

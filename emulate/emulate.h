@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "checkpoint/policy.h"
+#include "emulate/protocol.h"
 #include "run/run_config.h"
 #include "run/run_report.h"
 #include "scenarios/scenario.h"
@@ -37,7 +38,8 @@ struct EmulateOptions {
   // number `kill_during_checkpoint` (1-based; 0 = none).
   int kill_during_checkpoint = 0;
   int kill_during_checkpoint_rank = 0;
-  double timeout_s = 300;  // the whole emulation's wall-time limit
+  double timeout_s = 300;                  // the whole emulation's wall-time limit
+  Algorithm algorithm = Algorithm::kRing;  // --algorithm ring|tree
   std::string self_exe = "/proc/self/exe";
   std::vector<std::string> worker_args;  // appended to `worker --coordinator H:P` (scenario)
 };
@@ -53,6 +55,7 @@ struct PlannedFault {
   run::ScheduledFault fault;  // as the scenario says (scenario time)
   int rank = 0;               // the worker it hits
   double at_s = 0;            // wall seconds from the start (fault.at / time scale)
+  bool drawn = false;         // drawn from the scenario's failure model (failures {}), not listed
   double duration_s = 0;      // STRAGGLER/LINK: 0 = to the end
   checkpoint::DetectionMechanism mechanism = checkpoint::DetectionMechanism::kProcessExit;
   double bound_s = 0;  // the mechanism's delay scaled: detection must come within it
@@ -67,7 +70,15 @@ struct EmulationPlan {
   int64_t elements = 0;          // doubles of state
   int64_t checkpoint_every = 0;  // steps; 0 = none
   checkpoint::CheckpointPolicy policy = checkpoint::CheckpointPolicy::kSync;
+  int persistent_every = 1;  // IN_MEMORY: every k-th checkpoint is also written to DIR
+  int keep_last = 0;         // committed manifests kept in DIR (0 = all)
+  checkpoint::RecoveryPolicy recovery = checkpoint::RecoveryPolicy::kRestartOnSpare;
+  int min_dp = 1;  // ELASTIC: the fewest workers the job continues with
   double process_exit_s = 0, heartbeat_s = 0, collective_timeout_s = 0, requeue_s = 0;
+  double repair_s = 0;      // recovery.repair_time, scaled (WAIT_FOR_REPAIR)
+  double loss_check_s = 0;  // recovery.detect.loss_check, scaled
+  int64_t check_every = 0;  // steps between cross-replica state checks (0: no SDC to find)
+  Algorithm algorithm = Algorithm::kRing;
   std::vector<PlannedFault> faults;
   std::vector<std::string> notes;  // what the emulation does differently from the scenario
   uint64_t scenario_hash = 0;
@@ -75,8 +86,10 @@ struct EmulationPlan {
   run::RunConfig run;  // the scenario's run config, unscaled (MakeRunConfig)
 };
 
-// The scaled plan of a resolved scenario. InvalidArgument for options or faults the emulation
-// cannot run (SDC, NIC, ELASTIC and WAIT_FOR_REPAIR are refused by name).
+// The scaled plan of a resolved scenario: the listed faults, and with failures {} enabled the
+// failure model's arrivals (checkpoint::FailureProcess on the run simulation's stream
+// "trial/0/failures" of the scenario seed) within the scaled run. InvalidArgument for options or
+// faults the emulation cannot run (NIC and a LINK that is down are refused by name).
 Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
                                const EmulateOptions& options);
 // The hash a worker must present: FNV-1a of the resolved scenario's serialised proto.
@@ -89,7 +102,11 @@ struct MeasuredFault {
   std::string detected_by;       // the mechanism that fired first (DetectionMechanismName)
   double detected_after_s = -1;  // -1: not detected (a slowdown is not a failure)
   int64_t lost_steps = 0;
-  double restart_s = 0;  // detection to the first step after
+  double restart_s = 0;       // detection to the first step after
+  std::string restored_from;  // "memory" (peer copies), "storage" (a manifest) or "start"
+  int world_after = 0;        // workers of the generation that resumed
+  double waited_s = 0;        // of restart_s, the wait for a repair (WAIT_FOR_REPAIR)
+  double restore_s = 0;       // the slowest rank's load of the restored checkpoint
 };
 
 struct EmulationResult {
@@ -101,8 +118,12 @@ struct EmulationResult {
   int checkpoints = 0;
   double step_s = 0, compute_s = 0, comm_s = 0;                          // healthy means
   double checkpoint_write_s = 0, checkpoint_stall_s = 0, restore_s = 0;  // means
-  double restart_s = 0;    // mean, detection to resume
-  double bytes_moved = 0;  // ring traffic, all workers
+  double restart_s = 0;        // mean, detection to resume
+  double bytes_moved = 0;      // all-reduce traffic, all workers
+  int memory_checkpoints = 0;  // IN_MEMORY: complete sets of peer copies
+  double peer_copy_s = 0;      // mean time of one shard's copy to its peer
+  int memory_restores = 0;     // restarts that loaded the peers' in-memory copies
+  std::string schedule;        // the world sizes the final state went through (FormatSchedule)
   std::vector<MeasuredFault> faults;
   std::vector<std::string> skipped_manifests;
   bool state_identical = false;

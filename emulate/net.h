@@ -14,9 +14,11 @@
 #endif
 #include <boost/asio.hpp>
 // clang-format on
+#include <array>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "emulate/protocol.h"
 #include "sim/status.h"
@@ -50,6 +52,26 @@ inline awaitable<Message> Receive(tcp::socket& s) {
   Result<Message> m = Decode(payload);
   if (!m.ok()) throw std::runtime_error(m.status().message());
   co_return *m;
+}
+
+// Raw doubles as one frame (peer copies, restores from peer memory) and back.
+inline awaitable<void> SendDoubles(tcp::socket& s, const std::vector<double>& v) {
+  const std::string head = LengthPrefix(static_cast<uint32_t>(v.size() * sizeof(double)));
+  std::array<asio::const_buffer, 2> bufs = {asio::buffer(head),
+                                            asio::buffer(v.data(), v.size() * sizeof(double))};
+  co_await asio::async_write(s, bufs, use_awaitable);
+}
+
+inline awaitable<std::vector<double>> ReceiveDoubles(tcp::socket& s) {
+  unsigned char head[4];
+  co_await asio::async_read(s, asio::buffer(head), use_awaitable);
+  const uint32_t n = ParseLengthPrefix(head);
+  if (n > kMaxFrameBytes * 4 || n % sizeof(double) != 0) {
+    throw std::runtime_error("data frame of " + std::to_string(n) + " bytes");
+  }
+  std::vector<double> v(n / sizeof(double));
+  co_await asio::async_read(s, asio::buffer(v.data(), n), use_awaitable);
+  co_return v;
 }
 
 // A one-shot event a coroutine can wait for: a timer that never expires, cancelled by Set().

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "checkpoint/failure_model.h"
 #include "emulate/emulate.h"
 #include "emulate/protocol.h"
 #include "run/run_simulation.h"
 #include "scenarios/run_config.h"
 #include "scenarios/session.h"
+#include "sim/random.h"
 
 namespace trainsim::emulate {
 
@@ -27,6 +29,51 @@ uint64_t ScenarioHash(const scenarios::ResolvedScenario& resolved) {
 
 namespace {
 double Scaled(sim::Time t, double scale) { return t.seconds() / scale; }
+
+// The failure model's arrivals before the scaled run's end (scenario time end_s * scale), drawn
+// by checkpoint::FailureProcess on the stream the run simulation's first trial uses, so
+// `trainsim run` of the same scenario sees the same history. A cause becomes the fault kind
+// that its mechanism injects: silent -> SDC, PROCESS_EXIT -> GPU (needs replacement) or
+// SOFTWARE, HEARTBEAT -> NODE, COLLECTIVE_TIMEOUT -> HANG; NCCL_ERROR causes (a NIC or cable
+// down) cannot be emulated and are listed in the notes.
+Status DrawFailures(EmulationPlan& p, double end_s,
+                    std::vector<std::pair<run::ScheduledFault, bool>>* out) {
+  TRAINSIM_RETURN_IF_ERROR(p.run.failures.Validate());
+  checkpoint::FailureProcess process(p.run.failures, p.run.nodes,
+                                     sim::RandomStreams(p.run.seed).Stream("trial/0/failures"));
+  using K = run::ScheduledFault::Kind;
+  using M = checkpoint::DetectionMechanism;
+  int drawn = 0;
+  for (;;) {
+    const checkpoint::FailureProcess::Arrival a = process.Next();
+    if (a.at.is_max() || a.at.seconds() / p.time_scale >= end_s) break;
+    const checkpoint::FailureCause& cause = process.causes()[a.cause];
+    run::ScheduledFault f;
+    f.at = a.at;
+    f.id = a.node * p.run.gpus_per_node;  // the node's first GPU
+    if (cause.silent) {
+      f.kind = K::kSdc;
+    } else if (cause.detection == M::kProcessExit) {
+      f.kind = cause.needs_replacement ? K::kGpu : K::kSoftwareHang;
+    } else if (cause.detection == M::kHeartbeat) {
+      f.kind = K::kNode;
+      f.id = a.node;
+    } else if (cause.detection == M::kCollectiveTimeout) {
+      f.kind = K::kHang;
+    } else {
+      p.notes.push_back("failures: " + cause.name + " on node " + std::to_string(a.node) + " at " +
+                        sim::FormatDuration(a.at) +
+                        " not injected (a NIC or cable down cannot be emulated)");
+      continue;
+    }
+    ++drawn;
+    out->push_back({f, true});
+  }
+  p.notes.push_back("failures: " + std::to_string(drawn) +
+                    " failure(s) drawn from the failure model (seed " + std::to_string(p.run.seed) +
+                    ") within the scaled run");
+  return Status::Ok();
+}
 }  // namespace
 
 Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
@@ -85,21 +132,19 @@ Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
         "duration); set it with --set checkpoint.interval=steps:50");
   }
   p.policy = ck.policy;
-  if (p.policy == checkpoint::CheckpointPolicy::kInMemory) {
-    p.policy = checkpoint::CheckpointPolicy::kAsync;
-    p.notes.push_back("IN_MEMORY checkpoints are emulated as ASYNC (every checkpoint persisted)");
-  }
+  p.persistent_every = std::max(1, ck.persistent_every);
+  p.keep_last = std::max(0, ck.keep_last);
+  p.algorithm = o.algorithm;
   const auto& rec = p.run.recovery;
-  if (rec.policy != checkpoint::RecoveryPolicy::kRestartOnSpare) {
-    return Status::InvalidArgument(std::string("recovery.policy ") +
-                                   checkpoint::RecoveryPolicyName(rec.policy) +
-                                   ": the emulation runs RESTART_ON_SPARE only");
-  }
+  p.recovery = rec.policy;
+  p.min_dp = std::max(1, rec.min_dp);
   using M = checkpoint::DetectionMechanism;
   p.process_exit_s = Scaled(rec.DelayFor(M::kProcessExit), p.time_scale);
   p.heartbeat_s = Scaled(rec.DelayFor(M::kHeartbeat), p.time_scale);
   p.collective_timeout_s = Scaled(rec.DelayFor(M::kCollectiveTimeout), p.time_scale);
   p.requeue_s = Scaled(rec.scheduler_requeue, p.time_scale);
+  p.repair_s = Scaled(rec.scheduled_repair_time, p.time_scale);
+  p.loss_check_s = Scaled(rec.DelayFor(M::kLossCheck), p.time_scale);
   // Timers below a millisecond would measure the scheduler, not the mechanism.
   for (double* d : {&p.process_exit_s, &p.heartbeat_s, &p.collective_timeout_s}) {
     if (*d < 0.005) {
@@ -110,11 +155,18 @@ Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
   }
   const double end_s = static_cast<double>(p.steps) * p.compute_s;
   using K = run::ScheduledFault::Kind;
-  for (const run::ScheduledFault& f : p.run.faults) {
+  std::vector<std::pair<run::ScheduledFault, bool>> listed;  // (fault, drawn from the model)
+  for (const run::ScheduledFault& f : p.run.faults) listed.push_back({f, false});
+  if (p.run.failures.enabled) {
+    TRAINSIM_RETURN_IF_ERROR(DrawFailures(p, end_s, &listed));
+  }
+  for (const auto& [f, drawn] : listed) {
     PlannedFault pf;
     pf.fault = f;
+    pf.drawn = drawn;
     switch (f.kind) {
       case K::kGpu:
+      case K::kSdc:
       case K::kStraggler:
       case K::kHang:
         pf.rank = (f.id / p.run.gpus_per_node) % p.workers;
@@ -131,7 +183,7 @@ Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
       default:
         return Status::InvalidArgument(std::string("faults: ") + f.KindName() +
                                        " faults cannot be emulated (GPU, NODE, HANG, SOFTWARE, "
-                                       "STRAGGLER and a degraded LINK can)");
+                                       "SDC, STRAGGLER and a degraded LINK can)");
     }
     pf.at_s = Scaled(f.at, p.time_scale);
     pf.duration_s = Scaled(f.duration, p.time_scale);
@@ -143,8 +195,12 @@ Result<EmulationPlan> MakePlan(const scenarios::ResolvedScenario& resolved,
     }
     p.faults.push_back(pf);
   }
-  if (p.run.failures.enabled) {
-    p.notes.push_back("the stochastic failure model is not emulated: only the scenario's faults");
+  for (const PlannedFault& f : p.faults) {
+    if (f.fault.kind == K::kSdc) {
+      // The loss check runs every loss_check of (scaled) training time: every
+      // floor(loss_check / step) steps, at least every step.
+      p.check_every = std::max<int64_t>(1, static_cast<int64_t>(p.loss_check_s / p.compute_s));
+    }
   }
   return p;
 }
@@ -181,11 +237,24 @@ void Predict(EmulationResult* r) {
   rec.detection_delay = sim::Time::FromSeconds(rec.detection_delay.seconds() / scale);
   rec.scheduler_requeue = sim::Time::FromSeconds(p.requeue_s);
   // Process start and rendezvous as measured: the restart minus the requeue and the load.
-  rec.process_start =
-      sim::Time::FromSeconds(std::max(0.0, r->restart_s - p.requeue_s - r->restore_s));
+  // The mean restart excludes the repair waits (the model adds the scaled repair time itself).
+  double restart = 0;
+  int restarts = 0;
+  for (const MeasuredFault& f : r->faults) {
+    if (f.restart_s <= 0) continue;
+    restart += f.restart_s - f.waited_s;
+    ++restarts;
+  }
+  restart = restarts ? restart / restarts : 0;
+  rec.process_start = sim::Time::FromSeconds(std::max(0.0, restart - p.requeue_s - r->restore_s));
   rec.comm_init_base = sim::Time();
   rec.comm_init_per_gpu = sim::Time();
-  rec.scheduled_repair_time = sim::Time::Hours(1e3);
+  // WAIT_FOR_REPAIR waits the scaled repair time; the emulation never brings a repaired node
+  // back otherwise (an ELASTIC job stays shrunk), so the model's repairs are put out of reach.
+  rec.scheduled_repair_time = p.recovery == checkpoint::RecoveryPolicy::kWaitForRepair
+                                  ? sim::Time::FromSeconds(p.repair_s)
+                                  : sim::Time::Hours(1e3);
+  rec.min_dp = p.min_dp;
   // Checkpoints: every checkpoint_every steps, costs as measured (storage bandwidths set so the
   // model's write, snapshot and load take the measured seconds).
   auto& ck = c.checkpoint;
@@ -193,12 +262,18 @@ void Predict(EmulationResult* r) {
   ck.interval.kind = p.checkpoint_every > 0 ? checkpoint::CheckpointInterval::Kind::kSteps
                                             : checkpoint::CheckpointInterval::Kind::kNever;
   ck.interval.steps = p.checkpoint_every;
-  ck.keep_last = 0;
+  ck.keep_last = p.keep_last;
+  ck.persistent_every = p.persistent_every;
   const double size = static_cast<double>(p.elements) * 8;
   ck.spec.parameters = p.elements * 8;
   ck.spec.bytes_per_param = 1;
   ck.spec.writer_nodes = 0;
   ck.hardware.node_net_GBps = 1e9;
+  if (p.policy == checkpoint::CheckpointPolicy::kInMemory && r->peer_copy_s > 0) {
+    // The node bandwidth at which the model's peer copy of one shard takes the measured time.
+    ck.hardware.node_net_GBps =
+        size / p.workers / (r->peer_copy_s * ck.hardware.peer_copy_share) / 1e9;
+  }
   const double write_s =
       std::max(1e-6, p.policy == checkpoint::CheckpointPolicy::kSync ? r->checkpoint_stall_s
                                                                      : r->checkpoint_write_s);

@@ -125,19 +125,78 @@ void ApplyUpdate(const std::vector<double>& sum, int world, std::vector<double>*
 }
 
 std::vector<double> ReferenceState(uint64_t seed, int64_t elements, int world, int64_t steps) {
-  std::vector<double> state = InitialState(seed, elements);
-  std::vector<std::vector<double>> g(world, std::vector<double>(state.size()));
-  std::vector<double> sum(state.size());
-  for (int64_t step = 1; step <= steps; ++step) {
-    for (int r = 0; r < world; ++r) Gradient(seed, r, step, &g[r]);
+  return ReferenceState(seed, elements, {{0, world}}, steps, Algorithm::kRing);
+}
+
+const char* AlgorithmName(Algorithm a) { return a == Algorithm::kTree ? "tree" : "ring"; }
+
+void ReduceInOrder(const std::vector<std::vector<double>>& g, int world, Algorithm alg,
+                   std::vector<double>* sum) {
+  const auto elements = static_cast<int64_t>(sum->size());
+  if (alg == Algorithm::kRing) {
     for (int c = 0; c < world; ++c) {
       auto [lo, hi] = ChunkRange(elements, world, c);
       for (int64_t i = lo; i < hi; ++i) {
         double acc = g[c][i];
         for (int k = 1; k < world; ++k) acc = g[(c + k) % world][i] + acc;
-        sum[i] = acc;
+        (*sum)[i] = acc;
       }
     }
+    return;
+  }
+  std::vector<double> a(static_cast<size_t>(world));
+  for (int64_t i = 0; i < elements; ++i) {
+    for (int r = world - 1; r >= 0; --r) {  // children (higher indices) before their parent
+      a[r] = g[r][i];
+      if (2 * r + 1 < world) a[r] = a[r] + a[2 * r + 1];
+      if (2 * r + 2 < world) a[r] = a[r] + a[2 * r + 2];
+    }
+    (*sum)[i] = a[0];
+  }
+}
+
+std::string FormatSchedule(const std::vector<WorldSegment>& s) {
+  std::string out;
+  for (const WorldSegment& w : s) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(w.from_step) + ":" + std::to_string(w.world);
+  }
+  return out;
+}
+
+std::vector<WorldSegment> ParseSchedule(const std::string& text) {
+  std::vector<WorldSegment> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) return {};
+    WorldSegment w;
+    auto r1 = std::from_chars(item.data(), item.data() + colon, w.from_step);
+    auto r2 = std::from_chars(item.data() + colon + 1, item.data() + item.size(), w.world);
+    if (r1.ec != std::errc() || r2.ec != std::errc() || w.world < 1) return {};
+    if (!out.empty() && w.from_step <= out.back().from_step) return {};
+    out.push_back(w);
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::vector<double> ReferenceState(uint64_t seed, int64_t elements,
+                                   const std::vector<WorldSegment>& schedule, int64_t steps,
+                                   Algorithm alg) {
+  std::vector<double> state = InitialState(seed, elements);
+  std::vector<double> sum(state.size());
+  std::vector<std::vector<double>> g;
+  size_t seg = 0;
+  for (int64_t step = 1; step <= steps; ++step) {
+    while (seg + 1 < schedule.size() && schedule[seg + 1].from_step < step) ++seg;
+    const int world = schedule[seg].world;
+    g.resize(static_cast<size_t>(world), std::vector<double>(state.size()));
+    for (int r = 0; r < world; ++r) Gradient(seed, r, step, &g[r]);
+    ReduceInOrder(g, world, alg, &sum);
     ApplyUpdate(sum, world, &state);
   }
   return state;

@@ -19,7 +19,7 @@
 namespace trainsim::emulate {
 
 // Protocol version in every hello: a worker built from another version is refused (exit 2).
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;  // 2: peer copies, tree, elastic worlds
 // Largest frame accepted: a bad peer (or a stray client on the port) cannot make us allocate
 // more. 64 MiB is far above any chunk of the --state-bytes the command allows.
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
@@ -62,6 +62,35 @@ std::pair<int64_t, int64_t> ChunkRange(int64_t elements, int world, int c);
 void ApplyUpdate(const std::vector<double>& sum, int world, std::vector<double>* state);
 // The state after `steps` fault-free steps of `world` ranks, computed in this process.
 std::vector<double> ReferenceState(uint64_t seed, int64_t elements, int world, int64_t steps);
+
+// The all-reduce algorithm and its fixed reduction order per element i:
+//  - kRing: chunk c (ChunkRange) of `world` is summed g[c], g[c+1], ..., g[c+world-1] (mod world),
+//    each next term added on the left: acc = g[k] + acc (what the ring's reduce-scatter does).
+//  - kTree: a binary tree in heap order (rank r's children are 2r+1 and 2r+2, root 0); rank r's
+//    partial is a[r] = g[r]; a[r] = a[r] + a[2r+1]; a[r] = a[r] + a[2r+2] (children that exist),
+//    and the sum is a[0], broadcast back down. Different orders round differently, so each
+//    algorithm has its own reference; a run is compared with the reference of its algorithm.
+enum class Algorithm { kRing, kTree };
+const char* AlgorithmName(Algorithm a);  // "ring", "tree"
+// Sums the gradients g[0..world) in `alg`'s order into *sum (sized like g[0]).
+void ReduceInOrder(const std::vector<std::vector<double>>& g, int world, Algorithm alg,
+                   std::vector<double>* sum);
+
+// A world-size schedule (ELASTIC): the steps after `from_step` (up to the next segment's
+// from_step) ran with `world` ranks, rank r contributing Gradient(seed, r, step) and the update
+// dividing by `world`. A fault-free run is the one segment {0, N}.
+struct WorldSegment {
+  int64_t from_step = 0;
+  int world = 0;
+};
+// "0:8,120:7" and back; Parse returns an empty schedule for malformed text.
+std::string FormatSchedule(const std::vector<WorldSegment>& s);
+std::vector<WorldSegment> ParseSchedule(const std::string& text);
+// The state after `steps` steps that follow `schedule` (REQUIRES: schedule[0].from_step == 0,
+// from_step increasing), each step reduced in `alg`'s order: the reference of an elastic run.
+std::vector<double> ReferenceState(uint64_t seed, int64_t elements,
+                                   const std::vector<WorldSegment>& schedule, int64_t steps,
+                                   Algorithm alg);
 
 }  // namespace trainsim::emulate
 

@@ -71,7 +71,7 @@ TEST(EmulateCheckpointStore, RestoresTheNewestCompleteManifest) {
   const std::string dir = TempDir("newest");
   const std::vector<double> state = InitialState(7, 10);
   for (int64_t step : {10, 20}) {
-    Manifest m{step, 2, 10, {}};
+    Manifest m{step, 2, 10, {}, ""};
     for (int r = 0; r < 2; ++r) {
       auto [lo, hi] = ChunkRange(10, 2, r);
       Result<uint64_t> sum = WriteShard(dir, step, r, 2, state.data() + lo, hi - lo);
@@ -94,7 +94,7 @@ TEST(EmulateCheckpointStore, FallsBackToThePreviousManifestWhenAShardIsCorrupt) 
   const std::string dir = TempDir("torn");
   const std::vector<double> state = InitialState(7, 10);
   for (int64_t step : {10, 20}) {
-    Manifest m{step, 2, 10, {}};
+    Manifest m{step, 2, 10, {}, ""};
     for (int r = 0; r < 2; ++r) {
       auto [lo, hi] = ChunkRange(10, 2, r);
       m.checksums.push_back(*WriteShard(dir, step, r, 2, state.data() + lo, hi - lo));
@@ -124,6 +124,89 @@ TEST(EmulateCheckpointStore, AShardWithoutAManifestIsNeverRestored) {
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->found);
   std::filesystem::remove_all(dir);
+}
+
+// Writes a complete checkpoint of `world` ranks at `step` (schedule `schedule`) into `dir`.
+void WriteCheckpoint(const std::string& dir, int64_t step, int world, const std::string& schedule) {
+  const std::vector<double> state = InitialState(7, 12);
+  Manifest m{step, world, 12, {}, schedule};
+  for (int r = 0; r < world; ++r) {
+    auto [lo, hi] = ChunkRange(12, world, r);
+    Result<uint64_t> sum = WriteShard(dir, step, r, world, state.data() + lo, hi - lo);
+    ASSERT_TRUE(sum.ok());
+    m.checksums.push_back(*sum);
+  }
+  ASSERT_TRUE(CommitManifest(dir, m).ok());
+}
+
+TEST(EmulateCheckpointStore, AnyWorldRestoresACheckpointOfAnotherWorldWithItsSchedule) {
+  const std::string dir = TempDir("anyworld");
+  WriteCheckpoint(dir, 10, 4, "0:4");
+  std::vector<double> back;
+  Result<Restorable> r = FindRestorable(dir, 0, 12, &back);  // an elastic job of 3 restores it
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->found);
+  EXPECT_EQ(r->manifest.world, 4);
+  EXPECT_EQ(r->manifest.schedule, "0:4");
+  EXPECT_EQ(0, std::memcmp(back.data(), InitialState(7, 12).data(), 12 * sizeof(double)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EmulateCheckpointStore, KeepLastDeletesAllButTheNewestManifestsAndTheirShards) {
+  const std::string dir = TempDir("keeplast");
+  for (int64_t step : {10, 20, 30}) WriteCheckpoint(dir, step, 2, "");
+  ASSERT_TRUE(PruneManifests(dir, 2).ok());
+  EXPECT_FALSE(std::filesystem::exists(ManifestPath(dir, 10)));
+  EXPECT_FALSE(std::filesystem::exists(ShardPath(dir, 10, 1)));
+  EXPECT_TRUE(std::filesystem::exists(ManifestPath(dir, 20)));
+  EXPECT_TRUE(std::filesystem::exists(ManifestPath(dir, 30)));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EmulateCheckpointStore, CheckpointsAfterACorruptionAreSetAsideNeverRestored) {
+  const std::string dir = TempDir("setaside");
+  for (int64_t step : {10, 20, 30}) WriteCheckpoint(dir, step, 2, "");
+  EXPECT_EQ(SetAsideManifestsAfter(dir, 15), (std::vector<int64_t>{30, 20}));
+  Result<Restorable> r = FindRestorable(dir, 2, 12, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->manifest.step, 10);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EmulateArithmetic, TreeAndRingRoundInTheirOwnOrder) {
+  // Three ranks, three elements; element 2 is ring chunk 2. 1e16 + 1 rounds to 1e16 (the
+  // spacing of doubles there is 2, ties to even), 1e16 + 2 is exact.
+  const std::vector<std::vector<double>> g = {{1, 1, 1}, {1e16, 1e16, 1e16}, {1, 1, 1}};
+  std::vector<double> tree(3), ring(3);
+  ReduceInOrder(g, 3, Algorithm::kTree, &tree);
+  ReduceInOrder(g, 3, Algorithm::kRing, &ring);
+  EXPECT_EQ(tree[2], 1e16);      // (g0 + g1) + g2: each 1 is lost
+  EXPECT_EQ(ring[2], 1e16 + 2);  // g0 + g2 first (= 2), then + g1
+  EXPECT_EQ(ring[0], 1e16);      // chunk 0 starts at g0: g1 + g0 loses the 1, as the tree does
+}
+
+TEST(EmulateArithmetic, ScheduleReferenceRunsEachSegmentWithItsWorld) {
+  const int64_t n = 12;
+  EXPECT_EQ(ReferenceState(3, n, {{0, 4}}, 5, Algorithm::kRing), ReferenceState(3, n, 4, 5));
+  // Steps 1-2 with 4 ranks, step 3 with 3: the update divides by the world of its step.
+  std::vector<double> want = ReferenceState(3, n, 4, 2);
+  std::vector<std::vector<double>> g(3, std::vector<double>(n));
+  for (int r = 0; r < 3; ++r) Gradient(3, r, 3, &g[r]);
+  std::vector<double> sum(n);
+  ReduceInOrder(g, 3, Algorithm::kRing, &sum);
+  ApplyUpdate(sum, 3, &want);
+  EXPECT_EQ(ReferenceState(3, n, {{0, 4}, {2, 3}}, 3, Algorithm::kRing), want);
+}
+
+TEST(EmulateArithmetic, SchedulesRoundTripAndMalformedOnesAreEmpty) {
+  const std::vector<WorldSegment> s = {{0, 8}, {120, 7}};
+  EXPECT_EQ(FormatSchedule(s), "0:8,120:7");
+  const std::vector<WorldSegment> back = ParseSchedule("0:8,120:7");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].from_step, 120);
+  EXPECT_EQ(back[1].world, 7);
+  EXPECT_TRUE(ParseSchedule("0:8,0:7").empty());  // not increasing
+  EXPECT_TRUE(ParseSchedule("0-8").empty());
 }
 
 }  // namespace

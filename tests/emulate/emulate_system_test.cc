@@ -48,6 +48,10 @@ class EmulateSystem : public ::testing::Test {
     fs::copy_file(std::string(TRAINSIM_TEST_DIR) + "/faults.textproto", scenario_);
     clean_ = dir_ + "/clean.textproto";
     fs::copy_file(std::string(TRAINSIM_TEST_DIR) + "/clean.textproto", clean_);
+    for (const char* name : {"inmemory", "wait_repair", "elastic", "sdc", "failures"}) {
+      fs::copy_file(std::string(TRAINSIM_TEST_DIR) + "/" + name + ".textproto",
+                    dir_ + "/" + name + ".textproto");
+    }
   }
   void TearDown() override {
     EXPECT_EQ(LeftOver(), "") << "processes left behind";
@@ -154,8 +158,129 @@ class EmulateSystem : public ::testing::Test {
     return ntohs(a.sin_port);
   }
 
+  // `trainsim emulate` of tests/emulate/NAME.textproto at --time-scale 250 (a step computes
+  // 4.4 ms) with 64 KiB of state; asserts exit 0 and returns the --json document.
+  nlohmann::json Emulate(const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"emulate",       dir_ + "/" + name + ".textproto",
+                                     "--time-scale",  "250",
+                                     "--state-bytes", "65536",
+                                     "--dir",         dir_ + "/ckpt-" + name,
+                                     "--timeout",     "60",
+                                     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Proc p = Start(args, "emulate-" + name);
+    const int rc = Wait(p, 90);
+    EXPECT_EQ(rc, 0) << Slurp(p.err) << Slurp(p.out);
+    if (rc != 0) return nlohmann::json::object();
+    return nlohmann::json::parse(Slurp(p.out));
+  }
+
   std::string dir_, scenario_, clean_;
 };
+
+// The faults of a --json document that were failures (not slowdowns), in injection order.
+std::vector<nlohmann::json> Failures(const nlohmann::json& doc) {
+  std::vector<nlohmann::json> out;
+  for (const auto& f : doc["faults"]) {
+    if (f["kind"] != "LINK" && f["kind"] != "STRAGGLER") out.push_back(f);
+  }
+  return out;
+}
+
+TEST_F(EmulateSystem, InMemoryRestoresFromThePeerCopyAndFromStorageWhenThePeerDiedToo) {
+  const nlohmann::json doc = Emulate("inmemory", {"--workers", "4", "--steps", "420"});
+  ASSERT_TRUE(doc.contains("faults"));
+  EXPECT_TRUE(doc["state_identical"].get<bool>()) << doc.dump();
+  EXPECT_EQ(doc["plan"]["checkpoint_policy"], "IN_MEMORY");
+  const std::vector<nlohmann::json> f = Failures(doc);
+  ASSERT_EQ(f.size(), 3u) << doc["faults"].dump();
+  // One kill: rank 1's slice is also in rank 2's memory, so every slice is restored from a
+  // live process's memory, not from DIR.
+  EXPECT_EQ(f[0]["restored_from"], "memory") << f[0].dump();
+  // Ranks 1 and 2 together: slice 1 was held by exactly those two; the newest persisted
+  // manifest (every 2nd checkpoint) is the fallback.
+  EXPECT_EQ(f[1]["restored_from"], "storage") << f[1].dump();
+  EXPECT_FALSE(f[2]["detected_after_s"].is_null()) << f[2].dump();  // found by the same poll
+  EXPECT_EQ(doc["measured"]["memory_restores"], 1);
+  EXPECT_GT(doc["measured"]["memory_checkpoints"].get<int>(), 0);
+  EXPECT_GT(doc["measured"]["peer_copy_s"].get<double>(), 0);
+  EXPECT_EQ(doc["measured"]["processes_started"], 4 + 3);  // a spare per killed process
+}
+
+TEST_F(EmulateSystem, WaitForRepairWaitsTheScaledRepairTimeBeforeRestarting) {
+  const nlohmann::json doc = Emulate("wait_repair", {"--workers", "3", "--steps", "300"});
+  ASSERT_TRUE(doc.contains("faults"));
+  EXPECT_TRUE(doc["state_identical"].get<bool>()) << doc.dump();
+  const std::vector<nlohmann::json> f = Failures(doc);
+  ASSERT_EQ(f.size(), 1u) << doc["faults"].dump();
+  // repair_time 100 s at time scale 250: the restart cannot come before 0.4 s.
+  EXPECT_GE(f[0]["restart_s"].get<double>(), 100.0 / 250) << f[0].dump();
+  EXPECT_EQ(f[0]["world_after"], 3);
+}
+
+TEST_F(EmulateSystem, ElasticContinuesWithOneWorkerFewerAndMatchesItsWorldScheduleReference) {
+  const nlohmann::json doc = Emulate("elastic", {"--workers", "4", "--steps", "300"});
+  ASSERT_TRUE(doc.contains("faults"));
+  EXPECT_TRUE(doc["state_identical"].get<bool>()) << doc.dump();
+  const std::vector<nlohmann::json> f = Failures(doc);
+  ASSERT_EQ(f.size(), 1u) << doc["faults"].dump();
+  EXPECT_EQ(f[0]["world_after"], 3);
+  EXPECT_EQ(doc["measured"]["processes_started"], 4);  // no spare: the job shrank
+  // 4 workers up to the restored checkpoint (a multiple of 20 steps), 3 after it.
+  const std::string schedule = doc["measured"]["world_schedule"];
+  ASSERT_EQ(schedule.rfind("0:4,", 0), 0u) << schedule;
+  const int64_t from = std::stoll(schedule.substr(4));
+  EXPECT_EQ(from % 20, 0) << schedule;
+  EXPECT_EQ(schedule.substr(schedule.size() - 2), ":3") << schedule;
+}
+
+TEST_F(EmulateSystem, TreeAllReduceOfFiveWorkersSurvivesAnElasticShrinkBitForBit) {
+  const nlohmann::json doc =
+      Emulate("elastic", {"--workers", "5", "--steps", "300", "--algorithm", "tree"});
+  ASSERT_TRUE(doc.contains("faults"));
+  EXPECT_EQ(doc["plan"]["algorithm"], "tree");
+  EXPECT_TRUE(doc["state_identical"].get<bool>()) << doc.dump();
+  EXPECT_EQ(Failures(doc).at(0)["world_after"], 4);
+  EXPECT_GT(doc["measured"]["bytes_moved"].get<double>(), 0);
+}
+
+TEST_F(EmulateSystem, SilentCorruptionIsFoundByTheLossCheckAndRolledBackBitForBit) {
+  const nlohmann::json doc = Emulate("sdc", {"--workers", "4", "--steps", "300"});
+  ASSERT_TRUE(doc.contains("faults"));
+  EXPECT_TRUE(doc["state_identical"].get<bool>()) << doc.dump();
+  const std::vector<nlohmann::json> f = Failures(doc);
+  ASSERT_EQ(f.size(), 1u) << doc["faults"].dump();
+  EXPECT_EQ(f[0]["kind"], "SDC");
+  EXPECT_EQ(f[0]["mechanism"], "LOSS_CHECK") << f[0].dump();
+  // Found at the next check: within the check interval (0.2 s) plus 0.5 s for a loaded machine.
+  EXPECT_LE(f[0]["detected_after_s"].get<double>(), f[0]["detection_bound_s"].get<double>() + 0.5);
+  EXPECT_GT(f[0]["lost_steps"].get<int64_t>(), 0);
+  // Every checkpoint written after the corruption was set aside, never restored.
+  for (const auto& s : doc["skipped_manifests"]) {
+    EXPECT_NE(s.get<std::string>().find("set aside"), std::string::npos) << s;
+  }
+}
+
+TEST_F(EmulateSystem, FailureModelFaultsAreTheRunSimulationsDrawsTimeScaled) {
+  const nlohmann::json doc = Emulate("failures", {"--workers", "4", "--steps", "300"});
+  ASSERT_TRUE(doc.contains("faults"));
+  EXPECT_TRUE(doc["state_identical"].get<bool>()) << doc.dump();
+  std::vector<nlohmann::json> drawn;
+  for (const auto& f : doc["faults"]) {
+    if (f["source"] == "failures") drawn.push_back(f);
+  }
+  ASSERT_FALSE(drawn.empty()) << doc.dump();
+  // The run simulation of the same (unscaled) scenario sees the same first failure: the
+  // emulation called its sampler on its stream.
+  Proc run = Start({"run", dir_ + "/failures.textproto", "--json"}, "run");
+  ASSERT_EQ(Wait(run, 60), 0) << Slurp(run.err);
+  const nlohmann::json sim = nlohmann::json::parse(Slurp(run.out));
+  const nlohmann::json& records =
+      sim.contains("failure_records") ? sim["failure_records"] : sim["run"]["failure_records"];
+  ASSERT_FALSE(records.empty()) << sim.dump();
+  EXPECT_NEAR(drawn[0]["scenario_at_s"].get<double>(), records[0]["at_s"].get<double>(), 1e-6);
+  EXPECT_NEAR(drawn[0]["planned_at_s"].get<double>(), records[0]["at_s"].get<double>() / 250, 1e-6);
+}
 
 TEST_F(EmulateSystem, EightWorkersSurviveKillTornCheckpointHangAndThrottleBitForBit) {
   // 700 steps of 4.4 ms compute (the scenario's step / 250) plus the ring: 5-8 s.
