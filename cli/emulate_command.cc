@@ -16,9 +16,10 @@
 namespace trainsim::cli {
 namespace {
 
+// Seconds and megabytes to the millisecond / kilobyte; counts (no unit) as whole numbers.
 std::string Fmt(double v, const char* unit) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f%s", v, unit);
+  std::snprintf(buf, sizeof buf, *unit != '\0' ? "%.3f%s" : "%.0f%s", v, unit);
   return buf;
 }
 
