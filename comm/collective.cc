@@ -326,9 +326,31 @@ Result<CollectiveEstimate> EstimateCollectiveOnNetwork(const FlowNetwork& networ
                             time.has_value() ? *time : sim::Time::Max()};
 }
 
+struct CollectivePlanCache::Plan {
+  CollectiveEstimate estimate;
+  std::shared_ptr<const PreparedSchedule> prepared;
+};
+CollectivePlanCache::CollectivePlanCache() = default;
+CollectivePlanCache::~CollectivePlanCache() = default;
+
 Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
                                          std::function<void()> on_done) {
+  return RunCollective(network, spec, std::move(on_done), nullptr);
+}
+
+Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
+                                         std::function<void()> on_done,
+                                         CollectivePlanCache* cache) {
   const Topology& topology = network->topology();
+  CollectivePlanCache::Key key;
+  if (cache != nullptr) {
+    key = {int(spec.op), int(spec.algo), spec.bytes, spec.gpus};
+    auto it = cache->plans.find(key);
+    if (it != cache->plans.end()) {
+      RunPreparedSchedule(network, it->second->prepared, std::move(on_done));
+      return it->second->estimate;
+    }
+  }
   TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
   if (spec.gpus.size() == 1) {
     network->engine()->Schedule(sim::Time::Zero(), std::move(on_done));
@@ -337,9 +359,17 @@ Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveS
   Result<Choice> choice = Choose(topology, spec);
   if (!choice.ok()) return choice.status();
   const auto time = sim::Time::FromSecondsChecked(choice->time_s);
-  RunSchedule(network, choice->schedule, choice->protocol, std::move(on_done));
-  return CollectiveEstimate{choice->algo, choice->protocol,
-                            time.has_value() ? *time : sim::Time::Max()};
+  const CollectiveEstimate estimate{choice->algo, choice->protocol,
+                                    time.has_value() ? *time : sim::Time::Max()};
+  auto prepared = PrepareSchedule(topology, choice->schedule, choice->protocol);
+  if (cache != nullptr) {
+    auto plan = std::make_unique<CollectivePlanCache::Plan>();
+    plan->estimate = estimate;
+    plan->prepared = prepared;
+    cache->plans.emplace(std::move(key), std::move(plan));
+  }
+  RunPreparedSchedule(network, std::move(prepared), std::move(on_done));
+  return estimate;
 }
 
 }  // namespace trainsim::comm

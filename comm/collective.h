@@ -18,8 +18,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "comm/flow_network.h"
@@ -90,6 +93,26 @@ Result<CollectiveEstimate> EstimateCollective(const Topology& topology, const Co
 // scheduled and on_done is never called.
 Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
                                          std::function<void()> on_done);
+
+// Memo of RunCollective's plans on one topology, per (op, algo, group, bytes): the algorithm and
+// protocol kAuto picks, the idle-network estimate and the schedule prepared to run. Choosing
+// prices every algorithm under every protocol, and a training step starts the same few (group,
+// size) pairs thousands of times. Plans depend on the topology alone (never on link factors),
+// so one cache may serve every FlowNetwork over the same topology. Not thread-safe.
+struct PreparedSchedule;
+class CollectivePlanCache {
+ public:
+  CollectivePlanCache();
+  ~CollectivePlanCache();
+  CollectivePlanCache(const CollectivePlanCache&) = delete;
+  CollectivePlanCache& operator=(const CollectivePlanCache&) = delete;
+  struct Plan;
+  using Key = std::tuple<int, int, uint64_t, std::vector<int>>;  // op, algo, bytes, group
+  std::map<Key, std::unique_ptr<const Plan>> plans;
+};
+// RunCollective through `cache` (the same flows and result; nullptr = no cache).
+Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
+                                         std::function<void()> on_done, CollectivePlanCache* cache);
 
 // The closed form on the network's current link capacities (degraded links slow it; a link that
 // is down on its path, or a time beyond sim::Time's range, gives sim::Time::Max()), for the

@@ -15,9 +15,11 @@
 #ifndef TRAINSIM_COMM_FLOW_NETWORK_H_
 #define TRAINSIM_COMM_FLOW_NETWORK_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -100,11 +102,23 @@ class FlowNetwork {
   uint64_t recomputations_ = 0;
 
   std::vector<std::pair<int64_t, uint32_t>> done_;  // (delivery ns, slot) scratch
-  // Memo of the last max-min solution: the same paths in the same order under the same
-  // capacities give the same rates (every step of a ring, for instance), so it is reused.
-  std::vector<LinkId> memo_paths_;
-  std::vector<uint32_t> memo_lengths_;
-  std::vector<double> memo_rates_;
+  // Memo of max-min solutions: the same paths in the same order under the same capacities give
+  // the same rates, so a solution is reused whenever an active set recurs — every step of a
+  // ring, and in a training step the few thousand distinct sets (bucket k of a stage alone,
+  // with a pipeline send, ...) that its tens of thousands of flow starts and ends cycle
+  // through. Keyed by a hash of the flattened paths, checked entry by entry; cleared when a
+  // capacity changes or when it holds more than kMemoMaxLinks path entries.
+  struct Memo {
+    std::vector<LinkId> paths;
+    std::vector<uint32_t> lengths;
+    std::vector<double> rates;
+  };
+  // The memo holding the active set's rates (solving and adding it when it is new).
+  size_t FindOrSolve();
+  std::vector<Memo> memos_;
+  std::unordered_multimap<uint64_t, uint32_t> memo_index_;  // hash of the paths -> memos_ index
+  size_t memo_links_ = 0;                                   // Σ paths.size() over memos_
+  size_t last_memo_ = SIZE_MAX;
   uint64_t capacity_version_ = 0;
   uint64_t memo_capacity_version_ = ~uint64_t{0};
   std::vector<LinkId> flat_paths_;

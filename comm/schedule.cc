@@ -290,52 +290,55 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
   return total;
 }
 
+std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology,
+                                                        const TransferSchedule& schedule,
+                                                        Protocol protocol) {
+  auto p = std::make_shared<PreparedSchedule>();
+  const ProtocolCosts costs = NcclCosts(schedule.family, protocol);
+  p->base_latency = sim::Time::FromSeconds(schedule.launches * costs.base_s);
+  p->chain_latency =
+      sim::Time::FromSeconds(schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
+  const size_t n = schedule.transfers.size();
+  p->paths.resize(n);
+  p->wire_bytes.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    TransferPath(topology, schedule.transfers[i], &p->paths[i]);
+    p->wire_bytes[i] = TransferWireBytes(topology, schedule, schedule.transfers[i], protocol);
+  }
+  // Segments: the waves between consecutive boundaries share one active set.
+  const std::vector<int64_t> bounds = Boundaries(schedule);
+  const int64_t end_wave = schedule.total_waves();
+  for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
+    const int64_t wave = bounds[b];
+    const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
+    PreparedSchedule::Segment seg;
+    seg.waves = next - wave;
+    for (size_t i = 0; i < n; ++i) {
+      if (ActiveAt(schedule.transfers[i], wave)) seg.transfers.push_back(static_cast<uint32_t>(i));
+    }
+    if (!seg.transfers.empty()) p->segments.push_back(std::move(seg));
+  }
+  return p;
+}
+
 namespace {
 
 // The expansion's state; owns itself and is deleted after on_done.
 class ScheduleRun {
  public:
-  ScheduleRun(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
+  ScheduleRun(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
               std::function<void()> on_done)
-      : network_(network),
-        transfers_(schedule.transfers),
-        bounds_(Boundaries(schedule)),
-        end_wave_(schedule.total_waves()),
-        on_done_(std::move(on_done)) {
-    const Topology& topo = network->topology();
-    const ProtocolCosts costs = NcclCosts(schedule.family, protocol);
-    chain_latency_ =
-        sim::Time::FromSeconds(schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
-    const size_t n = transfers_.size();
-    paths_.resize(n);
-    wire_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const auto& t = transfers_[i];
-      TransferPath(topo, t, &paths_[i]);
-      wire_[i] = TransferWireBytes(topo, schedule, t, protocol);
-    }
-  }
+      : network_(network), p_(std::move(prepared)), on_done_(std::move(on_done)) {}
 
-  void Start() { StartWave(); }
+  void Start() { StartSegment(); }
 
  private:
-  // Runs the next segment: the waves up to the next boundary share one active set, so they run
-  // as one wave whose flows carry the segment's bytes (see schedule.h, "segments").
-  void StartWave() {
-    while (wave_ < end_wave_) {
-      if (bound_index_ < bounds_.size() && bounds_[bound_index_] == wave_) {
-        ++bound_index_;
-        active_.clear();
-        for (size_t i = 0; i < transfers_.size(); ++i) {
-          if (ActiveAt(transfers_[i], wave_)) active_.push_back(i);
-        }
-      }
-      if (!active_.empty()) break;
-      ++wave_;  // an empty wave (never produced by the algorithms) costs nothing
-    }
-    if (wave_ >= end_wave_) {
+  // Runs the next segment as one wave whose flows carry the segment's bytes (see schedule.h,
+  // "segments").
+  void StartSegment() {
+    if (segment_ >= p_->segments.size()) {
       auto done = std::move(on_done_);
-      const sim::Time latency = chain_latency_;
+      const sim::Time latency = p_->chain_latency;
       sim::Engine* engine = network_->engine();
       delete this;
       engine->Schedule(latency, [done = std::move(done)] {
@@ -343,41 +346,32 @@ class ScheduleRun {
       });
       return;
     }
-    const int64_t next =
-        bound_index_ < bounds_.size() ? std::min(bounds_[bound_index_], end_wave_) : end_wave_;
-    span_ = next - wave_;
-    pending_ = active_.size();
-    for (size_t i : active_) {
+    const PreparedSchedule::Segment& seg = p_->segments[segment_];
+    pending_ = seg.transfers.size();
+    const uint64_t n = static_cast<uint64_t>(seg.waves);
+    for (uint32_t i : seg.transfers) {
       // The chain latency stands for every hop's latency, so flows add none of their own.
       // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today).
-      const uint64_t n = static_cast<uint64_t>(span_);
-      const uint64_t bytes = wire_[i] > std::numeric_limits<uint64_t>::max() / n
+      const uint64_t wire = p_->wire_bytes[i];
+      const uint64_t bytes = wire > std::numeric_limits<uint64_t>::max() / n
                                  ? std::numeric_limits<uint64_t>::max()
-                                 : wire_[i] * n;
+                                 : wire * n;
       network_->StartFlow(
-          std::span<const LinkId>(paths_[i]), bytes, [this] { OnDelivered(); }, sim::Time::Zero(),
-          /*charge_path_latency=*/false);
+          std::span<const LinkId>(p_->paths[i]), bytes, [this] { OnDelivered(); },
+          sim::Time::Zero(), /*charge_path_latency=*/false);
     }
   }
 
   void OnDelivered() {
     if (--pending_ > 0) return;
-    wave_ += span_;
-    StartWave();
+    ++segment_;
+    StartSegment();
   }
 
   FlowNetwork* network_;
-  std::vector<PipelinedTransfer> transfers_;
-  std::vector<int64_t> bounds_;
-  int64_t end_wave_;
+  std::shared_ptr<const PreparedSchedule> p_;
   std::function<void()> on_done_;
-  std::vector<std::vector<LinkId>> paths_;
-  std::vector<uint64_t> wire_;
-  sim::Time chain_latency_;
-  std::vector<size_t> active_;
-  size_t bound_index_ = 0;
-  int64_t wave_ = 0;
-  int64_t span_ = 1;  // waves in the running segment
+  size_t segment_ = 0;
   size_t pending_ = 0;
 };
 
@@ -385,9 +379,15 @@ class ScheduleRun {
 
 void RunSchedule(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
                  std::function<void()> on_done) {
-  auto* run = new ScheduleRun(network, schedule, protocol, std::move(on_done));
-  const double base_s = schedule.launches * NcclCosts(schedule.family, protocol).base_s;
-  network->engine()->Schedule(sim::Time::FromSeconds(base_s), [run] { run->Start(); });
+  RunPreparedSchedule(network, PrepareSchedule(network->topology(), schedule, protocol),
+                      std::move(on_done));
+}
+
+void RunPreparedSchedule(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
+                         std::function<void()> on_done) {
+  const sim::Time base = prepared->base_latency;
+  auto* run = new ScheduleRun(network, std::move(prepared), std::move(on_done));
+  network->engine()->Schedule(base, [run] { run->Start(); });
 }
 
 }  // namespace trainsim::comm

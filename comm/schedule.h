@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "comm/collective.h"
@@ -79,6 +80,28 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
 // drained and the chain latency has passed.
 void RunSchedule(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
                  std::function<void()> on_done);
+
+// A schedule made ready to run under one protocol on one topology: its segments (runs of waves
+// with the same active transfers), the transfers' paths and wire bytes, the base and chain
+// latencies. Immutable, so one preparation serves every run of the same collective (the step
+// simulation's buckets repeat a handful of (group, size) pairs thousands of times).
+struct PreparedSchedule {
+  struct Segment {
+    int64_t waves = 1;                // waves in the segment
+    std::vector<uint32_t> transfers;  // indices of the active transfers
+  };
+  std::vector<Segment> segments;           // in wave order; empty waves dropped (they cost nothing)
+  std::vector<std::vector<LinkId>> paths;  // per transfer
+  std::vector<uint64_t> wire_bytes;        // per transfer and wave
+  sim::Time base_latency;                  // launches × NCCL's base latency
+  sim::Time chain_latency;
+};
+std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology,
+                                                        const TransferSchedule& schedule,
+                                                        Protocol protocol);
+// RunSchedule with a prepared schedule (the same events and flows).
+void RunPreparedSchedule(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
+                         std::function<void()> on_done);
 
 // The links a transfer crosses (by its leg), into *out (cleared first).
 void TransferPath(const Topology& topology, const PipelinedTransfer& transfer,

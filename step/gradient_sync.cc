@@ -31,7 +31,7 @@ Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::Colle
   // A group of at most that many GPUs cannot span more nodes; otherwise count its nodes once
   // per group (every bucket of a stage reduces over the same group).
   if (spec.gpus.size() <= size_t(std::max(max_nodes, 0))) {
-    return comm::RunCollective(&st_->net, spec, on_done);
+    return comm::RunCollective(&st_->net, spec, on_done, &plans_);
   }
   auto [span_it, fresh] = span_of_.emplace(spec.gpus, 0);
   if (fresh) {
@@ -40,7 +40,7 @@ Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::Colle
     span_it->second = int(nodes.size());
   }
   const int span = span_it->second;
-  if (span <= max_nodes) return comm::RunCollective(&st_->net, spec, on_done);
+  if (span <= max_nodes) return comm::RunCollective(&st_->net, spec, on_done, &plans_);
   auto key = std::make_tuple(spec.gpus, int(spec.op), spec.bytes);
   auto it = closed_form_cache_.find(key);
   if (it == closed_form_cache_.end()) {

@@ -75,6 +75,7 @@ class GradientSync {
   std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>
       closed_form_cache_;
   std::map<std::vector<int>, int> span_of_;  // nodes a collective group spans
+  comm::CollectivePlanCache plans_;          // every bucket of a stage repeats its collectives
   int closed_form_collectives_ = 0;
   int closed_form_max_nodes_ = 0;
 };

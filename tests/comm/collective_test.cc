@@ -300,6 +300,41 @@ TEST(CollectiveTest, ClosedFormOnTheNetworkSeesItsDegradedLinks) {
   EXPECT_TRUE(EstimateCollectiveOnNetwork(network, spec)->time.is_max());
 }
 
+TEST(CollectiveTest, PlanCacheRunsTheSameFlowsAndTimesAsAFreshChoice) {
+  // Two DP buckets over 4 nodes, run one after the other, contending with a PP send; through a
+  // CollectivePlanCache the second reuses the first's plan. Same events, so byte-identical times.
+  const Topology t = Dgx(4);
+  const CollectiveSpec dp{Op::kAllReduce, Algo::kAuto, {0, 8, 16, 24}, uint64_t{25} << 20};
+  const CollectiveSpec pp{Op::kSendRecv, Algo::kAuto, {0, 8}, uint64_t{64} << 20};
+  auto run = [&](CollectivePlanCache* cache, uint64_t* flows) {
+    sim::Engine engine;
+    FlowNetwork network(&engine, &t);
+    sim::Time second;
+    EXPECT_TRUE(RunCollective(
+                    &network, pp, [] {}, cache)
+                    .ok());
+    EXPECT_TRUE(RunCollective(
+                    &network, dp,
+                    [&] {
+                      EXPECT_TRUE(RunCollective(
+                                      &network, dp, [&] { second = engine.now(); }, cache)
+                                      .ok());
+                    },
+                    cache)
+                    .ok());
+    engine.Run();
+    *flows = network.flows_started();
+    return second;
+  };
+  CollectivePlanCache cache;
+  uint64_t flows_cached = 0, flows_fresh = 0;
+  const sim::Time cached = run(&cache, &flows_cached);
+  const sim::Time fresh = run(nullptr, &flows_fresh);
+  EXPECT_EQ(cached, fresh);
+  EXPECT_EQ(flows_cached, flows_fresh);
+  EXPECT_EQ(cache.plans.size(), 2u);  // the send and the all-reduce, once each
+}
+
 TEST(CollectiveTest, GroupOfOneCostsNothing) {
   const Topology t = Dgx(1);
   const CollectiveSpec spec{Op::kAllReduce, Algo::kAuto, {5}, 1024};

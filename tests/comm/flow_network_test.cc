@@ -70,6 +70,28 @@ TEST_F(FlowNetworkTest, RatesAreRecomputedWhenAFlowEnds) {
   EXPECT_NEAR(big_done.seconds(), 2 * small / bw + (big - small) / bw + lat, 3e-9);
 }
 
+TEST_F(FlowNetworkTest, ActiveSetThatRecursGetsTheSameRatesAsTheFirstTime) {
+  // Set A = {x, y} on one NVLink (half each), then B = {x} alone (all of it), then A again: the
+  // memoised solution for A must give the same max-min rates as the first solve.
+  const LinkId link = topology_.nvlink_up(0);
+  const std::vector<LinkId> path = {link};
+  const double bw = Bw(link);
+  const uint64_t bytes = 360'000'000;  // 1 ms alone
+  const FlowId x = network_.StartFlow(path, 4 * bytes, [] {});
+  const FlowId y = network_.StartFlow(path, bytes, [] {});
+  engine_.RunUntil(sim::Time::Micros(1));
+  EXPECT_DOUBLE_EQ(network_.FlowRate(x), bw / 2);
+  EXPECT_DOUBLE_EQ(network_.FlowRate(y), bw / 2);
+  // y drains at 2 ms (half the link), leaving x alone.
+  engine_.RunUntil(sim::Time::Micros(2100));
+  EXPECT_DOUBLE_EQ(network_.FlowRate(x), bw);
+  const FlowId z = network_.StartFlow(path, bytes, [] {});
+  engine_.RunUntil(sim::Time::Micros(2101));
+  EXPECT_DOUBLE_EQ(network_.FlowRate(x), bw / 2);
+  EXPECT_DOUBLE_EQ(network_.FlowRate(z), bw / 2);
+  EXPECT_GE(network_.rate_recomputations(), 3u);
+}
+
 TEST_F(FlowNetworkTest, FlowStartedLaterSlowsTheFirst) {
   const LinkId link = topology_.nvlink_up(0);
   const std::vector<LinkId> path = {link};
