@@ -96,6 +96,9 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
            : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? "flex"
                                                                   : "alltoall");
     a->Add("--moe-grouped-gemm");
+    // Pads each expert's tokens to the FP8 GEMM alignment in the router (Megatron-LM's current
+    // name; older releases called it --moe-router-padding-for-fp8).
+    if (e.router_padding_for_quantization()) a->Add("--moe-router-padding-for-quantization");
   }
   if (m.has_mla()) {
     const pb::Mla& l = m.mla();

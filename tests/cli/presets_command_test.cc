@@ -214,6 +214,12 @@ TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttention
     EXPECT_TRUE(flags.count(sw)) << sw;
   }
   EXPECT_FALSE(flags.count("--kv-channels")) << "MLA sets its head dims instead";
+  // Router padding is off unless the scenario asks for it (Megatron's default too).
+  EXPECT_FALSE(flags.count("--moe-router-padding-for-quantization"));
+  RunResult padded = RunTrainsim(
+      {"export", "megatron", path, "--set", "model.moe.router_padding_for_quantization=true"});
+  ASSERT_EQ(padded.exit_code, 0) << padded.err;
+  EXPECT_TRUE(ParseFlags(padded.out).count("--moe-router-padding-for-quantization"));
   // --json gives the same arguments as a list.
   RunResult j = RunTrainsim({"export", "megatron", "--json", path});
   ASSERT_EQ(j.exit_code, 0) << j.err;
