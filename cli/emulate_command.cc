@@ -6,9 +6,12 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/report/html_pages.h"
+#include "cli/report/html_report.h"
 #include "cli/report/run_report.h"
 #include "emulate/checkpoint_store.h"
 #include "emulate/emulate.h"
@@ -212,6 +215,7 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
     std::string trace;
     bool no_spawn = false;
     std::string algorithm = "ring";
+    std::string html;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -244,6 +248,9 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kill-rank", e.kill_during_checkpoint_rank, "See --kill-during-checkpoint");
   cmd->add_option("--trace", opts->trace,
                   "Write the measured run as a Perfetto/Chrome trace (the format of run --trace)")
+      ->type_name("FILE");
+  cmd->add_option("--html", opts->html,
+                  "Also write a self-contained HTML report with plots (docs/report.md)")
       ->type_name("FILE");
   cmd->add_option("--timeout", e.timeout_s, "Give up after this many wall seconds (default 300)");
   cmd->add_option("--algorithm", opts->algorithm,
@@ -302,6 +309,13 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
+    Result<std::optional<report::WebLibraries>> html =
+        PrepareHtml(opts->html, {{"the input scenario", opts->scenario.path}});
+    if (!html.ok()) {
+      *exit_code = ReportError(html.status());
+      return;
+    }
+    const std::optional<report::WebLibraries> web = std::move(*html);
     Result<scenarios::ResolvedScenario> resolved = LoadResolvedScenario(opts->scenario);
     if (!resolved.ok()) {
       *exit_code = ReportError(resolved.status());
@@ -336,8 +350,16 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
+    const nlohmann::json doc = Json(*result);
+    if (web) {
+      Status st = report::WriteHtml(opts->html, report::EmulateHtmlPage(doc), *web);
+      if (!st.ok()) {
+        *exit_code = ReportError(st);
+        return;
+      }
+    }
     if (opts->scenario.json) {
-      std::cout << Json(*result).dump(2) << "\n";
+      std::cout << doc.dump(2) << "\n";
     } else {
       Text(*result);
     }

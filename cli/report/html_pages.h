@@ -42,6 +42,11 @@ HtmlPage CollectiveHtmlPage(const nlohmann::json& doc, const nlohmann::json& per
 // `validate`: predicted vs published for every row, and each row's error by source.
 HtmlPage ValidateHtmlPage(const nlohmann::json& doc);
 
+// `emulate`: the measured run next to the run simulation's prediction (one panel per line of
+// the text output), and each injected fault's detection and restart on the wall clock. `doc`
+// is emulate's --json document.
+HtmlPage EmulateHtmlPage(const nlohmann::json& doc);
+
 // `diagnose`: each cause's share of the step in the order checked, and the MFU each proposed
 // change is predicted to reach (re-simulated) against today's.
 HtmlPage DiagnoseHtmlPage(const nlohmann::json& doc);

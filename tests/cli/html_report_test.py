@@ -3,8 +3,9 @@
 
   html_report_test.py TRAINSIM SOURCE_DIR OUT_DIR [bad-web-dir]
 
-For run, whatif --trials 100, sweep, collective and validate on the demo scenario (and diagnose
-on the low_utilisation example), writes the
+For run, whatif --trials 100, sweep, collective and validate on the demo scenario (diagnose on
+the low_utilisation example, emulate on the emulate example: 8 real processes, one killed),
+writes the
 report together with the --json document (one invocation: stdout is the JSON, --html the page),
 then loads the page in `chromium --headless` and checks:
   * the browser logs no console message at all (errors, warnings, uncaught exceptions) and the
@@ -40,7 +41,7 @@ CHROMIUM_TIMEOUT_S = 180
 VIRTUAL_TIME_BUDGET_MS = 30000
 # Screenshot heights (pixels, at 1200 wide) that hold each page's plots with little blank below.
 SCREENSHOT_HEIGHT = {"run": 2700, "whatif": 1400, "sweep": 780, "collective": 740,
-                     "validate": 1260, "diagnose": 900}
+                     "validate": 1260, "diagnose": 900, "emulate": 900}
 
 
 class Failure(Exception):
@@ -239,7 +240,34 @@ def check_diagnose(doc, extra):
     check(doc["causes"] and doc["proposals"], "diagnose: no causes or no proposals")
 
 
-def cases(demo):
+def check_emulate(doc, extra):
+    # The comparison panels are the JSON's own pairs; steps redone is the faults' sum.
+    pairs = {(r["quantity"], r["side"]): r["value"] for r in extra["comparison"]}
+    check(close(pairs[("wall time (s)", "measured")], doc["measured"]["wall_time_s"]) and
+          close(pairs[("wall time (s)", "predicted")], doc["predicted"]["wall_time_s"]),
+          "emulate: the wall-time panel differs from the JSON")
+    check(pairs[("steps redone", "measured")] == sum(f["lost_steps"] for f in doc["faults"]),
+          "emulate: steps redone is not the faults' lost steps")
+    check(pairs[("steps redone", "predicted")] == doc["predicted"]["steps_rolled_back"],
+          "emulate: predicted steps redone differs from the JSON")
+    # Each fault: detection from at_s for detected_after_s, then the restart; all in the run.
+    segments = extra["fault_timeline"]
+    check(len(segments) == 2 * len(doc["faults"]) and doc["faults"],
+          "emulate: not two timeline segments per fault (or no fault at all)")
+    for f, (detect, restart) in zip(doc["faults"], zip(segments[0::2], segments[1::2])):
+        check(close(detect["start_s"], f["at_s"]) and
+              close(detect["end_s"], f["at_s"] + f["detected_after_s"]) and
+              close(restart["start_s"], detect["end_s"]) and
+              close(restart["end_s"], detect["end_s"] + f["restart_s"]),
+              f"emulate: fault at {f['at_s']} s is drawn at other times")
+        check(restart["end_s"] <= doc["measured"]["wall_time_s"],
+              "emulate: a restart ends after the run")
+    check(doc["state_identical"], "emulate: the final state differs from the reference")
+
+
+def cases(demo, out_dir):
+    checkpoints = os.path.join(out_dir, "emulate-checkpoints")
+    shutil.rmtree(checkpoints, ignore_errors=True)
     return [
         ("run", ["run", demo], lambda d: {
             "step_time_s": d["step"]["time_s"], "mfu": d["step"]["mfu"],
@@ -273,6 +301,14 @@ def cases(demo):
          check_validate),
         ("diagnose", ["diagnose", "scenarios/examples/low_utilisation.textproto"],
          lambda d: {"step_time_s": d["step_time_s"], "mfu": d["mfu"]}, check_diagnose),
+        # 120 steps (about 6 s): the example's GPU kill (10 min of scenario time, ~3 s here)
+        # falls inside them.
+        ("emulate", ["emulate", "scenarios/examples/emulate.textproto", "--steps", "120",
+                     "--dir", checkpoints],
+         lambda d: {"measured_wall": d["measured"]["wall_time_s"],
+                    "predicted_wall": d["predicted"]["wall_time_s"],
+                    "difference_pct": d["difference_pct"],
+                    "processes": d["measured"]["processes_started"]}, check_emulate),
     ]
 
 
@@ -306,7 +342,7 @@ def main():
         return SKIP
     demo = "scenarios/examples/demo.textproto"
     with tempfile.TemporaryDirectory(prefix="trainsim-html-") as profile:
-        for name, args, figures, extra_check in cases(demo):
+        for name, args, figures, extra_check in cases(demo, out_dir):
             height = SCREENSHOT_HEIGHT[name]
             page = os.path.join(out_dir, name + ".html")
             rc, out, err = run_bounded([trainsim] + args + ["--json", "--html", page],
