@@ -219,9 +219,11 @@ void Coordinator::OnStep(int rank, const Message& m) {
   v.resize(world_);
   v[rank] = hash;
   if (std::any_of(v.begin(), v.end(), [](const std::string& h) { return h.empty(); })) return;
-  std::map<std::string, int> votes;
-  for (const std::string& h : v) ++votes[h];
+  // Out of the map before the entry is erased: `v` refers into it.
+  const std::vector<std::string> hashes = std::move(v);
   checks_.erase(step);
+  std::map<std::string, int> votes;
+  for (const std::string& h : hashes) ++votes[h];
   if (votes.size() == 1) return;
   std::string majority;
   int most = 0;
@@ -229,7 +231,7 @@ void Coordinator::OnStep(int rank, const Message& m) {
     if (n > most) majority = h, most = n;
   }
   for (int r = 0; r < world_; ++r) {
-    if (v[r] != majority) return Detect(r, DetectionMechanism::kLossCheck);
+    if (hashes[r] != majority) return Detect(r, DetectionMechanism::kLossCheck);
   }
 }
 
