@@ -205,6 +205,34 @@ void Text(const emulate::EmulationResult& r) {
       r.processes_started, r.generations, r.schedule.c_str(), emulate::AlgorithmName(p.algorithm));
 }
 
+// --dir and --resume: the checkpoint directory, which must be new (or hold no manifest) for a
+// fresh emulation and exist for --resume.
+Status ResolveDirectory(const std::string& resume, emulate::EmulateOptions* e) {
+  if (!resume.empty()) {
+    if (!e->dir.empty() && e->dir != resume) {
+      return Status::InvalidArgument("--dir and --resume name different directories");
+    }
+    e->dir = resume;
+    e->resume = true;
+  }
+  if (e->dir.empty()) return Status::InvalidArgument("--dir DIR is required (the checkpoints)");
+  std::error_code ec;
+  if (e->resume && !std::filesystem::is_directory(e->dir, ec)) {
+    return Status::InvalidArgument("--resume " + e->dir + ": no such directory");
+  }
+  if (!e->resume && std::filesystem::is_directory(e->dir, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(e->dir, ec)) {
+      if (entry.path().filename().string().rfind("manifest-", 0) == 0) {
+        return Status::InvalidArgument("--dir " + e->dir +
+                                       " holds checkpoints of an earlier emulation: continue it "
+                                       "with --resume " +
+                                       e->dir + " or use an empty directory");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void AddEmulateCommand(CLI::App& app, int* exit_code) {
@@ -267,37 +295,9 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
           "--algorithm " + opts->algorithm + ": the emulation's all-reduce is ring or tree"));
       return;
     }
-    if (!opts->resume.empty()) {
-      if (!e.dir.empty() && e.dir != opts->resume) {
-        *exit_code =
-            ReportError(Status::InvalidArgument("--dir and --resume name different "
-                                                "directories"));
-        return;
-      }
-      e.dir = opts->resume;
-      e.resume = true;
-    }
-    if (e.dir.empty()) {
-      *exit_code = ReportError(Status::InvalidArgument("--dir DIR is required (the checkpoints)"));
+    if (Status st = ResolveDirectory(opts->resume, &e); !st.ok()) {
+      *exit_code = ReportError(st);
       return;
-    }
-    std::error_code ec;
-    if (e.resume && !std::filesystem::is_directory(e.dir, ec)) {
-      *exit_code =
-          ReportError(Status::InvalidArgument("--resume " + e.dir + ": no such directory"));
-      return;
-    }
-    if (!e.resume && std::filesystem::is_directory(e.dir, ec)) {
-      for (const auto& entry : std::filesystem::directory_iterator(e.dir, ec)) {
-        if (entry.path().filename().string().rfind("manifest-", 0) == 0) {
-          *exit_code = ReportError(Status::InvalidArgument(
-              "--dir " + e.dir +
-              " holds checkpoints of an earlier emulation: continue it with "
-              "--resume " +
-              e.dir + " or use an empty directory"));
-          return;
-        }
-      }
     }
     e.spawn = !opts->no_spawn;
     sim::AtomicFileWriter trace;
