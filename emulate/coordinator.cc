@@ -154,6 +154,11 @@ awaitable<void> Coordinator::ExitMonitor() {
         if (!c->hello || c->failed || !(c->exited || (!c->local && c->closed))) continue;
         c->failed = true;
         r_.plan.notes.push_back("a worker exited while the job re-formed; replaced");
+        // A fault injected on it that the recovery in progress did not see (its exit was not
+        // yet reaped when the other was detected) is found here, by the same monitor.
+        for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+          if (ranks_[r] == c) AttributeLateExit(r);
+        }
         if (o_.spawn) {
           Status st = Spawn();
           if (!st.ok()) Fail(st.message());

@@ -67,6 +67,9 @@ class Coordinator {
   awaitable<void> Session(std::shared_ptr<Conn> c);
   void Handle(const std::shared_ptr<Conn>& c, const Message& m);
   void TryStart();
+  // Marks the undetected fault on `rank` as found now by PROCESS_EXIT (an exit noticed while
+  // the job re-forms after another fault).
+  void AttributeLateExit(int rank);
   void Detect(int rank, DetectionMechanism how);
   void Inject(size_t fault_index);
   void OnStep(int rank, const Message& m);

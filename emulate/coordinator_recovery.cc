@@ -408,6 +408,17 @@ void Coordinator::Detect(int rank, DetectionMechanism how) {
   Recover(dead, NeedsRepair(f));
 }
 
+void Coordinator::AttributeLateExit(int rank) {
+  for (MeasuredFault& f : r_.faults) {
+    if (f.detected_after_s < 0 && f.planned.rank == rank && !f.unplanned &&
+        f.planned.fault.kind != K::kStraggler && f.planned.fault.kind != K::kLinkDegraded &&
+        f.injected_at_s <= Now()) {
+      f.detected_by = checkpoint::DetectionMechanismName(DetectionMechanism::kProcessExit);
+      f.detected_after_s = Now() - f.injected_at_s;
+    }
+  }
+}
+
 void Coordinator::Recover(int dead, bool needs_repair) {
   using P = checkpoint::RecoveryPolicy;
   // RESTART_ON_SPARE: the scheduler's requeue, then new processes (the spares). WAIT_FOR_REPAIR:
