@@ -69,6 +69,8 @@ class Coordinator {
   void TryStart();
   // Marks the undetected fault on `rank` as found now by PROCESS_EXIT (an exit noticed while
   // the job re-forms after another fault).
+  // Failures whose time came while the job was recovering: injected when training resumes.
+  void InjectDeferred();
   void AttributeLateExit(int rank);
   void Detect(int rank, DetectionMechanism how);
   void Inject(size_t fault_index);
@@ -127,6 +129,7 @@ class Coordinator {
 
   enum class Phase { kWaiting, kRunning, kRecovering, kDone } phase_ = Phase::kWaiting;
   int64_t gen_ = 0;
+  std::vector<size_t> deferred_faults_;  // plan_.faults indices (InjectDeferred)
   std::vector<std::shared_ptr<Conn>> ranks_;
   int world_ = 0;                       // the current generation's ranks (ELASTIC shrinks it)
   std::vector<WorldSegment> schedule_;  // the world sizes the current state went through

@@ -205,6 +205,7 @@ void Coordinator::OnStep(int rank, const Message& m) {
       ++restarts_;
       open_fault_ = -1;
     }
+    if (phase_ == Phase::kRunning && !deferred_faults_.empty()) InjectDeferred();
   }
   if (kill_write_step_ > 0 && step == kill_write_step_ && rank == o_.kill_during_checkpoint_rank &&
       !kill_write_done_) {
@@ -408,6 +409,12 @@ void Coordinator::Detect(int rank, DetectionMechanism how) {
   Recover(dead, NeedsRepair(f));
 }
 
+void Coordinator::InjectDeferred() {
+  std::vector<size_t> due;
+  due.swap(deferred_faults_);
+  for (size_t i : due) Inject(i);
+}
+
 void Coordinator::AttributeLateExit(int rank) {
   for (MeasuredFault& f : r_.faults) {
     if (f.detected_after_s < 0 && f.planned.rank == rank && !f.unplanned &&
@@ -459,6 +466,14 @@ void Coordinator::Inject(size_t i) {
   const PlannedFault& p = plan_.faults[i];
   auto c = AtRank(p.rank);
   const bool failure = p.fault.kind != K::kStraggler && p.fault.kind != K::kLinkDegraded;
+  if (failure && phase_ != Phase::kRunning && phase_ != Phase::kDone && p.rank < world_) {
+    // The hardware fails whether or not the job is up; the emulation injects it as soon as
+    // training runs again, so a slow recovery (a loaded machine) cannot swallow a fault.
+    deferred_faults_.push_back(i);
+    r_.plan.notes.push_back(std::string(p.fault.KindName()) + " at " + std::to_string(p.at_s) +
+                            " s deferred to when training resumed: the job was recovering");
+    return;
+  }
   if (!c || phase_ == Phase::kDone || (failure && phase_ != Phase::kRunning) || p.rank >= world_) {
     r_.plan.notes.push_back(std::string(p.fault.KindName()) + " at " + std::to_string(p.at_s) +
                             " s not injected: the job was recovering or had shrunk");
