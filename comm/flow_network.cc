@@ -178,12 +178,16 @@ void FlowNetwork::Recompute() {
   ScheduleNextDrain();
 }
 
+void FlowNetwork::ClearMemos() {
+  memos_.clear();
+  memo_index_.clear();
+  memo_links_ = 0;
+  last_memo_ = SIZE_MAX;
+}
+
 size_t FlowNetwork::FindOrSolve() {
   if (capacity_version_ != memo_capacity_version_) {
-    memos_.clear();
-    memo_index_.clear();
-    memo_links_ = 0;
-    last_memo_ = SIZE_MAX;
+    ClearMemos();
     memo_capacity_version_ = capacity_version_;
   }
   auto same = [this](const Memo& m) {
@@ -198,11 +202,7 @@ size_t FlowNetwork::FindOrSolve() {
   for (auto it = first; it != last; ++it) {
     if (same(memos_[it->second])) return last_memo_ = it->second;
   }
-  if (memo_links_ + flat_paths_.size() > kMemoMaxLinks) {
-    memos_.clear();
-    memo_index_.clear();
-    memo_links_ = 0;
-  }
+  if (memo_links_ + flat_paths_.size() > kMemoMaxLinks) ClearMemos();
   solver_paths_.clear();
   for (uint32_t slot : active_) solver_paths_.emplace_back(paths_[slot]);
   Memo m;

@@ -115,6 +115,7 @@ class FlowNetwork {
   };
   // The memo holding the active set's rates (solving and adding it when it is new).
   size_t FindOrSolve();
+  void ClearMemos();
   std::vector<Memo> memos_;
   std::unordered_multimap<uint64_t, uint32_t> memo_index_;  // hash of the paths -> memos_ index
   size_t memo_links_ = 0;                                   // Σ paths.size() over memos_

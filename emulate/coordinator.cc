@@ -157,7 +157,7 @@ awaitable<void> Coordinator::ExitMonitor() {
         // A fault injected on it that the recovery in progress did not see (its exit was not
         // yet reaped when the other was detected) is found here, by the same monitor.
         for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
-          if (ranks_[r] == c) AttributeLateExit(r);
+          if (ranks_[r] == c) AttributeUndetected(r, DetectionMechanism::kProcessExit, Now());
         }
         if (o_.spawn) {
           Status st = Spawn();

@@ -67,11 +67,13 @@ class Coordinator {
   awaitable<void> Session(std::shared_ptr<Conn> c);
   void Handle(const std::shared_ptr<Conn>& c, const Message& m);
   void TryStart();
-  // Marks the undetected fault on `rank` as found now by PROCESS_EXIT (an exit noticed while
-  // the job re-forms after another fault).
   // Failures whose time came while the job was recovering: injected when training resumes.
   void InjectDeferred();
-  void AttributeLateExit(int rank);
+  // Marks every failure injected on `rank` by `at` and not yet detected as found by `how` at
+  // `at`: a second fault the same recovery finds, or an exit noticed while the job re-forms.
+  void AttributeUndetected(int rank, DetectionMechanism how, double at);
+  // The rank heard from least recently: the culprit when a link breaks or a watchdog fires.
+  int LeastRecentlyHeard() const;
   void Detect(int rank, DetectionMechanism how);
   void Inject(size_t fault_index);
   void OnStep(int rank, const Message& m);

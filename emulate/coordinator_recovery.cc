@@ -17,16 +17,8 @@ using K = run::ScheduledFault::Kind;
 // of copies (emulate/worker.cc), so an older set could not be restored anyway.
 constexpr size_t kMemorySets = 3;
 
-const char* PolicyWord(checkpoint::CheckpointPolicy p) {
-  switch (p) {
-    case checkpoint::CheckpointPolicy::kAsync:
-      return "ASYNC";
-    case checkpoint::CheckpointPolicy::kInMemory:
-      return "IN_MEMORY";
-    default:
-      return "SYNC";
-  }
-}
+// A fault that stops its process (not a slowdown: a straggler or a degraded link).
+bool IsFailure(K kind) { return kind != K::kStraggler && kind != K::kLinkDegraded; }
 
 // Faults after which the node is gone until repaired (the run simulation's rule: GPU, NODE and
 // SDC take their node out; a hang or a software crash restarts in place).
@@ -142,7 +134,8 @@ void Coordinator::TryStart() {
           r == o_.kill_during_checkpoint_rank && !kill_write_done_ ? kill_write_step_ : 0);
     a.SetReal("compute_s", plan_.compute_s)
         .SetReal("collective_timeout_s", plan_.collective_timeout_s);
-    a.Set("policy", PolicyWord(plan_.policy)).Set("persistent_every", plan_.persistent_every);
+    a.Set("policy", checkpoint::CheckpointPolicyName(plan_.policy))
+        .Set("persistent_every", plan_.persistent_every);
     a.Set("check_every", plan_.check_every).Set("algorithm", AlgorithmName(plan_.algorithm));
     a.Set("dir", dir_).Set("seed", static_cast<int64_t>(plan_.seed));
     for (int k = 0; k < world_; ++k) {
@@ -321,23 +314,23 @@ void Coordinator::Handle(const std::shared_ptr<Conn>& c, const Message& m) {
     auto t = std::make_shared<asio::steady_timer>(io_, Seconds(plan_.heartbeat_s));
     t->async_wait([this, t, gen = gen_](boost::system::error_code ec) {
       if (ec || gen != gen_ || phase_ != Phase::kRunning) return;
-      int culprit = 0;
-      for (int r = 1; r < world_; ++r) {
-        if (ranks_[r]->last_heard < ranks_[culprit]->last_heard) culprit = r;
-      }
-      Detect(culprit, DetectionMechanism::kNcclError);
+      Detect(LeastRecentlyHeard(), DetectionMechanism::kNcclError);
     });
   } else if (m.type == "TIMEOUT") {
     // The watchdog fired on a rank: the culprit is the rank heard from least recently.
-    int culprit = 0;
-    for (int r = 1; r < world_; ++r) {
-      if (ranks_[r]->last_heard < ranks_[culprit]->last_heard) culprit = r;
-    }
-    Detect(culprit, DetectionMechanism::kCollectiveTimeout);
+    Detect(LeastRecentlyHeard(), DetectionMechanism::kCollectiveTimeout);
   } else if (m.type == "FINAL") {
     final_hashes_.insert(m.Get("hash"));
     if (++finals_ == world_) Finish();
   }
+}
+
+int Coordinator::LeastRecentlyHeard() const {
+  int culprit = 0;
+  for (int r = 1; r < world_; ++r) {
+    if (ranks_[r]->last_heard < ranks_[culprit]->last_heard) culprit = r;
+  }
+  return culprit;
 }
 
 void Coordinator::SetAsideCorrupted() {
@@ -396,15 +389,7 @@ void Coordinator::Detect(int rank, DetectionMechanism how) {
     if (c->local) ::kill(c->pid, SIGKILL);  // a hung process is killed for its restart
     boost::system::error_code ignored;
     c->sock->close(ignored);
-    for (MeasuredFault& other : r_.faults) {  // a second fault found by the same recovery
-      if (&other != &f && other.detected_after_s < 0 && other.planned.rank == r &&
-          other.injected_at_s <= detected_at_ && !other.unplanned &&
-          other.planned.fault.kind != K::kStraggler &&
-          other.planned.fault.kind != K::kLinkDegraded) {
-        other.detected_by = f.detected_by;
-        other.detected_after_s = detected_at_ - other.injected_at_s;
-      }
-    }
+    AttributeUndetected(r, how, detected_at_);  // a second fault found by the same recovery
   }
   Recover(dead, NeedsRepair(f));
 }
@@ -415,13 +400,12 @@ void Coordinator::InjectDeferred() {
   for (size_t i : due) Inject(i);
 }
 
-void Coordinator::AttributeLateExit(int rank) {
+void Coordinator::AttributeUndetected(int rank, DetectionMechanism how, double at) {
   for (MeasuredFault& f : r_.faults) {
     if (f.detected_after_s < 0 && f.planned.rank == rank && !f.unplanned &&
-        f.planned.fault.kind != K::kStraggler && f.planned.fault.kind != K::kLinkDegraded &&
-        f.injected_at_s <= Now()) {
-      f.detected_by = checkpoint::DetectionMechanismName(DetectionMechanism::kProcessExit);
-      f.detected_after_s = Now() - f.injected_at_s;
+        IsFailure(f.planned.fault.kind) && f.injected_at_s <= at) {
+      f.detected_by = checkpoint::DetectionMechanismName(how);
+      f.detected_after_s = at - f.injected_at_s;
     }
   }
 }
@@ -465,7 +449,7 @@ void Coordinator::Recover(int dead, bool needs_repair) {
 void Coordinator::Inject(size_t i) {
   const PlannedFault& p = plan_.faults[i];
   auto c = AtRank(p.rank);
-  const bool failure = p.fault.kind != K::kStraggler && p.fault.kind != K::kLinkDegraded;
+  const bool failure = IsFailure(p.fault.kind);
   if (failure && phase_ != Phase::kRunning && phase_ != Phase::kDone && p.rank < world_) {
     // The hardware fails whether or not the job is up; the emulation injects it as soon as
     // training runs again, so a slow recovery (a loaded machine) cannot swallow a fault.

@@ -53,7 +53,6 @@ struct Case {
 constexpr auto k1F1B = par::PipelineSchedule::k1F1B;
 constexpr auto kGpipe = par::PipelineSchedule::kGpipe;
 constexpr auto kInter = par::PipelineSchedule::kInterleaved1F1B;
-constexpr auto kNone = par::Recompute::kNone;
 constexpr auto kSel = par::Recompute::kSelective;
 constexpr auto kFull = par::Recompute::kFull;
 

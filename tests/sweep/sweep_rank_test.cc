@@ -91,7 +91,9 @@ TEST(SweepRankTest, EveryEvaluatedLayoutFitsWithinTheHeadroomAndRejectionsSayHea
   ASSERT_TRUE(r.ok()) << r.status().message();
   bool headroom_reason = false;
   for (const Evaluation& e : r->evaluations) {
-    if (!e.rejected) EXPECT_LE(e.memory_bytes_per_gpu, 20e9) << DescribeLayout(e.layout);
+    if (!e.rejected) {
+      EXPECT_LE(e.memory_bytes_per_gpu, 20e9) << DescribeLayout(e.layout);
+    }
     if (e.rejected && e.memory_bytes_per_gpu > 20e9 && e.memory_bytes_per_gpu <= 24e9) {
       headroom_reason = true;
       EXPECT_NE(e.reason.find("memory headroom of 4.0 GB"), std::string::npos) << e.reason;
@@ -114,7 +116,9 @@ TEST(SweepRankTest, EnergyIsBoardPowerTimesDrawTimesPueOverTheTimeToTrain) {
     EXPECT_NEAR(e.energy_kwh, e.time_to_train_s * e.layout.gpus * watts * 1.1 / 3.6e6,
                 1e-9 * e.energy_kwh);
     EXPECT_NEAR(e.energy_cost_usd, e.energy_kwh * 0.08, 1e-9 * e.energy_cost_usd);
-    if (k > 0) EXPECT_LE(r->evaluations[r->top[k - 1]].energy_kwh, e.energy_kwh);
+    if (k > 0) {
+      EXPECT_LE(r->evaluations[r->top[k - 1]].energy_kwh, e.energy_kwh);
+    }
   }
 }
 
