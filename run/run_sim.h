@@ -169,6 +169,10 @@ class RunSim {
   Status error_;
   RunReport report_;
   std::optional<checkpoint::FailureProcess> process_;
+  // The stochastic process's next arrival (one is pending at a time), and each cause's stable
+  // key, computed once per trial rather than once per failure (CauseKey allocates).
+  checkpoint::FailureProcess::Arrival next_arrival_;
+  std::vector<std::string> cause_keys_;
   RunPhaseKind open_phase_ = RunPhaseKind::kTraining;
   sim::Time open_phase_start_;
 

@@ -105,12 +105,12 @@ void RunSim::OnFailure(const FailureInput& f, sim::Time at) {
   rec.mechanism = f.mechanism;
   rec.detection_delay = f.detection_delay;
   rec.lost = cum_.lost - lost_before;
-  report_.failure_records.push_back(rec);
+  report_.failure_records.push_back(std::move(rec));
   incident_records_.push_back(report_.failure_records.size() - 1);
-  const std::string mech = checkpoint::DetectionMechanismName(f.mechanism);
-  const std::string since =
-      restore.index == 0 ? "the start of training" : "checkpoint #" + Str(restore.index);
-  if (c_.record_events)
+  if (c_.record_events) {
+    const std::string mech = checkpoint::DetectionMechanismName(f.mechanism);
+    const std::string since =
+        restore.index == 0 ? "the start of training" : "checkpoint #" + Str(restore.index);
     Log(RunEventKind::kFailure,
         f.what +
             (f.eviction ? " evicted ("
@@ -120,6 +120,7 @@ void RunSim::OnFailure(const FailureInput& f, sim::Time at) {
             sim::FormatDuration(f.detection_delay) + "); " +
             sim::FormatSecondsHuman(rec.lost.seconds()) + " of work since " + since + " lost",
         {.failure = report_.failure_records.size() - 1});
+  }
   if (phase_ == Phase::kWaiting) {
     phase_start_ = now;
     return TryRecover();
@@ -353,14 +354,22 @@ void RunSim::OnWallTimeLimit() {
 }
 
 void RunSim::ScheduleNextStochastic() {
-  FailureProcess::Arrival a = process_->Next();
-  if (a.at.is_max()) return;
+  next_arrival_ = process_->Next();
+  if (next_arrival_.at.is_max()) return;
+  // Captures `this` alone so the handler fits std::function's inline buffer (no allocation per
+  // failure; bench/README.md, engine section).
   engine_.ScheduleAt(
-      a.at,
-      [this, a] {
+      next_arrival_.at,
+      [this] {
+        const FailureProcess::Arrival a = next_arrival_;
         const FailureCause& cause = process_->causes()[a.cause];
+        if (cause_keys_.empty()) {
+          for (const FailureCause& each : process_->causes()) {
+            cause_keys_.push_back(CauseKey(each.name));
+          }
+        }
         FailureInput f;
-        f.cause = CauseKey(cause.name);
+        f.cause = cause_keys_[a.cause];
         f.cause_name = cause.name;
         f.what = "node " + Str(a.node);
         f.node = a.node;
