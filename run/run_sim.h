@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -220,7 +221,14 @@ class RunSim {
   int pool_ = 0;
   // Elastic.
   int live_ = 0;
-  std::vector<std::vector<int>> node_replicas_;
+  // The data-parallel replicas with a GPU on each node, flat: node n's are
+  // node_replica_list_[node_replica_begin_[n] .. node_replica_begin_[n + 1]).
+  std::vector<int> node_replica_begin_;
+  std::vector<int> node_replica_list_;
+  std::span<const int> ReplicasOf(int node) const {
+    return {node_replica_list_.data() + node_replica_begin_[node],
+            node_replica_list_.data() + node_replica_begin_[node + 1]};
+  }
   std::vector<char> replica_dropped_;
   std::vector<int> replica_missing_;
   std::vector<char> node_elastic_;  // failed node whose replicas were dropped for it

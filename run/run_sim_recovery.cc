@@ -47,7 +47,7 @@ std::pair<Snapshot, bool> RunSim::ChooseRestore() const {
 
 bool RunSim::NodeInService(int node) const {
   if (node_failed_[node]) return false;
-  for (int r : node_replicas_[node]) {
+  for (int r : ReplicasOf(node)) {
     if (!replica_dropped_[r]) return true;
   }
   return false;
@@ -191,7 +191,7 @@ void RunSim::TryRecover() {
   if (c_.recovery.policy == RecoveryPolicy::kElastic && !incident_nodes_.empty()) {
     std::vector<int> drop;
     for (int n : incident_nodes_) {
-      for (int r : node_replicas_[n]) {
+      for (int r : ReplicasOf(n)) {
         if (!replica_dropped_[r] && std::find(drop.begin(), drop.end(), r) == drop.end()) {
           drop.push_back(r);
         }
@@ -202,7 +202,7 @@ void RunSim::TryRecover() {
       live_ -= static_cast<int>(drop.size());
       for (int n : incident_nodes_) {
         node_elastic_[n] = 1;
-        for (int r : node_replicas_[n]) ++replica_missing_[r];
+        for (int r : ReplicasOf(n)) ++replica_missing_[r];
       }
       incident_nodes_.clear();
       state_dirty_ = true;
@@ -290,7 +290,7 @@ void RunSim::OnRepaired(int node) {
   if (node_elastic_[node]) {
     node_elastic_[node] = 0;
     node_failed_[node] = 0;
-    for (int r : node_replicas_[node]) {
+    for (int r : ReplicasOf(node)) {
       if (--replica_missing_[r] == 0 && replica_dropped_[r]) rejoin_pending_ = true;
     }
     // With no checkpointing a rejoin never finds a checkpoint to restart from; it waits.

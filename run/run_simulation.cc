@@ -146,17 +146,24 @@ Result<RunReport> RunSim::Run() {
   node_elastic_.assign(c_.nodes, 0);
   replica_dropped_.assign(c_.dp, 0);
   replica_missing_.assign(c_.dp, 0);
-  node_replicas_.assign(c_.nodes, {});
-  // Megatron's rank order, TP innermost, then DP, then PP: dp index = (gpu / tp) % dp.
+  // Megatron's rank order, TP innermost, then DP, then PP: dp index = (gpu / tp) % dp. A node's
+  // GPUs cover the consecutive TP groups q0..q1, so its replicas are q % dp for those q.
+  node_replica_begin_.assign(c_.nodes + 1, 0);
+  node_replica_list_.clear();
+  node_replica_list_.reserve(c_.nodes);
   for (int n = 0; n < c_.nodes; ++n) {
-    for (int g = n * c_.gpus_per_node; g < (n + 1) * c_.gpus_per_node && g < gpus; ++g) {
-      const int r = (g / c_.tp) % c_.dp;
-      if (std::find(node_replicas_[n].begin(), node_replicas_[n].end(), r) ==
-          node_replicas_[n].end()) {
-        node_replicas_[n].push_back(r);
+    node_replica_begin_[n] = static_cast<int>(node_replica_list_.size());
+    const int first_gpu = n * c_.gpus_per_node;
+    const int end_gpu = std::min((n + 1) * c_.gpus_per_node, gpus);
+    for (int q = first_gpu / c_.tp; first_gpu < end_gpu && q <= (end_gpu - 1) / c_.tp; ++q) {
+      const int r = q % c_.dp;
+      const auto begin = node_replica_list_.begin() + node_replica_begin_[n];
+      if (std::find(begin, node_replica_list_.end(), r) == node_replica_list_.end()) {
+        node_replica_list_.push_back(r);
       }
     }
   }
+  node_replica_begin_[c_.nodes] = static_cast<int>(node_replica_list_.size());
   if (stochastic_) {
     process_.emplace(c_.failures, c_.nodes,
                      sim::RandomStreams(c_.seed).Stream("trial/" + Str(trial_) + "/failures"));
