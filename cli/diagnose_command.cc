@@ -117,6 +117,31 @@ LayerShares SharesOf(const step::StepConfig& cfg) {
   return s;
 }
 
+// The scenario's spelling (parallelism.cp_comm, parallelism.moe_token_dispatcher).
+std::string CpCommName(par::CpComm c) {
+  switch (c) {
+    case par::CpComm::kP2P:
+      return "P2P";
+    case par::CpComm::kAllGather:
+      return "ALL_GATHER";
+    case par::CpComm::kAllToAll:
+      return "A2A";
+  }
+  return "?";
+}
+
+std::string DispatcherName(par::MoeDispatcher d) {
+  switch (d) {
+    case par::MoeDispatcher::kAllToAll:
+      return "ALLTOALL";
+    case par::MoeDispatcher::kAllGather:
+      return "ALLGATHER";
+    case par::MoeDispatcher::kFlex:
+      return "FLEX";
+  }
+  return "?";
+}
+
 std::string InputEvidence(const Sim& sim) {
   const step::StepConfig& cfg = sim.step.config;
   const step::StepResult& r = sim.step.result;
@@ -153,12 +178,23 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
                  "GEMM time beyond the large-GEMM ceiling; least efficient: " + ls.worst_gemm +
                      Fmt(" at %.0f%% of the roofline", 100 * ls.worst_gemm_fraction) +
                      Fmt(" (micro-batch %g)", cfg.parallel.micro_batch)});
-  out.push_back({"exposed TP comm",
-                 (b.exposed_tp_comm_s + b.exposed_cp_comm_s + b.exposed_ep_comm_s) / t,
+  out.push_back({"exposed TP comm", b.exposed_tp_comm_s / t,
                  Fmt("TP %g", cfg.parallel.tp) +
                      (cfg.parallel.sequence_parallel ? ", sequence parallel" : "") +
                      (cfg.parallel.tp_comm_overlap ? ", TP overlap on" : ", TP overlap off") +
-                     Fmt("; CP %g", cfg.parallel.cp) + Fmt(", EP %g", cfg.parallel.ep)});
+                     (cfg.parallel.etp > 1 ? Fmt(", expert TP %g", cfg.parallel.etp) : "")});
+  out.push_back({"exposed CP comm", b.exposed_cp_comm_s / t,
+                 Fmt("CP %g", cfg.parallel.cp) +
+                     (cfg.parallel.cp > 1 ? ", K/V exchange " + CpCommName(cfg.parallel.cp_comm)
+                                          : std::string())});
+  out.push_back(
+      {"exposed EP comm", b.exposed_ep_comm_s / t,
+       Fmt("EP %g", cfg.parallel.ep) +
+           (cfg.parallel.ep > 1 ? Fmt(" over %g node(s)", cfg.parallel.ep_nodes) + ", dispatcher " +
+                                      DispatcherName(cfg.parallel.moe_dispatcher) +
+                                      (cfg.parallel.moe_a2a_overlap ? ", all-to-all overlap on"
+                                                                    : ", all-to-all overlap off")
+                                : std::string())});
   out.push_back({"exposed DP comm", b.exposed_dp_comm_s / t,
                  Fmt("DP %g", cfg.parallel.dp) + Fmt(", ZeRO-%g", cfg.parallel.zero_stage) +
                      (cfg.parallel.overlap_dp ? ", gradient reduction overlapped"
@@ -242,6 +278,15 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
       out.push_back({"sequence parallelism on", {"parallelism.sequence_parallel=true"}});
     } else if (!c.tp_comm_overlap) {
       out.push_back({"TP communication overlap on", {"parallelism.tp_comm_overlap=true"}});
+    }
+  }
+  if (matters("exposed EP comm") && c.ep > 1) {
+    if (!c.moe_a2a_overlap) {
+      out.push_back({"EP all-to-all overlap on", {"parallelism.moe_a2a_overlap=true"}});
+    }
+    if (c.moe_dispatcher == par::MoeDispatcher::kAllToAll && c.ep_nodes > 1) {
+      out.push_back({"FLEX dispatcher (DeepEP/HybridEP: one copy per destination node)",
+                     {"parallelism.moe_token_dispatcher=FLEX"}});
     }
   }
   if (matters("exposed DP comm")) {

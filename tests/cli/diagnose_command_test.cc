@@ -2,6 +2,7 @@
 // low_utilisation example, JSON keys, measured figures, profiles, determinism.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -49,14 +50,49 @@ TEST(DiagnoseCommandTest, CausesComeInTheOrderAnExpertChecksThem) {
   const nlohmann::json j = Json({"diagnose", kLow, "--json"});
   const std::vector<std::string> order = {
       "input stall",     "host/launch overhead", "memory-bound ops", "small-GEMM inefficiency",
-      "exposed TP comm", "exposed DP comm",      "exposed PP comm",  "pipeline bubble",
-      "stragglers",      "checkpoint stalls",    "failures"};
+      "exposed TP comm", "exposed CP comm",      "exposed EP comm",  "exposed DP comm",
+      "exposed PP comm", "pipeline bubble",      "stragglers",       "checkpoint stalls",
+      "failures"};
   ASSERT_EQ(j["causes"].size(), order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     EXPECT_EQ(j["causes"][i]["name"], order[i]);
     EXPECT_TRUE(j["causes"][i]["evidence"].is_string());
     EXPECT_GE(j["causes"][i]["share_of_step"].get<double>(), 0.0);
   }
+}
+
+// Each communication cause is its own breakdown row over the step: the TP cause must not
+// carry expert all-to-alls (it once summed TP, CP and EP under "exposed TP comm", which sent
+// users of MoE layouts to TP overlap).
+TEST(DiagnoseCommandTest, TpCpAndEpCommAreSeparateCausesMatchingTheStepBreakdown) {
+  constexpr char kMoe[] = "scenarios/examples/mixtral_8x22b_h100.textproto";
+  const nlohmann::json d = Json({"diagnose", kMoe, "--json", "--no-run"});
+  const nlohmann::json run = Json({"run", kMoe, "--json"});
+  const nlohmann::json& b = run["step"]["breakdown_s"];
+  const double step = run["step"]["time_s"].get<double>();
+  std::map<std::string, double> share;
+  for (const auto& c : d["causes"]) share[c["name"]] = c["share_of_step"].get<double>();
+  ASSERT_GT(b["exposed_ep_comm"].get<double>(), 0.0);
+  EXPECT_NEAR(share["exposed TP comm"], b["exposed_tp_comm"].get<double>() / step, 1e-9);
+  EXPECT_NEAR(share["exposed CP comm"], b["exposed_cp_comm"].get<double>() / step, 1e-9);
+  EXPECT_NEAR(share["exposed EP comm"], b["exposed_ep_comm"].get<double>() / step, 1e-9);
+}
+
+// DeepSeek-V3's example runs EP 64 across 8 nodes with NCCL all-to-alls and no overlap: the EP
+// cause proposes the all-to-all overlap and the node-deduplicating FLEX dispatcher, and both
+// shorten the step when re-simulated.
+TEST(DiagnoseCommandTest, ExposedEpCommProposesAllToAllOverlapAndFlexDispatcher) {
+  const nlohmann::json d =
+      Json({"diagnose", "scenarios/examples/deepseek_v3_h100.textproto", "--json", "--no-run"});
+  int found = 0;
+  for (const auto& p : d["proposals"]) {
+    const std::string change = p["change"];
+    if (change == "EP all-to-all overlap on" || change.rfind("FLEX dispatcher", 0) == 0) {
+      ++found;
+      EXPECT_LT(p["predicted_step_s"].get<double>(), d["step_time_s"].get<double>()) << change;
+    }
+  }
+  EXPECT_EQ(found, 2);
 }
 
 TEST(DiagnoseCommandTest, MeasuredMfuGivesTheUnexplainedShare) {
