@@ -48,6 +48,9 @@ constexpr double kLoaderHeadroom = 1.25;
 // share of the step is named (a healthy step's idle is its bubble and a few percent).
 constexpr double kRatioFlag = 1.5;
 constexpr double kIdleFlag = 0.2;
+// The busiest pipeline stage is named when its work exceeds the reported stage's by 5% (about
+// the spread of per-step timings on a real cluster; evener stages are reported as even).
+constexpr double kImbalanceShown = 1.05;
 
 struct Sim {
   scenarios::ResolvedScenario resolved;
@@ -142,6 +145,39 @@ std::string DispatcherName(par::MoeDispatcher d) {
   return "?";
 }
 
+// A stage's own work: what it computes and the communication it cannot hide, not its waits.
+double BusySeconds(const step::StepBreakdown& b) {
+  return b.compute_s + b.exposed_tp_comm_s + b.exposed_cp_comm_s + b.exposed_ep_comm_s +
+         b.exposed_dp_comm_s + b.optimizer_s + b.host_overhead_s;
+}
+
+// Pipeline wait is mostly the transfers when the stages are even, and mostly the reported
+// GPU's stage waiting for a busier one when they are not (uneven layer counts, dense and MoE
+// layers, the embedding or the output layer): name the busiest stage and its largest part.
+std::string StageImbalanceEvidence(const step::StepResult& r) {
+  const std::vector<step::StepBreakdown>& st = r.stage_breakdown;
+  if (st.size() < 2) return "";
+  size_t busiest = 0;
+  for (size_t i = 1; i < st.size(); ++i) {
+    if (BusySeconds(st[i]) > BusySeconds(st[busiest])) busiest = i;
+  }
+  const double here = BusySeconds(r.breakdown), there = BusySeconds(st[busiest]);
+  if (there < here * kImbalanceShown) return "; stages even within 5%";
+  const step::StepBreakdown& w = st[busiest];
+  const std::pair<double, const char*> parts[] = {{w.compute_s, "compute"},
+                                                  {w.exposed_tp_comm_s, "exposed TP comm"},
+                                                  {w.exposed_cp_comm_s, "exposed CP comm"},
+                                                  {w.exposed_ep_comm_s, "exposed EP comm"},
+                                                  {w.exposed_dp_comm_s, "exposed DP comm"}};
+  const auto* top = &parts[0];
+  for (const auto& p : parts) {
+    if (p.first > top->first) top = &p;
+  }
+  return Fmt("; stage %g is the busiest", double(busiest)) + Fmt(" (%.2f s of work", there) +
+         Fmt(" against %.2f s here", here) + "; its largest part: " + top->second +
+         Fmt(" %.2f s)", top->first);
+}
+
 std::string InputEvidence(const Sim& sim) {
   const step::StepConfig& cfg = sim.step.config;
   const step::StepResult& r = sim.step.result;
@@ -202,7 +238,8 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
                      (cfg.parallel.overlap_param_gather ? ", param gather overlapped" : "")});
   out.push_back({"exposed PP comm", b.pp_wait_s / t,
                  Fmt("PP %g", cfg.parallel.pp) +
-                     (cfg.parallel.p2p_overlapped() ? ", sends overlapped" : ", blocking sends")});
+                     (cfg.parallel.p2p_overlapped() ? ", sends overlapped" : ", blocking sends") +
+                     StageImbalanceEvidence(r)});
   out.push_back({"pipeline bubble", b.bubble_s / t,
                  Fmt("PP %g", cfg.parallel.pp) +
                      Fmt(", %g micro-batches", double(cfg.parallel.num_micro_batches())) +

@@ -81,7 +81,7 @@ TEST(DiagnoseCommandTest, TpCpAndEpCommAreSeparateCausesMatchingTheStepBreakdown
 // DeepSeek-V3's example runs EP 64 across 8 nodes with NCCL all-to-alls and no overlap: the EP
 // cause proposes the all-to-all overlap and the node-deduplicating FLEX dispatcher, and both
 // shorten the step when re-simulated.
-TEST(DiagnoseCommandTest, ExposedEpCommProposesAllToAllOverlapAndFlexDispatcher) {
+TEST(DiagnoseCommandTest, ExposedEpCommProposesOverlapAndFlexAndNamesTheBusiestStage) {
   const nlohmann::json d =
       Json({"diagnose", "scenarios/examples/deepseek_v3_h100.textproto", "--json", "--no-run"});
   int found = 0;
@@ -93,6 +93,15 @@ TEST(DiagnoseCommandTest, ExposedEpCommProposesAllToAllOverlapAndFlexDispatcher)
     }
   }
   EXPECT_EQ(found, 2);
+  // Stage 0 (three dense layers and one MoE layer) waits for the MoE stages: the pipeline-wait
+  // evidence names a busier stage and its all-to-alls, not the sends.
+  for (const auto& c : d["causes"]) {
+    if (c["name"] != "exposed PP comm") continue;
+    const std::string evidence = c["evidence"];
+    EXPECT_NE(evidence.find("is the busiest"), std::string::npos) << evidence;
+    EXPECT_EQ(evidence.find("stage 0 is"), std::string::npos) << evidence;
+    EXPECT_NE(evidence.find("exposed EP comm"), std::string::npos) << evidence;
+  }
 }
 
 TEST(DiagnoseCommandTest, MeasuredMfuGivesTheUnexplainedShare) {
