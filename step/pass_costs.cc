@@ -6,6 +6,7 @@
 
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
+#include "step/ep_overlap.h"
 
 namespace trainsim::step {
 namespace {
@@ -192,6 +193,54 @@ UbOverlap OverlapTp(double ag_s, double rs_s, double gemm_s, int tp, double sms)
   return o;
 }
 
+// Where an op of a MoE layer runs in Megatron-Core's combined 1F1B schedule plan
+// (step/ep_overlap.h): the routed experts between dispatch and combine, the combine node's
+// compute after its all-to-all, or the pre-dispatch node (everything else: attention, norms,
+// shared experts, router, permutation).
+enum class EpNode { kPreDispatch, kMlp, kCombinePost };
+EpNode EpNodeOf(const KernelOp& op) {
+  if (op.name.rfind("expert_", 0) == 0 || op.name == "moe_sort_chunks" ||
+      op.name == "moe_unsort_chunks") {
+    return EpNode::kMlp;
+  }
+  if (op.name == "moe_unpermute" || op.name.rfind("residual_add_2", 0) == 0) {
+    return EpNode::kCombinePost;
+  }
+  return EpNode::kPreDispatch;
+}
+
+// The layer's compute in the schedule plan's nodes. A matrix product's backward is its data
+// gradient and its weight gradient, equal products (KernelOp: "two products of the same size");
+// with --delay-wgrad-compute the experts' weight gradients run after their data gradients.
+EpOverlapParts EpComputeParts(const StepConfig& cfg, const GemmCalibration& cal,
+                              const std::vector<KernelOp>& ops) {
+  EpOverlapParts p;
+  for (const KernelOp& op : ops) {
+    const double f = OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal);
+    const double b = OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal);
+    switch (EpNodeOf(op)) {
+      case EpNode::kPreDispatch:
+        p.pre_dispatch_fwd += f;
+        p.pre_dispatch_bwd += b;
+        break;
+      case EpNode::kMlp:
+        p.mlp_fwd += f;
+        if (op.kind == OpKind::kGemm) {
+          p.mlp_bwd_dgrad += b / 2;
+          p.mlp_bwd_wgrad += b / 2;
+        } else {
+          p.mlp_bwd_dgrad += b;
+        }
+        break;
+      case EpNode::kCombinePost:
+        p.combine_post_fwd += f;
+        p.combine_post_bwd += b;
+        break;
+    }
+  }
+  return p;
+}
+
 Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm,
                               const GroupTimers& timers, bool moe) {
   const ParallelConfig& c = cfg.parallel;
@@ -208,6 +257,7 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
                                 : c.recompute == Recompute::kSelective ? SumKernels(ops, true, true)
                                                                        : 0.0);
   double ag[2] = {0, 0}, rs[2] = {0, 0};  // TP all-gathers / reduce-scatters, [fwd, bwd]
+  EpOverlapParts ep_parts;                // EP collectives by node (moe_a2a_overlap)
   for (const TpCollective& col : LayerTpCollectives(m, c.split(), c.micro_batch, moe)) {
     TpCollectiveTimer* timer = timers.For(col.group);
     if (timer == nullptr) continue;
@@ -234,18 +284,32 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
       case CommGroup::kCp:
         (col.forward ? lc.cp_fwd : lc.cp_bwd) += t;
         break;
-      case CommGroup::kEp:
+      case CommGroup::kEp: {
         (col.forward ? lc.ep_fwd : lc.ep_bwd) += t;
+        // Dispatch (with the token counts and the probabilities) or combine, per direction.
+        const bool combine = col.name.find("combine") != std::string::npos;
+        (col.forward ? (combine ? ep_parts.combine_fwd : ep_parts.dispatch_fwd)
+                     : (combine ? ep_parts.combine_bwd : ep_parts.dispatch_bwd)) += t;
         break;
+      }
     }
   }
   const double sms = cfg.gpu.num_sms;
   if (c.moe_a2a_overlap && moe && lc.ep_fwd + lc.ep_bwd > 0) {
-    // The combined 1F1B step runs one micro-batch's forward beside another's backward: the
-    // all-to-alls of each hide under the other's compute. What the pair's compute cannot
-    // cover stays exposed, split between the passes as their traffic is.
+    // The combined 1F1B step runs one micro-batch's forward beside another's backward, each
+    // all-to-all under the compute Megatron-Core pairs it with (step/ep_overlap.h). What the
+    // merged step takes beyond the pair's compute stays exposed, split between the passes as
+    // their traffic is.
+    const EpOverlapParts compute = EpComputeParts(cfg, gemm, ops);
+    ep_parts.pre_dispatch_fwd = compute.pre_dispatch_fwd;
+    ep_parts.mlp_fwd = compute.mlp_fwd;
+    ep_parts.combine_post_fwd = compute.combine_post_fwd;
+    ep_parts.pre_dispatch_bwd = compute.pre_dispatch_bwd;
+    ep_parts.mlp_bwd_dgrad = compute.mlp_bwd_dgrad;
+    ep_parts.mlp_bwd_wgrad = compute.mlp_bwd_wgrad;
+    ep_parts.combine_post_bwd = compute.combine_post_bwd;
     const double ep = lc.ep_fwd + lc.ep_bwd;
-    const double exposed = std::max(0.0, ep - (lc.fwd + lc.bwd));
+    const double exposed = std::min(ep, ExposedEpSeconds(ep_parts));
     lc.ep_fwd *= exposed / ep;
     lc.ep_bwd *= exposed / ep;
   }

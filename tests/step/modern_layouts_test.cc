@@ -173,8 +173,10 @@ TEST(ModernLayoutsTest, ContextParallelRanksSendOnlyTheirTokensDownThePipeline) 
 
 TEST(ModernLayoutsTest, MoeAllToAllOverlapHidesTheTokenExchangeUnderTheOtherPassCompute) {
   // A Mixtral-like MoE layer (8 experts, top 2) with EP 8 over two nodes: the all-to-alls cross
-  // the network. Overlapped (Megatron-Core's combined 1F1B), only the traffic beyond the pair's
-  // compute stays exposed: less than before, never more than before, and the compute unchanged.
+  // the network. Overlapped (Megatron-Core's combined 1F1B, step/ep_overlap.h), each
+  // all-to-all hides under the compute it is paired with: less exposed than before, at least
+  // the traffic beyond the pair's compute (the communication stream's own load), and the
+  // compute unchanged.
   StepConfig c = Gpt(2, 4, 1, 1, 16, 16);
   c.model.swiglu = true;
   c.model.ffn_hidden = 14336;
@@ -189,10 +191,9 @@ TEST(ModernLayoutsTest, MoeAllToAllOverlapHidesTheTokenExchangeUnderTheOtherPass
   ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
   ASSERT_GT(exposed->breakdown.exposed_ep_comm_s, 0);
   EXPECT_LT(overlapped->breakdown.exposed_ep_comm_s, exposed->breakdown.exposed_ep_comm_s);
-  // Exposed = max(0, a2a − compute) per layer: at most the traffic beyond the compute.
-  EXPECT_LE(
+  EXPECT_GE(
       overlapped->breakdown.exposed_ep_comm_s,
-      std::max(0.0, exposed->breakdown.exposed_ep_comm_s - exposed->breakdown.compute_s) + 1e-9);
+      std::max(0.0, exposed->breakdown.exposed_ep_comm_s - exposed->breakdown.compute_s) - 1e-9);
   EXPECT_DOUBLE_EQ(overlapped->breakdown.compute_s, exposed->breakdown.compute_s);
 }
 
