@@ -186,7 +186,8 @@ TEST(CliTest, OutputIsDeterministicAndIndependentOfTheWorkingDirectory) {
 }
 
 TEST(CliTest, EveryBundledScenarioChecks) {
-  for (const char* sub : {"scenarios/examples", "scenarios/validation"}) {
+  for (const char* sub :
+       {"scenarios/examples", "scenarios/validation", "scenarios/validation/checks"}) {
     for (const auto& e : fs::directory_iterator(kSource / sub)) {
       if (e.path().extension() != ".textproto" && e.path().extension() != ".json") continue;
       RunResult r = RunTrainsim({"check", e.path().string()});

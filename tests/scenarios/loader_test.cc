@@ -249,7 +249,8 @@ TEST(LoaderTest, RelativeCalibrationPathsResolveAgainstTheScenarioFile) {
 
 TEST(LoaderTest, EveryBundledScenarioLoadsAndResolves) {
   int count = 0;
-  for (const char* sub : {"scenarios/examples", "scenarios/validation"}) {
+  for (const char* sub :
+       {"scenarios/examples", "scenarios/validation", "scenarios/validation/checks"}) {
     for (const auto& entry : fs::directory_iterator(fs::path(TRAINSIM_SOURCE_DIR) / sub)) {
       if (entry.path().extension() != ".textproto" && entry.path().extension() != ".json") {
         continue;
