@@ -268,6 +268,62 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
   return out;
 }
 
+// Layers on each pipeline rank (all its chunks).
+std::vector<int> LayersPerRank(const par::ModelSpec& m, const par::ParallelConfig& c) {
+  std::vector<int> out(size_t(c.pp), 0);
+  const std::vector<par::ChunkLayers> chunks = par::ChunkLayerRanges(m, c);
+  for (size_t j = 0; j < chunks.size(); ++j) out[j % size_t(c.pp)] += chunks[j].layers;
+  return out;
+}
+
+// Uneven end stages (Megatron's --decoder-first/last-pipeline-num-layers) that even out the
+// pipeline: each stage's work is modelled as a fixed part (embedding, output layer, dense
+// layers' difference) plus its layers at the busiest middle stage's cost per layer, and the
+// valid split of the layers (middle stages even, as the layout requires) whose busiest stage
+// is lightest is proposed if it beats today's by more than kImbalanceShown. The estimate only
+// picks the candidate; its step comes from re-simulating it.
+std::optional<std::pair<int, int>> RebalancedEndStages(const Sim& sim) {
+  const step::StepConfig& cfg = sim.step.config;
+  const par::ParallelConfig& c = cfg.parallel;
+  const std::vector<step::StepBreakdown>& st = sim.step.result.stage_breakdown;
+  if (c.pp < 3 || st.size() != size_t(c.pp)) return std::nullopt;
+  const std::vector<int> layers = LayersPerRank(cfg.model, c);
+  double per_layer = 0;
+  for (int r = 1; r + 1 < c.pp; ++r) {
+    if (layers[size_t(r)] > 0) {
+      per_layer = std::max(per_layer, BusySeconds(st[size_t(r)]) / layers[size_t(r)]);
+    }
+  }
+  if (per_layer <= 0) return std::nullopt;
+  const double fixed0 = BusySeconds(st.front()) - per_layer * layers.front();
+  const double fixed_last = BusySeconds(st.back()) - per_layer * layers.back();
+  auto worst = [&](int f, int l, int mid) {
+    return std::max({fixed0 + per_layer * f, fixed_last + per_layer * l, per_layer * mid});
+  };
+  const double today = worst(layers.front(), layers.back(), layers[1]);
+  const int total = cfg.model.num_layers, middle_ranks = c.pp - 2;
+  std::optional<std::pair<int, int>> best;
+  double best_worst = today / kImbalanceShown;
+  for (int mid = std::max(1, layers[1] - 2); mid <= layers[1] + 2; ++mid) {
+    const int ends = total - mid * middle_ranks;
+    for (int f = 0; f <= ends; ++f) {
+      par::ParallelConfig q = c;
+      q.first_stage_layers = f;
+      q.last_stage_layers = ends - f;
+      if (f == layers.front() && ends - f == layers.back()) continue;
+      if (!par::ValidateLayout(cfg.model, q, q.num_gpus(), cfg.topology.gpus_per_node).ok()) {
+        continue;
+      }
+      const double w = worst(f, ends - f, mid);
+      if (w < best_worst) {
+        best_worst = w;
+        best = std::make_pair(f, ends - f);
+      }
+    }
+  }
+  return best;
+}
+
 struct Candidate {
   std::string change;
   std::vector<std::string> sets;
@@ -337,6 +393,14 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
   }
   if (matters("exposed PP comm") && c.virtual_stages > 1 && !c.overlap_p2p) {
     out.push_back({"overlap pipeline sends", {"parallelism.overlap_p2p_comm=true"}});
+  }
+  if (matters("exposed PP comm")) {
+    if (const auto split = RebalancedEndStages(sim)) {
+      out.push_back({"uneven end stages: first " + std::to_string(split->first) + ", last " +
+                         std::to_string(split->second) + " layers",
+                     {"parallelism.first_stage_layers=" + std::to_string(split->first),
+                      "parallelism.last_stage_layers=" + std::to_string(split->second)}});
+    }
   }
   if (matters("pipeline bubble") && c.pp > 1 && c.virtual_stages == 1 &&
       cfg.model.num_layers % (2 * c.pp) == 0) {

@@ -104,6 +104,35 @@ TEST(DiagnoseCommandTest, ExposedEpCommProposesOverlapAndFlexAndNamesTheBusiestS
   }
 }
 
+// GPT-OSS 120B's recipe splits 36 layers evenly over PP 4, and the last stage also carries the
+// 201k-vocabulary output layer and loss: it is the busiest, and the others wait for it. The
+// pipeline-wait cause proposes uneven end stages (a valid split: 36 = first + last + 2 middle
+// stages of equal size) with fewer layers on the last stage, and the re-simulated step is
+// shorter.
+TEST(DiagnoseCommandTest, UnevenStagesAreProposedWhenTheLastStageIsTheBusiest) {
+  const nlohmann::json d =
+      Json({"diagnose", "scenarios/validation/bridge_h100_gpt_oss_120b_bf16.textproto", "--json",
+            "--no-run"});
+  bool found = false;
+  for (const auto& p : d["proposals"]) {
+    const std::string change = p["change"];
+    if (change.rfind("uneven end stages", 0) != 0) continue;
+    found = true;
+    int first = -1, last = -1;
+    for (const auto& set : p["sets"]) {
+      const std::string kv = set;
+      if (kv.rfind("parallelism.first_stage_layers=", 0) == 0) first = std::stoi(kv.substr(31));
+      if (kv.rfind("parallelism.last_stage_layers=", 0) == 0) last = std::stoi(kv.substr(30));
+    }
+    ASSERT_GE(first, 0);
+    ASSERT_GE(last, 0);
+    EXPECT_LT(last, 36 / 4) << "the last stage sheds layers";
+    EXPECT_EQ((36 - first - last) % 2, 0) << "the two middle stages stay even";
+    EXPECT_LT(p["predicted_step_s"].get<double>(), d["step_time_s"].get<double>());
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(DiagnoseCommandTest, MeasuredMfuGivesTheUnexplainedShare) {
   const nlohmann::json base = Json({"diagnose", kLow, "--json", "--no-run"});
   const double mfu = base["mfu"].get<double>();
