@@ -45,6 +45,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <span>
@@ -225,91 +226,117 @@ namespace {
 // wave boundaries passes each transfer's first and last wave, and the drain time of one wave
 // under them. A transfer's "wire class" indexes its wire bytes under each protocol; a link
 // usually carries one class (transfers of a wave that share a link have the same wire bytes).
+// Links carrying one class are counted per (capacity, class, load), so a wave's drain costs a
+// few buckets, not a pass over every loaded link; links carrying several are kept apart.
 class LinkLoads {
  public:
-  // capacity[l]: bytes/s of link l; class_wire[c * np + k]: wire bytes of class c under
-  // protocol k. Both must outlive the LinkLoads.
+  // capacity[l]: bytes/s of local link l (FlatPaths); class_wire[c * np + k]: wire bytes of
+  // class c under protocol k. Both must outlive the LinkLoads.
   LinkLoads(const std::vector<double>* capacity, const std::vector<double>* class_wire, size_t np)
-      : capacity_(capacity), class_wire_(class_wire), np_(np), links_(capacity->size()) {}
+      : class_wire_(class_wire),
+        np_(np),
+        classes_(np == 0 ? 0 : class_wire->size() / np),
+        links_(capacity->size()) {
+    std::map<double, uint32_t> index;
+    for (size_t l = 0; l < links_.size(); ++l) {
+      auto [it, added] = index.emplace((*capacity)[l], static_cast<uint32_t>(caps_.size()));
+      if (added) caps_.push_back((*capacity)[l]);
+      links_[l].cap = it->second;
+    }
+    buckets_.resize(caps_.size() * classes_);
+  }
 
-  void Add(const std::vector<LinkId>& path, uint32_t cls) {
-    for (LinkId id : path) {
-      Link& l = links_[static_cast<size_t>(id)];
-      if (l.load++ == 0 && !l.listed) {
-        l.listed = true;
-        loaded_.push_back(id);
-      }
-      if (l.first_count == 0 || l.first == cls) {  // first_count == 0: no class yet, `more` empty
-        l.first = cls;
-        ++l.first_count;
-        continue;
-      }
-      auto it = std::find_if(l.more.begin(), l.more.end(),
-                             [cls](const auto& m) { return m.first == cls; });
-      if (it != l.more.end()) {
-        ++it->second;
+  void Add(std::span<const uint32_t> path, uint32_t cls) {
+    for (uint32_t i : path) {
+      Link& l = links_[i];
+      Count(i, -1);
+      ++l.load;
+      if (l.count == 0 || l.cls == cls) {  // count == 0: no class yet (and none in more_)
+        l.cls = cls;
+        ++l.count;
       } else {
-        l.more.emplace_back(cls, 1);
+        auto& more = more_[i];
+        auto it = std::find_if(more.begin(), more.end(), [cls](auto& m) { return m.first == cls; });
+        if (it != more.end()) {
+          ++it->second;
+        } else {
+          more.emplace_back(cls, 1);
+        }
       }
+      Count(i, +1);
     }
   }
 
-  void Remove(const std::vector<LinkId>& path, uint32_t cls) {
-    for (LinkId id : path) {
-      Link& l = links_[static_cast<size_t>(id)];
+  void Remove(std::span<const uint32_t> path, uint32_t cls) {
+    for (uint32_t i : path) {
+      Link& l = links_[i];
+      Count(i, -1);
       --l.load;
-      if (l.first_count > 0 && l.first == cls) {
-        if (--l.first_count == 0 && !l.more.empty()) {
-          l.first = l.more.back().first;
-          l.first_count = l.more.back().second;
-          l.more.pop_back();
+      if (l.count > 0 && l.cls == cls) {
+        if (--l.count == 0) {
+          auto it = more_.find(i);
+          if (it != more_.end()) {  // promote another class
+            l.cls = it->second.back().first;
+            l.count = it->second.back().second;
+            it->second.pop_back();
+            if (it->second.empty()) more_.erase(it);
+          }
         }
-        continue;
+      } else {
+        auto it = more_.find(i);
+        auto m = std::find_if(it->second.begin(), it->second.end(),
+                              [cls](auto& e) { return e.first == cls; });
+        if (--m->second == 0) it->second.erase(m);
+        if (it->second.empty()) more_.erase(it);
       }
-      auto it = std::find_if(l.more.begin(), l.more.end(),
-                             [cls](const auto& m) { return m.first == cls; });
-      if (--it->second == 0) l.more.erase(it);
+      Count(i, +1);
     }
   }
 
   // One wave's drain under each protocol, into out[0..np): the slowest active transfer's
-  // wire / (min over its links of capacity / load). Written as the max over loaded links of
-  // (each class crossing it) wire / (capacity / load): the same quotients (division rounds
-  // monotonically), so the same value to the last bit, in time linear in the loaded links
-  // instead of in the active transfers' path lengths.
-  void Drain(double* out) {
+  // wire / (min over its links of capacity / load). Taken as the max over loaded links of
+  // (each class crossing it) wire / (capacity / load) — the same quotients (division rounds
+  // monotonically), so the same value to the last bit — and, for a bucket of links of one
+  // capacity and class, at its largest load only (the quotient grows with the load).
+  void Drain(double* out) const {
     std::fill(out, out + np_, 0.0);
-    size_t keep = 0;
-    for (LinkId id : loaded_) {
-      Link& l = links_[static_cast<size_t>(id)];
-      if (l.load == 0) {
-        l.listed = false;
-        continue;
+    for (size_t c = 0; c < caps_.size(); ++c) {
+      for (size_t k = 0; k < classes_; ++k) {
+        const std::vector<int32_t>& by_load = buckets_[c * classes_ + k];
+        if (by_load.empty()) continue;
+        const int32_t load = static_cast<int32_t>(by_load.size() - 1);
+        DrainClass(static_cast<uint32_t>(k), caps_[c] / load, out);
       }
-      loaded_[keep++] = id;
-      const double rate = (*capacity_)[static_cast<size_t>(id)] / l.load;
-      DrainClass(l.first, rate, out);
-      for (const auto& m : l.more) DrainClass(m.first, rate, out);
     }
-    loaded_.resize(keep);
+    for (const auto& [i, more] : more_) {
+      const Link& l = links_[i];
+      const double rate = caps_[l.cap] / l.load;
+      DrainClass(l.cls, rate, out);
+      for (const auto& m : more) DrainClass(m.first, rate, out);
+    }
   }
 
   // Whether every loaded link carries transfers of one wire class only.
-  bool Uniform() const {
-    for (LinkId id : loaded_) {
-      if (!links_[static_cast<size_t>(id)].more.empty()) return false;
-    }
-    return true;
-  }
+  bool Uniform() const { return more_.empty(); }
 
  private:
   struct Link {
     int32_t load = 0;
-    uint32_t first = 0;       // one class crossing the link
-    int32_t first_count = 0;  // its transfers (0: no class; then `more` is empty)
-    bool listed = false;      // in loaded_
-    std::vector<std::pair<uint32_t, int32_t>> more;  // other classes and their counts
+    uint32_t cls = 0;   // one class crossing the link
+    int32_t count = 0;  // its transfers
+    uint32_t cap = 0;   // index into caps_
   };
+
+  // Moves link i's (capacity, class, load) bucket count by `delta` (links of one class only).
+  void Count(size_t i, int delta) {
+    const Link& l = links_[i];
+    if (l.load == 0 || more_.count(i) != 0) return;
+    std::vector<int32_t>& by_load = buckets_[l.cap * classes_ + l.cls];
+    const size_t load = static_cast<size_t>(l.load);
+    if (by_load.size() <= load) by_load.resize(load + 1, 0);
+    by_load[load] += delta;
+    while (!by_load.empty() && by_load.back() == 0) by_load.pop_back();
+  }
 
   void DrainClass(uint32_t cls, double rate, double* out) const {
     for (size_t k = 0; k < np_; ++k) {
@@ -319,79 +346,173 @@ class LinkLoads {
     }
   }
 
-  const std::vector<double>* capacity_;
   const std::vector<double>* class_wire_;
   size_t np_;
+  size_t classes_;
   std::vector<Link> links_;
-  std::vector<LinkId> loaded_;
+  std::vector<double> caps_;                   // distinct capacities
+  std::vector<std::vector<int32_t>> buckets_;  // [cap * classes + class][load]: links
+  std::map<size_t, std::vector<std::pair<uint32_t, int32_t>>> more_;  // links of several classes
 };
 
-// Wire classes of the transfers: distinct rows of wire[i * np .. i * np + np), in first-seen
-// order; *class_wire gets the rows, the result each transfer's class.
-std::vector<uint32_t> WireClasses(const std::vector<double>& wire, size_t np,
-                                  std::vector<double>* class_wire) {
-  const size_t n = np == 0 ? 0 : wire.size() / np;
-  std::vector<uint32_t> cls(n);
-  std::map<std::vector<double>, uint32_t> index;
-  std::vector<double> row(np);
+// The transfers' paths, flattened: transfer i crosses global[offset[i] .. offset[i + 1]), which
+// are local[...] in the links numbered in first-seen order, of capacity[local] bytes/s
+// (capacity_Bps per LinkId, or the topology's bandwidths when null).
+struct FlatPaths {
+  std::vector<uint32_t> offset{0};
+  std::vector<LinkId> global;
+  std::vector<uint32_t> local;
+  std::vector<double> capacity;
+  std::span<const uint32_t> Local(size_t i) const {
+    return {local.data() + offset[i], offset[i + 1] - offset[i]};
+  }
+};
+FlatPaths FlattenPaths(const Topology& topology, const TransferSchedule& s,
+                       const std::vector<double>* capacity_Bps) {
+  FlatPaths f;
+  f.offset.reserve(s.transfers.size() + 1);
+  std::vector<int32_t> index(static_cast<size_t>(topology.num_links()), -1);
+  std::vector<LinkId> path;
+  for (const PipelinedTransfer& t : s.transfers) {
+    TransferPath(topology, t, &path);
+    for (LinkId id : path) {
+      const size_t l = static_cast<size_t>(id);
+      if (index[l] < 0) {
+        index[l] = static_cast<int32_t>(f.capacity.size());
+        f.capacity.push_back(capacity_Bps != nullptr && l < capacity_Bps->size()
+                                 ? (*capacity_Bps)[l]
+                                 : topology.link(id).bandwidth_Bps);
+      }
+      f.global.push_back(id);
+      f.local.push_back(static_cast<uint32_t>(index[l]));
+    }
+    f.offset.push_back(static_cast<uint32_t>(f.global.size()));
+  }
+  return f;
+}
+
+// Each transfer's wire class, and into *class_wire each class's wire bytes per wave,
+// [c * np + k] under protocols[k]: transfers of one payload and leg have the same wire bytes
+// under every protocol, and classes whose wire bytes agree under every protocol are one.
+std::vector<uint32_t> WireClasses(const Topology& topology, const TransferSchedule& s,
+                                  const std::vector<Protocol>& protocols,
+                                  std::vector<uint64_t>* class_wire) {
+  const size_t np = protocols.size();
+  std::vector<uint32_t> cls(s.transfers.size());
+  std::map<std::pair<uint64_t, int>, uint32_t> by_payload;
+  std::map<std::vector<uint64_t>, uint32_t> by_wire;
+  std::vector<uint32_t> canonical;  // by_payload's class -> class
+  std::vector<uint64_t> row(np);
   class_wire->clear();
-  for (size_t i = 0; i < n; ++i) {
-    const auto begin = wire.begin() + static_cast<std::ptrdiff_t>(i * np);
-    if (i > 0 && std::equal(begin, begin + static_cast<std::ptrdiff_t>(np),
-                            wire.begin() + static_cast<std::ptrdiff_t>((i - 1) * np))) {
+  for (size_t i = 0; i < s.transfers.size(); ++i) {
+    const PipelinedTransfer& t = s.transfers[i];
+    if (i > 0 && t.payload_bytes == s.transfers[i - 1].payload_bytes &&
+        t.leg == s.transfers[i - 1].leg) {
       cls[i] = cls[i - 1];  // fast path: algorithms emit runs of equal transfers
       continue;
     }
-    row.assign(begin, begin + static_cast<std::ptrdiff_t>(np));
-    auto [it, added] = index.emplace(row, static_cast<uint32_t>(index.size()));
-    if (added) class_wire->insert(class_wire->end(), row.begin(), row.end());
-    cls[i] = it->second;
+    auto [it, added] = by_payload.emplace(std::pair(t.payload_bytes, static_cast<int>(t.leg)),
+                                          static_cast<uint32_t>(canonical.size()));
+    if (added) {
+      for (size_t k = 0; k < np; ++k) row[k] = TransferWireBytes(topology, s, t, protocols[k]);
+      auto [w, new_wire] = by_wire.emplace(row, static_cast<uint32_t>(by_wire.size()));
+      if (new_wire) class_wire->insert(class_wire->end(), row.begin(), row.end());
+      canonical.push_back(w->second);
+    }
+    cls[i] = canonical[it->second];
   }
   return cls;
+}
+
+// A stably sorted run of indices with one key: sorted[previous run's end .. end).
+struct KeyRun {
+  int64_t key;
+  size_t end;
+};
+
+// `idx` stably sorted by key(i), and its runs of equal keys: by counting when the keys span a
+// range no wider than a few times their number (a pipeline's waves), else by comparison.
+template <typename Key>
+std::vector<KeyRun> SortByKey(std::vector<uint32_t>* idx, Key key) {
+  std::vector<KeyRun> runs;
+  if (idx->empty()) return runs;
+  int64_t lo = key((*idx)[0]), hi = lo;
+  for (uint32_t i : *idx) {
+    lo = std::min(lo, key(i));
+    hi = std::max(hi, key(i));
+  }
+  const uint64_t range = static_cast<uint64_t>(hi - lo) + 1;
+  if (range > 4 * idx->size() + 64) {
+    std::stable_sort(idx->begin(), idx->end(),
+                     [&key](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    for (size_t j = 0; j < idx->size(); ++j) {
+      const int64_t k = key((*idx)[j]);
+      if (runs.empty() || runs.back().key != k) runs.push_back({k, j});
+      runs.back().end = j + 1;
+    }
+    return runs;
+  }
+  std::vector<size_t> start(range + 1, 0);
+  for (uint32_t i : *idx) ++start[static_cast<size_t>(key(i) - lo) + 1];
+  for (size_t k = 1; k <= range; ++k) {
+    start[k] += start[k - 1];
+    if (start[k] > start[k - 1]) runs.push_back({lo + static_cast<int64_t>(k) - 1, start[k]});
+  }
+  std::vector<uint32_t> sorted(idx->size());
+  for (uint32_t i : *idx) sorted[start[static_cast<size_t>(key(i) - lo)]++] = i;
+  idx->swap(sorted);
+  return runs;
 }
 
 // Visits the segments in wave order: visit(wave, next, active) with `loads` holding the
 // `active` transfers of waves [wave, next). Each transfer is added and removed once.
 template <typename Visit>
-void SweepSegments(const TransferSchedule& s, const std::vector<std::vector<LinkId>>& paths,
+void SweepSegments(const TransferSchedule& s, const FlatPaths& paths,
                    const std::vector<uint32_t>& cls, LinkLoads* loads, Visit visit) {
+  const auto& t = s.transfers;
   std::vector<uint32_t> by_start;
-  for (size_t i = 0; i < s.transfers.size(); ++i) {
-    if (s.transfers[i].num_waves >= 1) by_start.push_back(static_cast<uint32_t>(i));
+  bool empty_transfers = false;  // num_waves < 1: never active, but they still bound segments
+  by_start.reserve(t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].num_waves >= 1) {
+      by_start.push_back(static_cast<uint32_t>(i));
+    } else {
+      empty_transfers = true;
+    }
   }
   std::vector<uint32_t> by_end = by_start;
-  const auto& t = s.transfers;
-  std::stable_sort(by_start.begin(), by_start.end(),
-                   [&t](uint32_t a, uint32_t b) { return t[a].first_wave < t[b].first_wave; });
-  std::stable_sort(by_end.begin(), by_end.end(), [&t](uint32_t a, uint32_t b) {
-    return t[a].first_wave + t[a].num_waves < t[b].first_wave + t[b].num_waves;
-  });
-  const std::vector<int64_t> bounds = Boundaries(s);
+  const std::vector<KeyRun> starts =
+      SortByKey(&by_start, [&t](uint32_t i) { return t[i].first_wave; });
+  const std::vector<KeyRun> ends =
+      SortByKey(&by_end, [&t](uint32_t i) { return t[i].first_wave + t[i].num_waves; });
+  // Boundaries (where the active set may change): 0, every first wave and every end, sorted.
+  std::vector<int64_t> bounds;
+  if (empty_transfers) {
+    bounds = Boundaries(s);
+  } else {
+    bounds.push_back(0);
+    for (const KeyRun& r : starts) bounds.push_back(r.key);
+    for (const KeyRun& r : ends) bounds.push_back(r.key);
+    std::sort(bounds.begin(), bounds.end());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  }
   const int64_t end_wave = s.total_waves();
-  size_t started = 0, ended = 0;
+  size_t started = 0, ended = 0, start_run = 0, end_run = 0;
   for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
     const int64_t wave = bounds[b];
     const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
-    for (; started < by_start.size() && t[by_start[started]].first_wave <= wave; ++started) {
-      loads->Add(paths[by_start[started]], cls[by_start[started]]);
+    for (; start_run < starts.size() && starts[start_run].key <= wave; ++start_run) {
+      for (; started < starts[start_run].end; ++started) {
+        loads->Add(paths.Local(by_start[started]), cls[by_start[started]]);
+      }
     }
-    for (;
-         ended < by_end.size() && t[by_end[ended]].first_wave + t[by_end[ended]].num_waves <= wave;
-         ++ended) {
-      loads->Remove(paths[by_end[ended]], cls[by_end[ended]]);
+    for (; end_run < ends.size() && ends[end_run].key <= wave; ++end_run) {
+      for (; ended < ends[end_run].end; ++ended) {
+        loads->Remove(paths.Local(by_end[ended]), cls[by_end[ended]]);
+      }
     }
     visit(wave, next, started - ended);
   }
-}
-
-std::vector<double> Capacities(const Topology& topology, const std::vector<double>* capacity_Bps) {
-  std::vector<double> capacity(static_cast<size_t>(topology.num_links()));
-  for (size_t l = 0; l < capacity.size(); ++l) {
-    capacity[l] = capacity_Bps != nullptr && l < capacity_Bps->size()
-                      ? (*capacity_Bps)[l]
-                      : topology.link(static_cast<LinkId>(l)).bandwidth_Bps;
-  }
-  return capacity;
 }
 
 }  // namespace
@@ -408,25 +529,15 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
   }
   if (schedule.transfers.empty() || np == 0) return total;
 
-  const size_t n = schedule.transfers.size();
-  std::vector<std::vector<LinkId>> paths(n);
-  // wire[i * np + k]: transfer i's wire bytes per wave under protocols[k].
-  std::vector<double> wire(n * np);
-  for (size_t i = 0; i < n; ++i) {
-    TransferPath(topology, schedule.transfers[i], &paths[i]);
-    for (size_t k = 0; k < np; ++k) {
-      wire[i * np + k] = static_cast<double>(
-          TransferWireBytes(topology, schedule, schedule.transfers[i], protocols[k]));
-    }
-  }
-  const std::vector<double> capacity = Capacities(topology, capacity_Bps);
-  std::vector<double> class_wire;
-  const std::vector<uint32_t> cls = WireClasses(wire, np, &class_wire);
+  const FlatPaths paths = FlattenPaths(topology, schedule, capacity_Bps);
+  std::vector<uint64_t> class_bytes;
+  const std::vector<uint32_t> cls = WireClasses(topology, schedule, protocols, &class_bytes);
+  const std::vector<double> class_wire(class_bytes.begin(), class_bytes.end());
   // Transfers of a wave that share a link carry the same wire bytes, so the flows of the most
   // loaded link (capacity / transfers crossing it) are frozen first by progressive filling and
   // drain last among those they share links with; each transfer therefore drains at
   // wire / (min over its links of capacity / load), and the wave lasts as long as the slowest.
-  LinkLoads loads(&capacity, &class_wire, np);
+  LinkLoads loads(&paths.capacity, &class_wire, np);
   std::vector<double> drain(np);
   SweepSegments(schedule, paths, cls, &loads, [&](int64_t wave, int64_t next, size_t active) {
     if (active == 0) return;
@@ -447,9 +558,10 @@ struct RawSegment {
 
 // The run raw[a..b) of one-wave segments closed into one segment (schedule.cc, "closing"), or
 // false where closing it would not be exact on an idle network or would start no fewer flows.
-bool CloseRun(const TransferSchedule& schedule, const PreparedSchedule& p,
+bool CloseRun(const TransferSchedule& schedule, const FlatPaths& paths,
+              const std::vector<uint32_t>& cls, const std::vector<double>& class_wire,
               const std::vector<RawSegment>& raw, size_t a, size_t b,
-              const std::vector<double>& capacity, PreparedSchedule::Segment* out) {
+              PreparedSchedule::Segment* out) {
   const int64_t first = raw[a].wave, stop = raw[b - 1].next;
   std::vector<uint32_t> run;
   for (size_t i = 0; i < schedule.transfers.size(); ++i) {
@@ -465,12 +577,8 @@ bool CloseRun(const TransferSchedule& schedule, const PreparedSchedule& p,
     idle_s += raw[j].drain_s;
   }
   if (flows <= run.size() || !std::isfinite(idle_s)) return false;
-  std::vector<double> wire(run.size());
-  for (size_t j = 0; j < run.size(); ++j) wire[j] = static_cast<double>(p.wire_bytes[run[j]]);
-  std::vector<double> class_wire;
-  const std::vector<uint32_t> cls = WireClasses(wire, 1, &class_wire);
-  LinkLoads loads(&capacity, &class_wire, 1);
-  for (size_t j = 0; j < run.size(); ++j) loads.Add(p.paths[run[j]], cls[j]);
+  LinkLoads loads(&paths.capacity, &class_wire, 1);
+  for (uint32_t i : run) loads.Add(paths.Local(i), cls[i]);
   double together_s = 0;
   loads.Drain(&together_s);
   // Exact only where transfers sharing a link carry the same bytes (as within a wave).
@@ -493,22 +601,17 @@ std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology
   p->chain_latency =
       sim::Time::FromSeconds(schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
   const size_t n = schedule.transfers.size();
-  p->paths.resize(n);
+  FlatPaths paths = FlattenPaths(topology, schedule, nullptr);
+  std::vector<uint64_t> class_bytes;
+  const std::vector<uint32_t> cls = WireClasses(topology, schedule, {protocol}, &class_bytes);
+  const std::vector<double> class_wire(class_bytes.begin(), class_bytes.end());
   p->wire_bytes.resize(n);
-  std::vector<double> wire(n);
-  for (size_t i = 0; i < n; ++i) {
-    TransferPath(topology, schedule.transfers[i], &p->paths[i]);
-    p->wire_bytes[i] = TransferWireBytes(topology, schedule, schedule.transfers[i], protocol);
-    wire[i] = static_cast<double>(p->wire_bytes[i]);
-  }
+  for (size_t i = 0; i < n; ++i) p->wire_bytes[i] = class_bytes[cls[i]];
   // Segments: the waves between consecutive boundaries share one active set.
   const bool close = grouping == SegmentGrouping::kClosePipelines;
-  const std::vector<double> capacity = Capacities(topology, nullptr);
-  std::vector<double> class_wire;
-  const std::vector<uint32_t> cls = WireClasses(wire, 1, &class_wire);
-  LinkLoads loads(&capacity, &class_wire, 1);
+  LinkLoads loads(&paths.capacity, &class_wire, 1);
   std::vector<RawSegment> raw;
-  SweepSegments(schedule, p->paths, cls, &loads, [&](int64_t wave, int64_t next, size_t active) {
+  SweepSegments(schedule, paths, cls, &loads, [&](int64_t wave, int64_t next, size_t active) {
     RawSegment r{wave, next, active, 0.0};
     if (close && active > 0) loads.Drain(&r.drain_s);
     raw.push_back(r);
@@ -530,13 +633,15 @@ std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology
     size_t b = a;
     while (close && b < raw.size() && raw[b].next - raw[b].wave == 1) ++b;
     PreparedSchedule::Segment closed;
-    if (b - a >= 2 && CloseRun(schedule, *p, raw, a, b, capacity, &closed)) {
+    if (b - a >= 2 && CloseRun(schedule, paths, cls, class_wire, raw, a, b, &closed)) {
       p->segments.push_back(std::move(closed));
       a = b;
       continue;
     }
     for (const size_t stop = std::max(b, a + 1); a < stop; ++a) add_segment(raw[a]);
   }
+  p->path_links = std::move(paths.global);
+  p->path_begin = std::move(paths.offset);
   return p;
 }
 
@@ -585,8 +690,9 @@ class ScheduleRun {
                                  ? std::numeric_limits<uint64_t>::max()
                                  : wire * n;
       network_->StartFlow(
-          std::span<const LinkId>(p_->paths[i]), bytes, [this] { OnDelivered(); },
-          sim::Time::Zero(), /*charge_path_latency=*/false);
+          std::span<const LinkId>(p_->path_links.data() + p_->path_begin[i],
+                                  p_->path_begin[i + 1] - p_->path_begin[i]),
+          bytes, [this] { OnDelivered(); }, sim::Time::Zero(), /*charge_path_latency=*/false);
     }
   }
 

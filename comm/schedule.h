@@ -94,10 +94,12 @@ struct PreparedSchedule {
     // run's transfers at once. Otherwise wire_bytes × waves.
     double scale = 0;
   };
-  std::vector<Segment> segments;           // in wave order; empty waves dropped (they cost nothing)
-  std::vector<std::vector<LinkId>> paths;  // per transfer
-  std::vector<uint64_t> wire_bytes;        // per transfer and wave
-  sim::Time base_latency;                  // launches × NCCL's base latency
+  std::vector<Segment> segments;  // in wave order; empty waves dropped (they cost nothing)
+  // Transfer i's path: path_links[path_begin[i] .. path_begin[i + 1]).
+  std::vector<LinkId> path_links;
+  std::vector<uint32_t> path_begin;
+  std::vector<uint64_t> wire_bytes;  // per transfer and wave
+  sim::Time base_latency;            // launches × NCCL's base latency
   sim::Time chain_latency;
 };
 //
