@@ -34,6 +34,9 @@
 //     slowest drain. The two agree while contention is steady over the collective (a ring
 //     that shares one NIC with a long pipeline send); NCCL's ring, throttled by the slowest
 //     link through its bounded step buffers (NCCL_STEPS), lies between them.
+//     Closing: a run of one-wave segments (a pipeline's fill or drain) starts as one segment
+//     whose flows carry wire × s, s = the run's closed-form time / one wave of all of them at
+//     once; exact on an idle network, and its contention bound, in schedule.h.
 // They agree on an idle network because transfers of one wave that share a link carry the same
 // wire bytes (every transfer of a ring or tree wave; NVLS's NVSwitch legs and its network legs
 // differ but never share a link): the flows on the most loaded link are frozen first, at the
