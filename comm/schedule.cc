@@ -333,7 +333,7 @@ class LinkLoads {
   // Moves link i's (capacity, class, load) bucket count by `delta` (links of one class only).
   void Count(size_t i, int delta) {
     const Link& l = links_[i];
-    if (l.load == 0 || more_.count(i) != 0) return;
+    if (l.load == 0 || (!more_.empty() && more_.count(i) != 0)) return;
     std::vector<int32_t>& by_load = buckets_[l.cap * classes_ + l.cls];
     const size_t load = static_cast<size_t>(l.load);
     if (by_load.size() <= load) by_load.resize(load + 1, 0);
