@@ -9,6 +9,8 @@
 // BM_TreeAllReduce1GiB/n: the pipelined double binary tree expansion, for comparison.
 // BM_NvlsTreeAllReduce1GiB/n: the NVLS_TREE expansion (NVLS across nodes without SHARP). Issue 20's
 // target for ring, tree and NVLS at n = 4,096: ≤ 0.1 s each.
+// BM_AllToAll1GiB/n: the direct all-to-all, one wave of n(n−1) flows (nothing to group: every
+// transfer runs once), for the flow solver's per-flow cost.
 #include <benchmark/benchmark.h>
 
 #include "comm/collective.h"
@@ -26,10 +28,10 @@ Topology Cluster(int gpus, bool nvls = false) {
   return Topology::Build(spec).value();
 }
 
-void RunOnce(benchmark::State& state, Algo algo) {
+void RunOnce(benchmark::State& state, Algo algo, Op op = Op::kAllReduce) {
   const int n = static_cast<int>(state.range(0));
   const Topology topology = Cluster(n, algo == Algo::kNvlsTree);
-  const CollectiveSpec spec{Op::kAllReduce, algo, FirstGpus(n), uint64_t{1} << 30};
+  const CollectiveSpec spec{op, algo, FirstGpus(n), uint64_t{1} << 30};
   uint64_t flows = 0;
   double simulated_s = 0;
   for (auto _ : state) {
@@ -53,21 +55,15 @@ void BM_RingAllReduce1GiB(benchmark::State& state) { RunOnce(state, Algo::kRing)
 BENCHMARK(BM_RingAllReduce1GiB)->Arg(128)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 void BM_TreeAllReduce1GiB(benchmark::State& state) { RunOnce(state, Algo::kTree); }
-BENCHMARK(BM_TreeAllReduce1GiB)
-    ->Arg(128)
-    ->Arg(1024)
-    ->Arg(4096)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(1);
+BENCHMARK(BM_TreeAllReduce1GiB)->Arg(128)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 // Issue 20's third case: NVLS_TREE (NVLink SHARP inside each node, a double binary tree between
 // nodes), 1 GiB over 1,024 and 4,096 GPUs; target ≤ 0.1 s at 4,096 like the ring and the tree.
 void BM_NvlsTreeAllReduce1GiB(benchmark::State& state) { RunOnce(state, Algo::kNvlsTree); }
-BENCHMARK(BM_NvlsTreeAllReduce1GiB)
-    ->Arg(1024)
-    ->Arg(4096)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(1);
+BENCHMARK(BM_NvlsTreeAllReduce1GiB)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
+
+void BM_AllToAll1GiB(benchmark::State& state) { RunOnce(state, Algo::kDirect, Op::kAllToAll); }
+BENCHMARK(BM_AllToAll1GiB)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_EstimateAllReduceAuto(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

@@ -8,7 +8,8 @@
 // Closed form: T = base + Σ over the chain's hops of NCCL's Ring hop latency + Σ over the
 // P + n − 2 waves of c / (f · r_w), r_w the most loaded link's share in wave w (fewer hops are
 // busy while the pipeline fills and drains). nccl-tests busbw = algbw for broadcast.
-// Expansion: the same waves as flows.
+// Expansion: the same waves as flows, the fill and drain each closed into one segment
+// (comm/schedule.h, "Closing": the same time on an idle network).
 #ifndef TRAINSIM_COMM_BROADCAST_H_
 #define TRAINSIM_COMM_BROADCAST_H_
 

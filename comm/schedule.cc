@@ -34,6 +34,9 @@
 //     slowest drain. The two agree while contention is steady over the collective (a ring
 //     that shares one NIC with a long pipeline send); NCCL's ring, throttled by the slowest
 //     link through its bounded step buffers (NCCL_STEPS), lies between them.
+//     Closing: a run of one-wave segments (a pipeline's fill or drain) starts as one segment
+//     whose flows carry wire × s, s = the run's closed-form time / one wave of all of them at
+//     once; exact on an idle network, and its contention bound, in schedule.h.
 // They agree on an idle network because transfers of one wave that share a link carry the same
 // wire bytes (every transfer of a ring or tree wave; NVLS's NVSwitch legs and its network legs
 // differ but never share a link): the flows on the most loaded link are frozen first, at the
@@ -45,7 +48,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <span>
 #include <utility>
 
@@ -218,6 +223,303 @@ int64_t PipelineChunks(uint64_t payload_bytes, uint64_t chunk_bytes, uint64_t mi
   return std::min(chunks, max_chunks);
 }
 
+namespace {
+
+// Link loads under a set of active transfers, added and removed one at a time as a sweep over the
+// wave boundaries passes each transfer's first and last wave, and the drain time of one wave
+// under them. A transfer's "wire class" indexes its wire bytes under each protocol; a link
+// usually carries one class (transfers of a wave that share a link have the same wire bytes).
+// Links carrying one class are counted per (capacity, class, load), so a wave's drain costs a
+// few buckets, not a pass over every loaded link; links carrying several are kept apart.
+class LinkLoads {
+ public:
+  // capacity[l]: bytes/s of local link l (FlatPaths); class_wire[c * np + k]: wire bytes of
+  // class c under protocol k. Both must outlive the LinkLoads.
+  LinkLoads(const std::vector<double>* capacity, const std::vector<double>* class_wire, size_t np)
+      : class_wire_(class_wire),
+        np_(np),
+        classes_(np == 0 ? 0 : class_wire->size() / np),
+        links_(capacity->size()) {
+    std::map<double, uint32_t> index;
+    for (size_t l = 0; l < links_.size(); ++l) {
+      auto [it, added] = index.emplace((*capacity)[l], static_cast<uint32_t>(caps_.size()));
+      if (added) caps_.push_back((*capacity)[l]);
+      links_[l].cap = it->second;
+    }
+    buckets_.resize(caps_.size() * classes_);
+  }
+
+  void Add(std::span<const uint32_t> path, uint32_t cls) {
+    for (uint32_t i : path) {
+      Link& l = links_[i];
+      Count(i, -1);
+      ++l.load;
+      if (l.count == 0 || l.cls == cls) {  // count == 0: no class yet (and none in more_)
+        l.cls = cls;
+        ++l.count;
+      } else {
+        auto& more = more_[i];
+        auto it = std::find_if(more.begin(), more.end(), [cls](auto& m) { return m.first == cls; });
+        if (it != more.end()) {
+          ++it->second;
+        } else {
+          more.emplace_back(cls, 1);
+        }
+      }
+      Count(i, +1);
+    }
+  }
+
+  void Remove(std::span<const uint32_t> path, uint32_t cls) {
+    for (uint32_t i : path) {
+      Link& l = links_[i];
+      Count(i, -1);
+      --l.load;
+      if (l.count > 0 && l.cls == cls) {
+        if (--l.count == 0) {
+          auto it = more_.find(i);
+          if (it != more_.end()) {  // promote another class
+            l.cls = it->second.back().first;
+            l.count = it->second.back().second;
+            it->second.pop_back();
+            if (it->second.empty()) more_.erase(it);
+          }
+        }
+      } else {
+        auto it = more_.find(i);
+        auto m = std::find_if(it->second.begin(), it->second.end(),
+                              [cls](auto& e) { return e.first == cls; });
+        if (--m->second == 0) it->second.erase(m);
+        if (it->second.empty()) more_.erase(it);
+      }
+      Count(i, +1);
+    }
+  }
+
+  // One wave's drain under each protocol, into out[0..np): the slowest active transfer's
+  // wire / (min over its links of capacity / load). Taken as the max over loaded links of
+  // (each class crossing it) wire / (capacity / load) — the same quotients (division rounds
+  // monotonically), so the same value to the last bit — and, for a bucket of links of one
+  // capacity and class, at its largest load only (the quotient grows with the load).
+  void Drain(double* out) const {
+    std::fill(out, out + np_, 0.0);
+    for (size_t c = 0; c < caps_.size(); ++c) {
+      for (size_t k = 0; k < classes_; ++k) {
+        const std::vector<int32_t>& by_load = buckets_[c * classes_ + k];
+        if (by_load.empty()) continue;
+        const int32_t load = static_cast<int32_t>(by_load.size() - 1);
+        DrainClass(static_cast<uint32_t>(k), caps_[c] / load, out);
+      }
+    }
+    for (const auto& [i, more] : more_) {
+      const Link& l = links_[i];
+      const double rate = caps_[l.cap] / l.load;
+      DrainClass(l.cls, rate, out);
+      for (const auto& m : more) DrainClass(m.first, rate, out);
+    }
+  }
+
+  // Whether every loaded link carries transfers of one wire class only.
+  bool Uniform() const { return more_.empty(); }
+
+ private:
+  struct Link {
+    int32_t load = 0;
+    uint32_t cls = 0;   // one class crossing the link
+    int32_t count = 0;  // its transfers
+    uint32_t cap = 0;   // index into caps_
+  };
+
+  // Moves link i's (capacity, class, load) bucket count by `delta` (links of one class only).
+  void Count(size_t i, int delta) {
+    const Link& l = links_[i];
+    if (l.load == 0 || (!more_.empty() && more_.count(i) != 0)) return;
+    std::vector<int32_t>& by_load = buckets_[l.cap * classes_ + l.cls];
+    const size_t load = static_cast<size_t>(l.load);
+    if (by_load.size() <= load) by_load.resize(load + 1, 0);
+    by_load[load] += delta;
+    while (!by_load.empty() && by_load.back() == 0) by_load.pop_back();
+  }
+
+  void DrainClass(uint32_t cls, double rate, double* out) const {
+    for (size_t k = 0; k < np_; ++k) {
+      const double d =
+          rate > 0 ? (*class_wire_)[cls * np_ + k] / rate : std::numeric_limits<double>::infinity();
+      out[k] = std::max(out[k], d);
+    }
+  }
+
+  const std::vector<double>* class_wire_;
+  size_t np_;
+  size_t classes_;
+  std::vector<Link> links_;
+  std::vector<double> caps_;                   // distinct capacities
+  std::vector<std::vector<int32_t>> buckets_;  // [cap * classes + class][load]: links
+  std::map<size_t, std::vector<std::pair<uint32_t, int32_t>>> more_;  // links of several classes
+};
+
+// The transfers' paths, flattened: transfer i crosses global[offset[i] .. offset[i + 1]), which
+// are local[...] in the links numbered in first-seen order, of capacity[local] bytes/s
+// (capacity_Bps per LinkId, or the topology's bandwidths when null).
+struct FlatPaths {
+  std::vector<uint32_t> offset{0};
+  std::vector<LinkId> global;
+  std::vector<uint32_t> local;
+  std::vector<double> capacity;
+  std::span<const uint32_t> Local(size_t i) const {
+    return {local.data() + offset[i], offset[i + 1] - offset[i]};
+  }
+};
+FlatPaths FlattenPaths(const Topology& topology, const TransferSchedule& s,
+                       const std::vector<double>* capacity_Bps) {
+  FlatPaths f;
+  f.offset.reserve(s.transfers.size() + 1);
+  std::vector<int32_t> index(static_cast<size_t>(topology.num_links()), -1);
+  std::vector<LinkId> path;
+  for (const PipelinedTransfer& t : s.transfers) {
+    TransferPath(topology, t, &path);
+    for (LinkId id : path) {
+      const size_t l = static_cast<size_t>(id);
+      if (index[l] < 0) {
+        index[l] = static_cast<int32_t>(f.capacity.size());
+        f.capacity.push_back(capacity_Bps != nullptr && l < capacity_Bps->size()
+                                 ? (*capacity_Bps)[l]
+                                 : topology.link(id).bandwidth_Bps);
+      }
+      f.global.push_back(id);
+      f.local.push_back(static_cast<uint32_t>(index[l]));
+    }
+    f.offset.push_back(static_cast<uint32_t>(f.global.size()));
+  }
+  return f;
+}
+
+// Each transfer's wire class, and into *class_wire each class's wire bytes per wave,
+// [c * np + k] under protocols[k]: transfers of one payload and leg have the same wire bytes
+// under every protocol, and classes whose wire bytes agree under every protocol are one.
+std::vector<uint32_t> WireClasses(const Topology& topology, const TransferSchedule& s,
+                                  const std::vector<Protocol>& protocols,
+                                  std::vector<uint64_t>* class_wire) {
+  const size_t np = protocols.size();
+  std::vector<uint32_t> cls(s.transfers.size());
+  std::map<std::pair<uint64_t, int>, uint32_t> by_payload;
+  std::map<std::vector<uint64_t>, uint32_t> by_wire;
+  std::vector<uint32_t> canonical;  // by_payload's class -> class
+  std::vector<uint64_t> row(np);
+  class_wire->clear();
+  for (size_t i = 0; i < s.transfers.size(); ++i) {
+    const PipelinedTransfer& t = s.transfers[i];
+    if (i > 0 && t.payload_bytes == s.transfers[i - 1].payload_bytes &&
+        t.leg == s.transfers[i - 1].leg) {
+      cls[i] = cls[i - 1];  // fast path: algorithms emit runs of equal transfers
+      continue;
+    }
+    auto [it, added] = by_payload.emplace(std::pair(t.payload_bytes, static_cast<int>(t.leg)),
+                                          static_cast<uint32_t>(canonical.size()));
+    if (added) {
+      for (size_t k = 0; k < np; ++k) row[k] = TransferWireBytes(topology, s, t, protocols[k]);
+      auto [w, new_wire] = by_wire.emplace(row, static_cast<uint32_t>(by_wire.size()));
+      if (new_wire) class_wire->insert(class_wire->end(), row.begin(), row.end());
+      canonical.push_back(w->second);
+    }
+    cls[i] = canonical[it->second];
+  }
+  return cls;
+}
+
+// A stably sorted run of indices with one key: sorted[previous run's end .. end).
+struct KeyRun {
+  int64_t key;
+  size_t end;
+};
+
+// `idx` stably sorted by key(i), and its runs of equal keys: by counting when the keys span a
+// range no wider than a few times their number (a pipeline's waves), else by comparison.
+template <typename Key>
+std::vector<KeyRun> SortByKey(std::vector<uint32_t>* idx, Key key) {
+  std::vector<KeyRun> runs;
+  if (idx->empty()) return runs;
+  int64_t lo = key((*idx)[0]), hi = lo;
+  for (uint32_t i : *idx) {
+    lo = std::min(lo, key(i));
+    hi = std::max(hi, key(i));
+  }
+  const uint64_t range = static_cast<uint64_t>(hi - lo) + 1;
+  if (range > 4 * idx->size() + 64) {
+    std::stable_sort(idx->begin(), idx->end(),
+                     [&key](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    for (size_t j = 0; j < idx->size(); ++j) {
+      const int64_t k = key((*idx)[j]);
+      if (runs.empty() || runs.back().key != k) runs.push_back({k, j});
+      runs.back().end = j + 1;
+    }
+    return runs;
+  }
+  std::vector<size_t> start(range + 1, 0);
+  for (uint32_t i : *idx) ++start[static_cast<size_t>(key(i) - lo) + 1];
+  for (size_t k = 1; k <= range; ++k) {
+    start[k] += start[k - 1];
+    if (start[k] > start[k - 1]) runs.push_back({lo + static_cast<int64_t>(k) - 1, start[k]});
+  }
+  std::vector<uint32_t> sorted(idx->size());
+  for (uint32_t i : *idx) sorted[start[static_cast<size_t>(key(i) - lo)]++] = i;
+  idx->swap(sorted);
+  return runs;
+}
+
+// Visits the segments in wave order: visit(wave, next, active) with `loads` holding the
+// `active` transfers of waves [wave, next). Each transfer is added and removed once.
+template <typename Visit>
+void SweepSegments(const TransferSchedule& s, const FlatPaths& paths,
+                   const std::vector<uint32_t>& cls, LinkLoads* loads, Visit visit) {
+  const auto& t = s.transfers;
+  std::vector<uint32_t> by_start;
+  bool empty_transfers = false;  // num_waves < 1: never active, but they still bound segments
+  by_start.reserve(t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].num_waves >= 1) {
+      by_start.push_back(static_cast<uint32_t>(i));
+    } else {
+      empty_transfers = true;
+    }
+  }
+  std::vector<uint32_t> by_end = by_start;
+  const std::vector<KeyRun> starts =
+      SortByKey(&by_start, [&t](uint32_t i) { return t[i].first_wave; });
+  const std::vector<KeyRun> ends =
+      SortByKey(&by_end, [&t](uint32_t i) { return t[i].first_wave + t[i].num_waves; });
+  // Boundaries (where the active set may change): 0, every first wave and every end, sorted.
+  std::vector<int64_t> bounds;
+  if (empty_transfers) {
+    bounds = Boundaries(s);
+  } else {
+    bounds.push_back(0);
+    for (const KeyRun& r : starts) bounds.push_back(r.key);
+    for (const KeyRun& r : ends) bounds.push_back(r.key);
+    std::sort(bounds.begin(), bounds.end());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  }
+  const int64_t end_wave = s.total_waves();
+  size_t started = 0, ended = 0, start_run = 0, end_run = 0;
+  for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
+    const int64_t wave = bounds[b];
+    const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
+    for (; start_run < starts.size() && starts[start_run].key <= wave; ++start_run) {
+      for (; started < starts[start_run].end; ++started) {
+        loads->Add(paths.Local(by_start[started]), cls[by_start[started]]);
+      }
+    }
+    for (; end_run < ends.size() && ends[end_run].key <= wave; ++end_run) {
+      for (; ended < ends[end_run].end; ++ended) {
+        loads->Remove(paths.Local(by_end[ended]), cls[by_end[ended]]);
+      }
+    }
+    visit(wave, next, started - ended);
+  }
+}
+
+}  // namespace
+
 std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSchedule& schedule,
                                      const std::vector<Protocol>& protocols,
                                      const std::vector<double>* capacity_Bps) {
@@ -228,100 +530,133 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
     total[k] = schedule.launches * costs.base_s +
                (schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
   }
-  if (schedule.transfers.empty()) return total;
+  if (schedule.transfers.empty() || np == 0) return total;
 
-  const size_t n = schedule.transfers.size();
-  std::vector<std::vector<LinkId>> paths(n);
-  // wire[i * np + k]: transfer i's wire bytes per wave under protocols[k].
-  std::vector<double> wire(n * np);
-  for (size_t i = 0; i < n; ++i) {
-    TransferPath(topology, schedule.transfers[i], &paths[i]);
-    for (size_t k = 0; k < np; ++k) {
-      wire[i * np + k] = static_cast<double>(
-          TransferWireBytes(topology, schedule, schedule.transfers[i], protocols[k]));
-    }
-  }
-  std::vector<double> capacity(static_cast<size_t>(topology.num_links()));
-  for (size_t l = 0; l < capacity.size(); ++l) {
-    capacity[l] = capacity_Bps != nullptr && l < capacity_Bps->size()
-                      ? (*capacity_Bps)[l]
-                      : topology.link(static_cast<LinkId>(l)).bandwidth_Bps;
-  }
-  const std::vector<int64_t> bounds = Boundaries(schedule);
-  const int64_t end_wave = schedule.total_waves();
-  std::vector<int32_t> load(capacity.size(), 0);
-  std::vector<LinkId> touched;
-  std::vector<size_t> active;
+  const FlatPaths paths = FlattenPaths(topology, schedule, capacity_Bps);
+  std::vector<uint64_t> class_bytes;
+  const std::vector<uint32_t> cls = WireClasses(topology, schedule, protocols, &class_bytes);
+  const std::vector<double> class_wire(class_bytes.begin(), class_bytes.end());
+  // Transfers of a wave that share a link carry the same wire bytes, so the flows of the most
+  // loaded link (capacity / transfers crossing it) are frozen first by progressive filling and
+  // drain last among those they share links with; each transfer therefore drains at
+  // wire / (min over its links of capacity / load), and the wave lasts as long as the slowest.
+  LinkLoads loads(&paths.capacity, &class_wire, np);
   std::vector<double> drain(np);
-  for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
-    const int64_t wave = bounds[b];
-    const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
-    active.clear();
-    for (size_t i = 0; i < n; ++i) {
-      if (ActiveAt(schedule.transfers[i], wave)) active.push_back(i);
-    }
-    if (active.empty()) continue;
-    // Transfers of a wave that share a link carry the same wire bytes, so the flows of the most
-    // loaded link (capacity / transfers crossing it) are frozen first by progressive filling and
-    // drain last among those they share links with; each transfer therefore drains at
-    // wire / (min over its links of capacity / load), and the wave lasts as long as the slowest.
-    touched.clear();
-    for (size_t i : active) {
-      for (LinkId l : paths[i]) {
-        if (load[static_cast<size_t>(l)]++ == 0) touched.push_back(l);
-      }
-    }
-    std::fill(drain.begin(), drain.end(), 0.0);
-    for (size_t i : active) {
-      double rate = std::numeric_limits<double>::infinity();
-      for (LinkId l : paths[i]) {
-        const size_t li = static_cast<size_t>(l);
-        rate = std::min(rate, capacity[li] / load[li]);
-      }
-      for (size_t k = 0; k < np; ++k) {
-        const double d =
-            rate > 0 ? wire[i * np + k] / rate : std::numeric_limits<double>::infinity();
-        drain[k] = std::max(drain[k], d);
-      }
-    }
-    for (LinkId l : touched) load[static_cast<size_t>(l)] = 0;
+  SweepSegments(schedule, paths, cls, &loads, [&](int64_t wave, int64_t next, size_t active) {
+    if (active == 0) return;
+    loads.Drain(drain.data());
     for (size_t k = 0; k < np; ++k) total[k] += static_cast<double>(next - wave) * drain[k];
-  }
+  });
   return total;
 }
 
+namespace {
+
+// One segment of the sweep, before grouping.
+struct RawSegment {
+  int64_t wave = 0, next = 0;
+  size_t active = 0;
+  double drain_s = 0;  // one wave's idle drain (kClosePipelines only)
+};
+
+// The run raw[a..b) of one-wave segments closed into one segment (schedule.cc, "closing"), or
+// false where closing it would not be exact on an idle network or would start no fewer flows.
+bool CloseRun(const TransferSchedule& schedule, const FlatPaths& paths,
+              const std::vector<uint32_t>& cls, const std::vector<double>& class_wire,
+              const std::vector<RawSegment>& raw, size_t a, size_t b,
+              PreparedSchedule::Segment* out) {
+  const int64_t first = raw[a].wave, stop = raw[b - 1].next;
+  std::vector<uint32_t> run;
+  for (size_t i = 0; i < schedule.transfers.size(); ++i) {
+    const PipelinedTransfer& t = schedule.transfers[i];
+    if (t.num_waves >= 1 && t.first_wave < stop && t.first_wave + t.num_waves > first) {
+      run.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  size_t flows = 0;
+  double idle_s = 0;
+  for (size_t j = a; j < b; ++j) {
+    flows += raw[j].active;
+    idle_s += raw[j].drain_s;
+  }
+  if (flows <= run.size() || !std::isfinite(idle_s)) return false;
+  LinkLoads loads(&paths.capacity, &class_wire, 1);
+  for (uint32_t i : run) loads.Add(paths.Local(i), cls[i]);
+  double together_s = 0;
+  loads.Drain(&together_s);
+  // Exact only where transfers sharing a link carry the same bytes (as within a wave).
+  if (!loads.Uniform() || !(together_s > 0) || !std::isfinite(together_s)) return false;
+  out->waves = stop - first;
+  out->scale = idle_s / together_s;
+  out->transfers = std::move(run);
+  return true;
+}
+
+}  // namespace
+
 std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology,
                                                         const TransferSchedule& schedule,
-                                                        Protocol protocol) {
+                                                        Protocol protocol,
+                                                        SegmentGrouping grouping) {
   auto p = std::make_shared<PreparedSchedule>();
   const ProtocolCosts costs = NcclCosts(schedule.family, protocol);
   p->base_latency = sim::Time::FromSeconds(schedule.launches * costs.base_s);
   p->chain_latency =
       sim::Time::FromSeconds(schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
   const size_t n = schedule.transfers.size();
-  p->paths.resize(n);
+  FlatPaths paths = FlattenPaths(topology, schedule, nullptr);
+  std::vector<uint64_t> class_bytes;
+  const std::vector<uint32_t> cls = WireClasses(topology, schedule, {protocol}, &class_bytes);
+  const std::vector<double> class_wire(class_bytes.begin(), class_bytes.end());
   p->wire_bytes.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    TransferPath(topology, schedule.transfers[i], &p->paths[i]);
-    p->wire_bytes[i] = TransferWireBytes(topology, schedule, schedule.transfers[i], protocol);
-  }
+  for (size_t i = 0; i < n; ++i) p->wire_bytes[i] = class_bytes[cls[i]];
   // Segments: the waves between consecutive boundaries share one active set.
-  const std::vector<int64_t> bounds = Boundaries(schedule);
-  const int64_t end_wave = schedule.total_waves();
-  for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
-    const int64_t wave = bounds[b];
-    const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
+  const bool close = grouping == SegmentGrouping::kClosePipelines;
+  LinkLoads loads(&paths.capacity, &class_wire, 1);
+  std::vector<RawSegment> raw;
+  SweepSegments(schedule, paths, cls, &loads, [&](int64_t wave, int64_t next, size_t active) {
+    RawSegment r{wave, next, active, 0.0};
+    if (close && active > 0) loads.Drain(&r.drain_s);
+    raw.push_back(r);
+  });
+  auto add_segment = [&](const RawSegment& r) {
+    if (r.active == 0) return;  // an empty wave costs nothing
     PreparedSchedule::Segment seg;
-    seg.waves = next - wave;
+    seg.waves = r.next - r.wave;
+    seg.transfers.reserve(r.active);
     for (size_t i = 0; i < n; ++i) {
-      if (ActiveAt(schedule.transfers[i], wave)) seg.transfers.push_back(static_cast<uint32_t>(i));
+      if (ActiveAt(schedule.transfers[i], r.wave))
+        seg.transfers.push_back(static_cast<uint32_t>(i));
     }
-    if (!seg.transfers.empty()) p->segments.push_back(std::move(seg));
+    p->segments.push_back(std::move(seg));
+  };
+  for (size_t a = 0; a < raw.size();) {
+    // A run of one-wave segments: a pipeline's fill or drain, where each wave adds or retires
+    // transfers.
+    size_t b = a;
+    while (close && b < raw.size() && raw[b].next - raw[b].wave == 1) ++b;
+    PreparedSchedule::Segment closed;
+    if (b - a >= 2 && CloseRun(schedule, paths, cls, class_wire, raw, a, b, &closed)) {
+      p->segments.push_back(std::move(closed));
+      a = b;
+      continue;
+    }
+    for (const size_t stop = std::max(b, a + 1); a < stop; ++a) add_segment(raw[a]);
   }
+  p->path_links = std::move(paths.global);
+  p->path_begin = std::move(paths.offset);
   return p;
 }
 
 namespace {
+
+// A closed run's bytes for one transfer: wire × scale, rounded, saturating.
+uint64_t ScaledBytes(uint64_t wire, double scale) {
+  const double bytes = std::round(static_cast<double>(wire) * scale);
+  // 2^64 as a double: the first value a uint64_t cannot hold.
+  constexpr double kLimit = 18446744073709551616.0;
+  return bytes >= kLimit ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
+}
 
 // The expansion's state; owns itself and is deleted after on_done.
 class ScheduleRun {
@@ -353,12 +688,14 @@ class ScheduleRun {
       // The chain latency stands for every hop's latency, so flows add none of their own.
       // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today).
       const uint64_t wire = p_->wire_bytes[i];
-      const uint64_t bytes = wire > std::numeric_limits<uint64_t>::max() / n
+      const uint64_t bytes = seg.scale > 0 ? ScaledBytes(wire, seg.scale)
+                             : wire > std::numeric_limits<uint64_t>::max() / n
                                  ? std::numeric_limits<uint64_t>::max()
                                  : wire * n;
       network_->StartFlow(
-          std::span<const LinkId>(p_->paths[i]), bytes, [this] { OnDelivered(); },
-          sim::Time::Zero(), /*charge_path_latency=*/false);
+          std::span<const LinkId>(p_->path_links.data() + p_->path_begin[i],
+                                  p_->path_begin[i + 1] - p_->path_begin[i]),
+          bytes, [this] { OnDelivered(); }, sim::Time::Zero(), /*charge_path_latency=*/false);
     }
   }
 

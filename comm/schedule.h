@@ -89,16 +89,44 @@ struct PreparedSchedule {
   struct Segment {
     int64_t waves = 1;                // waves in the segment
     std::vector<uint32_t> transfers;  // indices of the active transfers
+    // A closed run (scale > 0; see "Closing" below): each transfer's flow carries
+    // wire_bytes × scale, scale = the run's idle time / the idle time of one wave of all the
+    // run's transfers at once. Otherwise wire_bytes × waves.
+    double scale = 0;
   };
-  std::vector<Segment> segments;           // in wave order; empty waves dropped (they cost nothing)
-  std::vector<std::vector<LinkId>> paths;  // per transfer
-  std::vector<uint64_t> wire_bytes;        // per transfer and wave
-  sim::Time base_latency;                  // launches × NCCL's base latency
+  std::vector<Segment> segments;  // in wave order; empty waves dropped (they cost nothing)
+  // Transfer i's path: path_links[path_begin[i] .. path_begin[i + 1]).
+  std::vector<LinkId> path_links;
+  std::vector<uint32_t> path_begin;
+  std::vector<uint64_t> wire_bytes;  // per transfer and wave
+  sim::Time base_latency;            // launches × NCCL's base latency
   sim::Time chain_latency;
 };
-std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology,
-                                                        const TransferSchedule& schedule,
-                                                        Protocol protocol);
+//
+// Closing (SegmentGrouping::kClosePipelines, the default): a pipeline's fill and drain change the
+// active transfers every wave, so each of their waves would be a segment of its own and a
+// pipelined tree over n GPUs would start ~(P + depth)·4n flows for P chunks. A run of two or
+// more consecutive one-wave segments is instead "closed" into one segment whose flows start
+// together, every transfer active in the run once, each carrying its wire bytes × s, with
+// s = (the run's idle closed-form time) / (the idle time of one wave of all of them at once).
+// Exact on an idle network (the same progressive-filling argument as for a wave: transfers that
+// share a link carry the same bytes, so each drains at its most loaded link's share and the
+// slowest ends at s × that wave's time = the run's time); runs where transfers of different
+// wire bytes would share a link, or where closing would start no fewer flows, stay per segment.
+// Under contention it differs from the per-wave expansion: every transfer of the run is exposed
+// to other traffic for the whole run (with bytes scaled to the run's idle time) instead of only
+// during its own waves, so a competitor on a link that only some waves use slows the whole run
+// in proportion to its share there. Both lie between the idle time T and T / φ when every link
+// keeps at least a fraction φ of its idle share (tests/comm/pipeline_grouping_test.cc).
+// s is computed on the idle topology, so a run whose bottleneck link differs from wave to wave
+// is timed from the same s on a degraded network (within the same [T, T/φ] bound).
+enum class SegmentGrouping {
+  kSegments,        // every segment as one wave (a run of waves with the same active transfers)
+  kClosePipelines,  // and each run of one-wave segments closed into one (above)
+};
+std::shared_ptr<const PreparedSchedule> PrepareSchedule(
+    const Topology& topology, const TransferSchedule& schedule, Protocol protocol,
+    SegmentGrouping grouping = SegmentGrouping::kClosePipelines);
 // RunSchedule with a prepared schedule (the same events and flows).
 void RunPreparedSchedule(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
                          std::function<void()> on_done);

@@ -16,7 +16,10 @@
 // Closed form: T = base + L + Σ over waves c / (f · 0.92 · r_w), where L is the latency of the
 // leaf → root → leaf chain of hops (NCCL's Tree hop latencies; with uniform hops NCCL's
 // 2((M−1)·α_nvlink + D·α_net)), c the chunk, f the protocol's data fraction, 0.92 tuning.cc's
-// tree cap and r_w the most loaded link's share in wave w. Expansion: the same waves as flows.
+// tree cap and r_w the most loaded link's share in wave w. Expansion: the same waves as flows;
+// PrepareSchedule closes the fill (waves 0 … (M−1)+H+D, each adding transfers) and the drain
+// into one segment each, and the steady state between them is one segment already, so a tree
+// starts at most three flows per transfer (one when P is below the depth: a single closed run).
 
 #include "comm/tree.h"
 
@@ -188,6 +191,16 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
                           order.begin() + static_cast<std::ptrdiff_t>(pos + seg.size()));
       pos += seg.size();
     }
+    // The chains' hops, the same in both trees of the channel.
+    std::vector<NodeHops> chain_hops(static_cast<size_t>(nodes));
+    for (int v = 0; v < nodes; ++v) {
+      const auto& chain = chains[static_cast<size_t>(v)];
+      NodeHops& nh = chain_hops[static_cast<size_t>(v)];
+      for (size_t j = 1; j < chain.size(); ++j) {
+        nh.chain_up.push_back(MakeHop(topology, chain[j], chain[j - 1]));
+        nh.chain_down.push_back(MakeHop(topology, chain[j - 1], chain[j]));
+      }
+    }
     for (int t = 0; t < 2; ++t) {
       const TreeShape& ts = trees[t];
       const int64_t down_start = (max_m - 1) + ts.root_height;
@@ -198,14 +211,10 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
       std::stable_sort(th.deepest_first.begin(), th.deepest_first.end(), [&](int a, int b) {
         return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
       });
-      th.nodes.resize(static_cast<size_t>(nodes));
+      th.nodes = chain_hops;
       for (int v = 0; v < nodes; ++v) {
         const auto& chain = chains[static_cast<size_t>(v)];
         NodeHops& nh = th.nodes[static_cast<size_t>(v)];
-        for (size_t j = 1; j < chain.size(); ++j) {
-          nh.chain_up.push_back(MakeHop(topology, chain[j], chain[j - 1]));
-          nh.chain_down.push_back(MakeHop(topology, chain[j - 1], chain[j]));
-        }
         const int p = ts.parent[static_cast<size_t>(v)];
         if (p >= 0) {
           nh.to_parent = MakeHop(topology, chain[0], chains[static_cast<size_t>(p)][0]);
@@ -236,8 +245,6 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
       }
     }
   }
-  // Leaf → root → leaf: a head can send up once its chain and all its children have reported;
-  // the root then sends down, and each node passes the result down its chain.
   // Leaf → root → leaf: a head can send up once its chain and all its children have reported;
   // the root then sends down, and each node passes the result down its chain.
   s.chain_latency_s = [latency_trees](const ProtocolCosts& costs) {

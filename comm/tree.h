@@ -8,8 +8,11 @@
 //
 // Closed form: T = base + L + Σ over waves c / (f · 0.92 · r_w), with L the leaf → root → leaf
 // latency chain, c the chunk, f the protocol's data fraction, 0.92 tuning.cc's tree cap and r_w
-// the most loaded link's share in wave w. Expansion: the same waves as flows. Bytes and seconds;
-// deterministic. The parent rule and the wave of each chunk: tree.cc.
+// the most loaded link's share in wave w. Expansion: the same waves as flows, with the fill and
+// the drain each closed into one segment of one flow per transfer (the steady state is already
+// one: every chunk step moves the same transfers) — the same time on an idle network, and where
+// it differs under contention: schedule.h, "Closing". Bytes and seconds; deterministic. The
+// parent rule and the wave of each chunk: tree.cc.
 #ifndef TRAINSIM_COMM_TREE_H_
 #define TRAINSIM_COMM_TREE_H_
 
