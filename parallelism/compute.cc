@@ -81,8 +81,9 @@ double CastBytesPerElement(Fp8Recipe r) {
 // cast by a kernel of its own (transformer_engine/pytorch/module/{layernorm_linear,
 // layernorm_mlp,linear}.py).
 bool InputCastFused(const KernelOp& op) {
+  // Mamba's in_proj is a TELayerNormColumnParallelLinear too (mamba_layer_specs.py).
   return op.name == "qkv" || op.name == "mlp_up" || op.name == "mlp_gate_up" ||
-         op.name == "mlp_down";
+         op.name == "mlp_down" || op.name == "mamba_in_proj";
 }
 }  // namespace
 
@@ -142,9 +143,11 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
     case OpKind::kFlashAttention: {
       const double flops = forward ? op.fwd_matmul_flops : op.bwd_matmul_flops + op.bwd_other_flops;
       const AttentionCurve& c = AttentionCurveOf(gpu.arch, p.attention_backend);
-      double eff = FlashAttentionEfficiency(gpu, p.attention_backend, op.causal, double(op.k),
-                                            double(op.m)) *
-                   (forward ? 1.0 : c.bwd_ratio);
+      // The key extent a query tile runs over: the sequence, or a sliding window's band.
+      const double seq = double(std::min(op.m, op.n));
+      double eff =
+          FlashAttentionEfficiency(gpu, p.attention_backend, op.causal, double(op.k), seq) *
+          (forward ? 1.0 : c.bwd_ratio);
       // FP8 attention reaches a smaller fraction of its (doubled) peak: FA3 paper abstract,
       // BF16 up to 740 TFLOP/s (75% of 989) and FP8 "close to 1.2 PFLOPS" (61% of 1,979).
       if (RunsInFp8(p, op)) eff *= kFp8AttentionFactor;

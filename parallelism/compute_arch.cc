@@ -120,7 +120,9 @@ bool RunsInFp8(const ComputeParams& p, const KernelOp& op) {
     // (TopKRouter, --moe-router-dtype), not a TE module either.
     return op.name != "logits" && op.name != "router";
   }
-  return p.fp8_attention && (op.kind == OpKind::kFlashAttention || op.kind == OpKind::kBatchedGemm);
+  // Mamba's SSD scan is mamba_ssm's Triton kernels, BF16 whatever the recipe.
+  return p.fp8_attention && op.name != "ssd_scan" &&
+         (op.kind == OpKind::kFlashAttention || op.kind == OpKind::kBatchedGemm);
 }
 
 double MatmulPeakFlops(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op) {

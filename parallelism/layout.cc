@@ -303,6 +303,14 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
     return Status::InvalidArgument("tp " + num(c.tp) + " must divide the " + num(model.kv()) +
                                    " key/value heads");
   }
+  if (model.mamba.enabled() &&
+      (model.mamba.heads % c.tp != 0 || model.mamba.groups % c.tp != 0 || c.cp > 1)) {
+    // Megatron-Core's MambaMixer splits heads and groups over TP; CP of Mamba layers is not
+    // modelled.
+    return Status::InvalidArgument("tp " + num(c.tp) + " must divide the Mamba mixer's " +
+                                   num(model.mamba.heads) + " heads and " +
+                                   num(model.mamba.groups) + " groups, and cp must be 1");
+  }
   if (model.ffn() % c.tp != 0 || model.vocab % c.tp != 0) {
     return Status::InvalidArgument(
         "tp " + num(c.tp) + " must divide the FFN width and the vocabulary (" + num(model.ffn()) +

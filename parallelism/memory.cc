@@ -33,15 +33,22 @@ ShardDegrees StateShardDegrees(const ParallelConfig& c) {
 
 namespace {
 
+// One GPU's parameters of a layer of each kind the model has, indexed by LayerKind::index().
+std::vector<ParamSplit> KindParameters(const ModelSpec& m, TensorSplit split) {
+  std::vector<ParamSplit> out(static_cast<size_t>(kLayerKindCount));
+  for (const LayerKind& k : DistinctLayerKinds(m)) {
+    out[size_t(k.index())] = LayerParametersPerGpu(m, split, k);
+  }
+  return out;
+}
+
 // Parameters of each FSDP unit on this stage, in execution order: the embedding (stage 0), each
 // transformer layer, the final norm with the output layer (last stage). Each is one GPU's
 // unsharded share (TP/EP split, before ZeRO-3).
 std::vector<double> StageUnits(const ModelSpec& m, const ParallelConfig& c, int stage) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
   const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
-  const double dense_layer = LayerParametersPerGpu(m, c.split(), false).total();
-  const double moe_layer =
-      m.moe.enabled() ? LayerParametersPerGpu(m, c.split(), true).total() : dense_layer;
+  const std::vector<ParamSplit> per_kind = KindParameters(m, c.split());
   const double h = m.hidden;
   const double word = double(m.vocab) / c.tp * h;
   std::vector<double> units;
@@ -49,7 +56,7 @@ std::vector<double> StageUnits(const ModelSpec& m, const ParallelConfig& c, int 
   for (int chunk = 0; chunk < v; ++chunk) {
     const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
-      units.push_back(m.IsMoeLayer(l) ? moe_layer : dense_layer);
+      units.push_back(per_kind[size_t(LayerKindAt(m, l).index())].total());
     }
   }
   // The output projection needs the whole V/t × h matrix gathered, tied or not.
@@ -78,14 +85,12 @@ double GatheredBytes(const std::vector<double>& units, const MemoryParams& p) {
 ParamSplit StageParameters(const ModelSpec& m, const ParallelConfig& c, int stage) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
   const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
-  const ParamSplit dense_layer = LayerParametersPerGpu(m, c.split(), false);
-  const ParamSplit moe_layer =
-      m.moe.enabled() ? LayerParametersPerGpu(m, c.split(), true) : dense_layer;
+  const std::vector<ParamSplit> per_kind = KindParameters(m, c.split());
   ParamSplit out;
   for (int chunk = 0; chunk < v; ++chunk) {
     const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
-      const ParamSplit& layer = m.IsMoeLayer(l) ? moe_layer : dense_layer;
+      const ParamSplit& layer = per_kind[size_t(LayerKindAt(m, l).index())];
       out.dense += layer.dense;
       out.expert += layer.expert;
     }

@@ -102,6 +102,11 @@ MemoryBreakdown StageModelStateBytes(const ModelSpec& m, const ParallelConfig& c
 // SP and CP; a MoE layer's router, routed tokens and expert MLPs when `moe_layer`.
 double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recompute recompute,
                             int micro_batch, bool moe_layer = false);
+// The same for a layer of kind `kind`: a hybrid model's layer has one norm and its block; a
+// Mamba layer keeps in_proj's input and output, conv1d's output, the scan's output, the gated
+// norm's output and fp32 dt and its decay per head (docs/memory.md).
+double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recompute recompute,
+                            int micro_batch, LayerKind kind);
 // The dense-layer case without CP (kept for callers of the original API).
 double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
                                Recompute recompute, int micro_batch);

@@ -93,8 +93,23 @@ double MoeMlpBytes(const ModelSpec& m, const ParallelConfig& c, const Shape& x) 
          + mask * local * x.h;                           // dropout mask
 }
 
+// A Mamba-2 mixer's saved tensors (Megatron-Core's MambaMixer with mamba_ssm's autograd
+// functions): in_proj's input (the norm's output), its output z·x·B·C·dt (conv1d's input and
+// the gate), conv1d's output x·B·C (the scan's input), the scan's output y (the gated norm's
+// input), the gated norm's output (out_proj's input), and fp32 dt and its cumulative decay per
+// head per token (MambaChunkScanCombinedFn saves dt and dA_cumsum; the chunk states are
+// recomputed in backward).
+double MambaBytes(const ModelSpec& m, const Shape& x) {
+  const MambaSpec& a = m.mamba;
+  const double mask = m.dropout ? 1.0 : 0.0;
+  return x.e * x.tokens * x.h / x.rep +
+         x.e * x.tokens * double(a.in_proj_width() + a.conv_dim() + 2 * a.d_inner()) / x.t +
+         8.0 * x.tokens * a.heads / x.t + mask * x.tokens * x.h / x.rep;
+}
+
 double LayerBytes(const ModelSpec& m, const ParallelConfig& c, Recompute recompute,
-                  bool moe_layer) {
+                  LayerKind kind) {
+  const bool moe_layer = kind.moe && m.moe.enabled();
   const double cp = std::max(1, c.cp);
   Shape x;
   x.e = m.bytes_per_element;
@@ -104,15 +119,32 @@ double LayerBytes(const ModelSpec& m, const ParallelConfig& c, Recompute recompu
   x.h = m.hidden;
   // Full recomputation keeps only the layer's input (Korthikanti §4.3: 2sbh, /t with SP).
   if (recompute == Recompute::kFull) return x.e * x.tokens * x.h / x.rep;
-  const double norms = 2.0 * x.e * x.tokens * x.h / x.rep;  // the two norms' inputs
+  const double norm = x.e * x.tokens * x.h / x.rep;  // one norm's input
   const double mlp = moe_layer ? MoeMlpBytes(m, c, x) : DenseMlpBytes(m, x);
-  return norms + AttentionBytes(m, x, recompute, m.seq_len) + mlp;
+  switch (kind.block) {
+    case LayerBlock::kTransformer:
+      return 2 * norm + AttentionBytes(m, x, recompute, m.seq_len) + mlp;
+    case LayerBlock::kAttention:
+      return norm + AttentionBytes(m, x, recompute, m.seq_len);
+    case LayerBlock::kMamba:
+      return norm + MambaBytes(m, x);
+    case LayerBlock::kMlp:
+    case LayerBlock::kMoe:
+      return norm + mlp;
+  }
+  return 0;
 }
 
 }  // namespace
 
 double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recompute recompute,
                             int micro_batch, bool moe_layer) {
+  return LayerActivationBytes(m, split, recompute, micro_batch,
+                              LayerKind{LayerBlock::kTransformer, moe_layer, false});
+}
+
+double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recompute recompute,
+                            int micro_batch, LayerKind kind) {
   ParallelConfig c;
   c.tp = split.tp;
   c.sequence_parallel = split.sequence_parallel;
@@ -120,7 +152,7 @@ double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recomp
   c.ep = split.ep;
   c.etp = split.etp;
   c.micro_batch = micro_batch;
-  return LayerBytes(m, c, recompute, moe_layer);
+  return LayerBytes(m, c, recompute, kind);
 }
 
 double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
@@ -180,17 +212,20 @@ const std::vector<std::vector<int>>& PeakCandidates(PipelineSchedule schedule, i
 double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
                            const std::vector<ChunkLayers>& ranges, const MemoryParams& p) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
-  const double dense = LayerBytes(m, c, c.recompute, false);
-  const double moe = m.moe.enabled() ? LayerBytes(m, c, c.recompute, true) : dense;
+  // Each kind's bytes, and which kinds this rank holds.
+  std::vector<double> kind_bytes(size_t(kLayerKindCount), 0.0);
+  for (const LayerKind& k : DistinctLayerKinds(m)) {
+    kind_bytes[size_t(k.index())] = LayerBytes(m, c, c.recompute, k);
+  }
+  std::vector<LayerKind> held;
   // Activations of one micro-batch through each of this rank's chunks.
   std::vector<double> chunk_bytes(size_t(v), 0.0);
-  bool has_moe = false, has_dense = false;
   for (int chunk = 0; chunk < v; ++chunk) {
     const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
-      const bool is_moe = m.IsMoeLayer(l);
-      chunk_bytes[size_t(chunk)] += is_moe ? moe : dense;
-      (is_moe ? has_moe : has_dense) = true;
+      const LayerKind k = LayerKindAt(m, l);
+      chunk_bytes[size_t(chunk)] += kind_bytes[size_t(k.index())];
+      if (std::find(held.begin(), held.end(), k) == held.end()) held.push_back(k);
     }
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
@@ -205,8 +240,9 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
   // activations during its backward.
   double recomputed = 0;
   if (c.recompute == Recompute::kFull) {
-    if (has_dense) recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, false));
-    if (has_moe) recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, true));
+    for (const LayerKind& k : held) {
+      recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, k));
+    }
   }
   if (stage != c.pp - 1) return act + recomputed;
   // Last stage: the fp32 softmax of the vocab-parallel logits of this rank's s/cp tokens is

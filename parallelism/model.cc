@@ -122,20 +122,28 @@ bool Ulysses(TensorSplit split) { return split.cp > 1 && split.cp_comm == CpComm
 // load balancing), whose causal area is (i + ½ + 2cp−1−i + ½)·(s/2cp)² = s²/(2cp): 1/cp of the
 // causal square, half of the rank's s/cp × s rectangle. Ulysses runs the whole sequence for
 // heads/(tp·cp) heads: again half of s × s per head.
-KernelOp FlashAttention(const Local& c, const AttentionDims& d) {
+//
+// Sliding window (`windowed`, ModelSpec::window = w): each query meets at most W = w + 1 keys, so
+// the kernel's work is the band, CausalKeysPerQuery(s, w) keys per query on average (FA2/TE skip
+// the tiles outside the band); the key extent is W, which `n` carries for the efficiency curve.
+// Under CP a rank's queries each still see about W keys.
+KernelOp FlashAttention(const Local& c, const AttentionDims& d, bool windowed) {
   const bool a2a = Ulysses(c.split);
   const double heads_div = double(c.split.tp) * (a2a ? c.split.cp : 1);
   const int64_t s = c.m.seq_len;
   const int64_t s_q = a2a ? s : s / c.split.cp;  // this rank's queries per sequence
   const double heads = double(d.heads) / heads_div;
-  const double area = double(s_q) * double(s) * 0.5;  // executed score elements per head
+  const bool band = windowed && int64_t(c.m.window) + 1 < s;
+  // Executed score elements per head: half the causal rectangle, or the band.
+  const double area =
+      band ? double(s_q) * CausalKeysPerQuery(s, c.m.window) : double(s_q) * double(s) * 0.5;
   KernelOp fa;
   fa.name = "flash_attention";
   fa.kind = OpKind::kFlashAttention;
   fa.causal = true;
   fa.batch = int64_t(double(c.b) * heads);
   fa.m = s_q;
-  fa.n = s;
+  fa.n = band ? int64_t(c.m.window) + 1 : s;
   fa.k = d.qk_head_dim;
   fa.fwd_matmul_flops = 2.0 * c.b * heads * area * double(d.qk_head_dim + d.v_head_dim);
   fa.bwd_matmul_flops = 2 * fa.fwd_matmul_flops;
@@ -209,7 +217,7 @@ void AppendMlaProjections(const Local& c, std::vector<KernelOp>* ops) {
 }
 
 // Norm, Q/K/V projections, rotary embedding, attention core, output projection, residual.
-void AppendAttention(const Local& c, std::vector<KernelOp>* ops) {
+void AppendAttention(const Local& c, bool windowed, std::vector<KernelOp>* ops) {
   const ModelSpec& m = c.m;
   const int t = c.split.tp, e = c.e;
   const AttentionDims d = AttentionDimsOf(m);
@@ -229,8 +237,9 @@ void AppendAttention(const Local& c, std::vector<KernelOp>* ops) {
     ops->push_back(Elementwise("rope", double(c.tokens) * rotated, 2.0 * e, 2.0 * e, 3));
   }
   if (m.flash_attention) {
-    ops->push_back(FlashAttention(c, d));
+    ops->push_back(FlashAttention(c, d, windowed));
   } else {
+    // The unfused path applies a window as a mask over the whole materialised square: same work.
     AppendMaterialisedAttention(c, d, ops);
   }
   ops->push_back(Gemm("attn_out", OpKind::kGemm, 1, c.tokens, m.hidden, d.out_width() / t, e));
@@ -326,6 +335,58 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   if (shared > 0) AppendDenseMlp(c, "shared", c.tokens, shared / c.split.tp, ops);
 }
 
+// A Mamba-2 mixer layer as Megatron-Core runs it (megatron/core/ssm/mamba_layer.py MambaLayer,
+// mamba_mixer.py MambaMixer, the kernels of mamba_ssm 2.x), per GPU: heads, groups and d_inner
+// split over TP (in_proj column-parallel, out_proj row-parallel).
+//  - norm and in_proj: T × (2·d_inner + 2·G·N + H)/t × h (z, x, B, C, dt);
+//  - conv1d: causal depthwise convolution of width k over conv_dim/t channels with SiLU
+//    (causal_conv1d_fn): reads and writes each element, 2k + 4 FLOPs (the taps, bias, SiLU);
+//  - ssd_scan: mamba_chunk_scan_combined, the chunked SSD algorithm (Dao & Gu 2024 §6): per chunk
+//    of Q tokens the intra-chunk scores C·Bᵀ (2·Q·N per token per group), their product with x
+//    (2·Q·P per token per head), the chunk states Bᵀ·x and their output C·state (2·N·P each per
+//    token per head); the inter-chunk state passing (2·H·P·N per chunk) is negligible. Matrix
+//    products over Q-sized blocks: a batched GEMM of (b·H/t·chunks) × Q × P × Q carries the
+//    shape. HBM: x, B, C, dt in and y out, plus the fp32 chunk states written and read
+//    (H·P·N·4 bytes per chunk each way); five kernels forward (chunk_cumsum, chunk_state,
+//    state_passing, bmm_chunk, chunk_scan) and, backward, their gradients (ten, with the chunk
+//    states recomputed);
+//  - gated RMSNorm (RMSNormGated, norm_before_gate False): y·SiLU(z), then RMSNorm per group:
+//    reads y and z, writes the result;
+//  - out_proj: T × h × d_inner/t; the residual add.
+void AppendMamba(const Local& c, std::vector<KernelOp>* ops) {
+  const ModelSpec& m = c.m;
+  const MambaSpec& a = m.mamba;
+  const int t = c.split.tp, e = c.e;
+  const int64_t h = m.hidden;
+  const double tok = double(c.tokens);
+  ops->push_back(Norm(m, "_1", c.hidden_elems));
+  ops->push_back(Gemm("mamba_in_proj", OpKind::kGemm, 1, c.tokens, a.in_proj_width() / t, h, e));
+  const double conv_elems = tok * double(a.conv_dim()) / t;
+  ops->push_back(
+      Elementwise("mamba_conv1d", conv_elems, 2.0 * e, 3.0 * e, 2.0 * a.conv_kernel + 4));
+  const double heads = double(a.heads) / t, groups = double(a.groups) / t;
+  const double Q = a.chunk_size, N = a.state_dim, P = a.head_dim;
+  const int64_t chunks = std::max<int64_t>(1, (m.seq_len / std::max(c.split.cp, 1)) / a.chunk_size);
+  KernelOp ssd = Gemm("ssd_scan", OpKind::kBatchedGemm,
+                      std::max<int64_t>(1, int64_t(double(c.b) * heads) * chunks), a.chunk_size,
+                      a.head_dim, a.chunk_size, e);
+  ssd.fwd_matmul_flops = tok * (2 * Q * N * groups + 2 * Q * P * heads + 4 * N * P * heads);
+  ssd.bwd_matmul_flops = 2 * ssd.fwd_matmul_flops;
+  ssd.fwd_other_flops = tok * heads * P * 4;  // exp of the decay, D skip, dt softplus per channel
+  ssd.bwd_other_flops = 2 * ssd.fwd_other_flops;
+  const double io = tok * (double(a.d_inner()) / t * 2 + 2 * N * groups + heads) * e;
+  const double states = double(c.b) * double(chunks) * heads * P * N * 4.0 * 2;
+  ssd.fwd_bytes = io + states;
+  ssd.bwd_bytes = 2 * io + 2 * states;
+  ssd.fwd_kernels = 5;
+  ssd.bwd_kernels = 10;
+  ops->push_back(ssd);
+  const double inner = tok * double(a.d_inner()) / t;
+  ops->push_back(Elementwise("mamba_gated_norm", inner, 3.0 * e, 5.0 * e, 8));
+  ops->push_back(Gemm("mamba_out_proj", OpKind::kGemm, 1, c.tokens, h, a.d_inner() / t, e));
+  ops->push_back(ResidualAdd(m, "_1", c.hidden_elems));
+}
+
 }  // namespace
 
 Status ValidateModel(const ModelSpec& m) {
@@ -356,6 +417,30 @@ Status ValidateModel(const ModelSpec& m) {
         m.moe.capacity_factor < 0 || m.moe.load_imbalance <= 0) {
       return Status::InvalidArgument("model.moe sizes must be non-negative");
     }
+  }
+  if (m.window < 0 || m.window_full_every < 0) {
+    return Status::InvalidArgument("model.window and window_full_every must be >= 0");
+  }
+  if (m.hybrid()) {
+    if (int64_t(m.hybrid_pattern.size()) != m.num_layers) {
+      return Status::InvalidArgument("model.hybrid_pattern must have one character per layer");
+    }
+    for (char ch : m.hybrid_pattern) {
+      if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E') {
+        return Status::InvalidArgument("model.hybrid_pattern may hold only M, *, - and E");
+      }
+      if (ch == 'M' && !m.mamba.enabled()) {
+        return Status::InvalidArgument("model.hybrid_pattern has Mamba layers: set model.mamba");
+      }
+      if (ch == 'E' && !m.moe.enabled()) {
+        return Status::InvalidArgument("model.hybrid_pattern has MoE layers: set model.moe");
+      }
+    }
+  }
+  if (m.mamba.enabled() && (m.mamba.head_dim <= 0 || m.mamba.state_dim <= 0 ||
+                            m.mamba.groups <= 0 || m.mamba.conv_kernel <= 0 ||
+                            m.mamba.chunk_size <= 0 || m.mamba.heads % m.mamba.groups != 0)) {
+    return Status::InvalidArgument("model.mamba sizes must be positive, groups dividing heads");
   }
   if (m.mla.enabled() && (m.mla.q_lora_rank < 0 || m.mla.qk_rope_head_dim < 0 ||
                           m.mla.qk_nope_head_dim <= 0 || m.mla.v_head_dim <= 0)) {
@@ -422,17 +507,88 @@ MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch
 
 std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
                                bool moe_layer) {
+  if (!m.hybrid()) {
+    return LayerOps(m, split, micro_batch, LayerKind{LayerBlock::kTransformer, moe_layer, false});
+  }
+  std::vector<KernelOp> ops;
+  for (const LayerKind& k : DistinctLayerKinds(m)) {
+    if (k.moe != (moe_layer && m.moe.enabled())) continue;
+    std::vector<KernelOp> one = LayerOps(m, split, micro_batch, k);
+    ops.insert(ops.end(), one.begin(), one.end());
+  }
+  return ops;
+}
+
+std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
+                               LayerKind kind) {
   const Local c(m, split, micro_batch);
   std::vector<KernelOp> ops;
-  AppendAttention(c, &ops);
-  ops.push_back(Norm(m, "_2", c.hidden_elems));
-  if (moe_layer && m.moe.enabled()) {
-    AppendMoe(c, &ops);
-  } else {
-    AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, &ops);
+  const bool moe = kind.moe && m.moe.enabled();
+  switch (kind.block) {
+    case LayerBlock::kTransformer:
+      AppendAttention(c, kind.windowed, &ops);
+      ops.push_back(Norm(m, "_2", c.hidden_elems));
+      if (moe) {
+        AppendMoe(c, &ops);
+      } else {
+        AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, &ops);
+      }
+      ops.push_back(ResidualAdd(m, "_2", c.hidden_elems));
+      break;
+    case LayerBlock::kAttention:
+      AppendAttention(c, kind.windowed, &ops);
+      break;
+    case LayerBlock::kMamba:
+      AppendMamba(c, &ops);
+      break;
+    case LayerBlock::kMlp:
+    case LayerBlock::kMoe:
+      ops.push_back(Norm(m, "_2", c.hidden_elems));
+      if (kind.block == LayerBlock::kMoe && m.moe.enabled()) {
+        AppendMoe(c, &ops);
+      } else {
+        AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, &ops);
+      }
+      ops.push_back(ResidualAdd(m, "_2", c.hidden_elems));
+      break;
   }
-  ops.push_back(ResidualAdd(m, "_2", c.hidden_elems));
   return ops;
+}
+
+LayerKind LayerKindAt(const ModelSpec& m, int layer) {
+  LayerKind k;
+  if (m.hybrid()) {
+    const char ch = layer >= 0 && size_t(layer) < m.hybrid_pattern.size()
+                        ? m.hybrid_pattern[size_t(layer)]
+                        : '-';
+    k.block = ch == 'M'   ? LayerBlock::kMamba
+              : ch == '*' ? LayerBlock::kAttention
+              : ch == 'E' ? LayerBlock::kMoe
+                          : LayerBlock::kMlp;
+  }
+  k.moe = m.IsMoeLayer(layer);
+  k.windowed = k.has_attention() && m.IsWindowedLayer(layer);
+  return k;
+}
+
+std::vector<LayerKind> DistinctLayerKinds(const ModelSpec& m) {
+  std::vector<LayerKind> kinds;
+  bool seen[kLayerKindCount] = {};
+  for (int l = 0; l < m.num_layers; ++l) {
+    const LayerKind k = LayerKindAt(m, l);
+    if (!seen[k.index()]) {
+      seen[k.index()] = true;
+      kinds.push_back(k);
+    }
+  }
+  return kinds;
+}
+
+double CausalKeysPerQuery(int64_t seq_len, int window) {
+  const double s = double(seq_len);
+  const double w = double(window) + 1;  // the query itself and `window` keys before it
+  if (window <= 0 || w >= s) return (s + 1) / 2;
+  return w - w * (w - 1) / (2 * s);
 }
 
 std::vector<KernelOp> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch) {

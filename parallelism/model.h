@@ -62,6 +62,44 @@ struct MlaSpec {
   bool enabled() const { return kv_lora_rank > 0; }
 };
 
+// A Mamba-2 mixer (Dao & Gu, "Transformers are SSMs", ICML 2024; Megatron-Core's
+// megatron/core/ssm/mamba_mixer.py MambaMixer): in_proj h → [z, x, B, C, dt] (2·d_inner +
+// 2·groups·state + heads wide), a depthwise causal conv1d of width conv_kernel over [x, B, C],
+// the chunked SSD scan, a gated RMSNorm over d_inner and out_proj d_inner → h.
+struct MambaSpec {
+  int heads = 0;         // SSM heads (Megatron's --mamba-num-heads); 0: no Mamba layers
+  int head_dim = 64;     // P, channels per head (--mamba-head-dim; Megatron's default 64)
+  int state_dim = 128;   // N, the SSM state per channel (--mamba-state-dim; Megatron's 128)
+  int groups = 8;        // G, B/C groups shared by heads (--mamba-num-groups; Megatron's 8)
+  int conv_kernel = 4;   // depthwise conv1d width (mamba_ssm's d_conv default 4)
+  int chunk_size = 128;  // Q, the SSD chunk length (MambaMixer's chunk_size default 128)
+  bool enabled() const { return heads > 0; }
+  // d_inner = heads · head_dim (Megatron: expand · h unless --mamba-num-heads is given).
+  int64_t d_inner() const { return int64_t(heads) * head_dim; }
+  // Channels through conv1d: x, B and C.
+  int64_t conv_dim() const { return d_inner() + 2 * int64_t(groups) * state_dim; }
+  // in_proj's output width: z, x, B, C and one dt per head.
+  int64_t in_proj_width() const { return 2 * d_inner() + 2 * int64_t(groups) * state_dim + heads; }
+};
+
+// What one layer of the model is. A plain transformer layer (attention and an MLP or MoE) unless
+// the model has a hybrid pattern (Megatron-Core's --hybrid-override-pattern, MambaStack): then
+// each character is a layer of one block, with its own pre-norm and residual:
+// 'M' Mamba-2 mixer, '*' self-attention, '-' dense MLP, 'E' MoE.
+enum class LayerBlock { kTransformer, kMamba, kAttention, kMlp, kMoe };
+struct LayerKind {
+  LayerBlock block = LayerBlock::kTransformer;
+  bool moe = false;       // the layer's MLP is a MoE (kTransformer past first_dense_layers; kMoe)
+  bool windowed = false;  // its attention is sliding-window (ModelSpec::window)
+  bool has_attention() const {
+    return block == LayerBlock::kTransformer || block == LayerBlock::kAttention;
+  }
+  // A small dense index (0..19) for tables of per-kind costs.
+  int index() const { return int(block) * 4 + (moe ? 2 : 0) + (windowed ? 1 : 0); }
+  bool operator==(const LayerKind&) const = default;
+};
+inline constexpr int kLayerKindCount = 20;
+
 struct ModelSpec {
   int num_layers = 0;
   int hidden = 0;
@@ -81,6 +119,18 @@ struct ModelSpec {
   bool rmsnorm = false;  // RMSNorm (scale only) instead of LayerNorm (scale and bias)
   MoeSpec moe;
   MlaSpec mla;
+  MambaSpec mamba;
+  // Hybrid layer pattern, one character per layer ("M", "*", "-", "E"; LayerBlock); empty: every
+  // layer is a transformer layer. Its length is num_layers.
+  std::string hybrid_pattern;
+  // Sliding-window attention (Megatron-Core's --window-size w,0): a query sees itself and the w
+  // tokens before it. 0: full causal attention in every layer.
+  int window = 0;
+  // Megatron's --window-attn-skip-freq k: every k-th attention layer (1-based layer number, the
+  // position in the hybrid pattern) keeps full attention; 0: every layer is windowed. GPT-OSS
+  // alternates, window first: k = 2.
+  int window_full_every = 0;
+  bool hybrid() const { return !hybrid_pattern.empty(); }
   // Resolved FFN width.
   int ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   int kv() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -89,9 +139,28 @@ struct ModelSpec {
   int64_t q_width() const { return head_width() * heads; }
   // Width of K (and of V): head dim · kv_heads.
   int64_t kv_width() const { return head_width() * kv(); }
-  // Whether transformer layer `layer` (0-based) has a routed-expert MLP.
-  bool IsMoeLayer(int layer) const { return moe.enabled() && layer >= moe.first_dense_layers; }
+  // Whether layer `layer` (0-based) has a routed-expert MLP.
+  bool IsMoeLayer(int layer) const {
+    if (hybrid())
+      return layer >= 0 && size_t(layer) < hybrid_pattern.size() &&
+             hybrid_pattern[size_t(layer)] == 'E' && moe.enabled();
+    return moe.enabled() && layer >= moe.first_dense_layers;
+  }
+  // Whether layer `layer`'s attention (if it has any) is sliding-window.
+  bool IsWindowedLayer(int layer) const {
+    return window > 0 && (window_full_every <= 0 || (layer + 1) % window_full_every != 0);
+  }
 };
+
+// The kind of layer `layer` (0-based): its block from the hybrid pattern (kTransformer without
+// one), MoE and sliding-window flags.
+LayerKind LayerKindAt(const ModelSpec& m, int layer);
+// The distinct kinds of the model's layers, in order of first appearance.
+std::vector<LayerKind> DistinctLayerKinds(const ModelSpec& m);
+// Keys an average query attends to under causal attention, itself included: (s+1)/2 for full
+// attention, and with a window of w (W = w + 1 keys at most) W − W·(W−1)/(2s) when W < s
+// (Σ min(i+1, W) over the s queries, divided by s).
+double CausalKeysPerQuery(int64_t seq_len, int window);
 
 // Checks the shape itself (positive sizes, heads divide hidden).
 Status ValidateModel(const ModelSpec& m);
@@ -196,6 +265,15 @@ double FlexInterNodeFactor(int experts, int top_k, int ep_nodes);
 // REQUIRES: ValidateModel ok, the split divides the model (ValidateLayout).
 std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
                                bool moe_layer = false);
+// The operations of one layer of kind `kind` (LayerKindAt). A Mamba layer: pre-norm, in_proj
+// (column-parallel: z, x, B, C, dt of heads/tp heads and groups/tp groups), conv1d, the SSD scan,
+// the gated RMSNorm, out_proj (row-parallel), residual; an attention / MLP / MoE layer of a
+// hybrid model: its pre-norm, that block and its residual. The bool overload above is the
+// kTransformer kind for a transformer model; for a hybrid model it returns the ops of every
+// distinct non-MoE kind (MoE: the MoE kind) one after the other, for callers that only need
+// the model's kernel shapes.
+std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
+                               LayerKind kind);
 // Word (+ position) embedding lookup and embedding dropout (first pipeline stage).
 std::vector<KernelOp> EmbeddingOps(const ModelSpec& m, TensorSplit split, int micro_batch);
 // Final norm, logits (vocab-parallel) and cross-entropy (last pipeline stage).
@@ -225,6 +303,11 @@ struct TpCollective {
 };
 std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
                                              bool moe_layer = false);
+// The same for a layer of kind `kind`: a Mamba layer has the attention block's TP pair (in_proj
+// column-parallel, out_proj row-parallel), an MLP layer the MLP's, a MoE layer its shared
+// experts' pair and the EP collectives; only attention layers have CP collectives.
+std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
+                                             LayerKind kind);
 // The embedding's all-reduce (vocab-parallel lookup) and the logits' cross-entropy reductions.
 std::vector<TpCollective> EmbeddingTpCollectives(const ModelSpec& m, TensorSplit split,
                                                  int micro_batch);
@@ -248,6 +331,10 @@ int64_t ActiveParameterCount(const ModelSpec& m);
 // Parameters of one transformer layer (all GPUs together); `moe_layer` counts the router and
 // all routed and shared experts in place of the dense MLP (ignored for a dense model).
 int64_t LayerParameterCount(const ModelSpec& m, bool moe_layer = false);
+// Parameters of one layer of kind `kind`. Mamba: in_proj h·(2·d_inner + 2·G·N + H), conv1d
+// weight and bias (conv_dim·(k + 1)), A_log, D and dt_bias (3·H), the gated norm (d_inner),
+// out_proj d_inner·h and the pre-norm (h); biases on in_proj/out_proj when linear_bias.
+int64_t LayerParameterCount(const ModelSpec& m, LayerKind kind);
 // Parameters of one layer held by one GPU: dense (attention, norms, shared experts, router;
 // replicated over DP × CP, split over TP as Megatron-Core does: norms, the router, MLA's
 // down-projections and row-parallel biases whole on every TP rank) and expert (routed experts:
@@ -259,6 +346,9 @@ struct ParamSplit {
   double total() const { return dense + expert; }
 };
 ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, bool moe_layer = false);
+// Of a layer of kind `kind`. Mamba: everything but the pre-norm is split over TP (Megatron-Core
+// splits heads and groups; conv1d, A_log, D, dt_bias and the gated norm are per channel/head).
+ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, LayerKind kind);
 // Dense-layer case of the above, rounded (kept for callers without MoE): parameters of one
 // non-MoE layer on one TP rank.
 int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);

@@ -28,15 +28,21 @@ double AttentionInputWidth(const ModelSpec& m, bool sequence_parallel) {
 // Megatron's f/g operators (Shoeybi et al. 2019), or with SP the all-gather / reduce-scatter
 // pairs (Korthikanti §4.2.2), on this rank's b·s/cp tokens. `mlp`: the layer has a TP-split MLP
 // (dense, or a MoE layer's shared experts); a MoE layer's routed experts use EP/ETP instead.
+// `attn`: the layer has the attention block's pair (or a Mamba mixer's: in_proj column-parallel
+// on the hidden state, out_proj row-parallel; `mamba` gives it the hidden width).
 void AppendTp(const ModelSpec& m, TensorSplit split, double tokens, bool mlp,
-              std::vector<TpCollective>* out) {
+              std::vector<TpCollective>* out, bool attn = true, bool mamba = false) {
   const int e = m.bytes_per_element;
   const double bytes = tokens * m.hidden * e;
-  const double attn_in = tokens * AttentionInputWidth(m, split.sequence_parallel) * e;
+  const double attn_in =
+      tokens * (mamba ? double(m.hidden) : AttentionInputWidth(m, split.sequence_parallel)) * e;
+  const double attn_in_bwd = mamba ? bytes : tokens * AttentionInputWidth(m, false) * e;
   const CommGroup g = CommGroup::kTp;
   if (split.sequence_parallel) {
-    out->push_back(Coll("tp_all_gather_attn", K::kAllGather, attn_in, true, g));
-    out->push_back(Coll("tp_reduce_scatter_attn", K::kReduceScatter, bytes, true, g));
+    if (attn) {
+      out->push_back(Coll("tp_all_gather_attn", K::kAllGather, attn_in, true, g));
+      out->push_back(Coll("tp_reduce_scatter_attn", K::kReduceScatter, bytes, true, g));
+    }
     if (mlp) {
       out->push_back(Coll("tp_all_gather_mlp", K::kAllGather, bytes, true, g));
       out->push_back(Coll("tp_reduce_scatter_mlp", K::kReduceScatter, bytes, true, g));
@@ -45,21 +51,23 @@ void AppendTp(const ModelSpec& m, TensorSplit split, double tokens, bool mlp,
     // did not keep, so Megatron re-all-gathers them (LinearWithGradAccumulationAndAsync-
     // Communication) besides the all-gather/reduce-scatter pair that mirrors the forward.
     if (mlp) out->push_back(Coll("tp_all_gather_mlp_input_bwd", K::kAllGather, bytes, false, g));
-    out->push_back(Coll("tp_all_gather_attn_input_bwd", K::kAllGather, attn_in, false, g));
+    if (attn)
+      out->push_back(Coll("tp_all_gather_attn_input_bwd", K::kAllGather, attn_in, false, g));
     if (mlp) {
       out->push_back(Coll("tp_all_gather_mlp_bwd", K::kAllGather, bytes, false, g));
       out->push_back(Coll("tp_reduce_scatter_mlp_bwd", K::kReduceScatter, bytes, false, g));
     }
-    out->push_back(Coll("tp_all_gather_attn_bwd", K::kAllGather, bytes, false, g));
-    out->push_back(Coll("tp_reduce_scatter_attn_bwd", K::kReduceScatter, attn_in, false, g));
+    if (attn) {
+      out->push_back(Coll("tp_all_gather_attn_bwd", K::kAllGather, bytes, false, g));
+      out->push_back(Coll("tp_reduce_scatter_attn_bwd", K::kReduceScatter, attn_in, false, g));
+    }
   } else {
-    out->push_back(Coll("tp_all_reduce_attn", K::kAllReduce, bytes, true, g));
+    if (attn) out->push_back(Coll("tp_all_reduce_attn", K::kAllReduce, bytes, true, g));
     if (mlp) {
       out->push_back(Coll("tp_all_reduce_mlp", K::kAllReduce, bytes, true, g));
       out->push_back(Coll("tp_all_reduce_mlp_bwd", K::kAllReduce, bytes, false, g));
     }
-    out->push_back(Coll("tp_all_reduce_attn_bwd", K::kAllReduce,
-                        tokens * AttentionInputWidth(m, false) * e, false, g));
+    if (attn) out->push_back(Coll("tp_all_reduce_attn_bwd", K::kAllReduce, attn_in_bwd, false, g));
   }
 }
 
@@ -170,11 +178,38 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
 
 std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
                                              bool moe_layer) {
+  if (m.hybrid()) {
+    std::vector<TpCollective> all;
+    for (const LayerKind& k : DistinctLayerKinds(m)) {
+      if (k.moe != (moe_layer && m.moe.enabled())) continue;
+      std::vector<TpCollective> one = LayerTpCollectives(m, split, micro_batch, k);
+      all.insert(all.end(), one.begin(), one.end());
+    }
+    return all;
+  }
   std::vector<TpCollective> out;
   const bool moe = moe_layer && m.moe.enabled();
   const double tokens = double(micro_batch) * (m.seq_len / std::max(split.cp, 1));
   if (split.tp > 1) AppendTp(m, split, tokens, !moe || m.moe.shared_ffn(m.ffn()) > 0, &out);
   if (split.cp > 1) AppendCp(m, split, micro_batch, &out);
+  if (moe) AppendEp(m, split, micro_batch, &out);
+  return out;
+}
+
+std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
+                                             LayerKind kind) {
+  if (kind.block == LayerBlock::kTransformer) {
+    return LayerTpCollectives(m, split, micro_batch, kind.moe);
+  }
+  std::vector<TpCollective> out;
+  const bool moe = kind.block == LayerBlock::kMoe && m.moe.enabled();
+  const double tokens = double(micro_batch) * (m.seq_len / std::max(split.cp, 1));
+  const bool mixer = kind.block == LayerBlock::kAttention || kind.block == LayerBlock::kMamba;
+  const bool mlp = kind.block == LayerBlock::kMlp || (moe && m.moe.shared_ffn(m.ffn()) > 0);
+  if (split.tp > 1 && (mixer || mlp)) {
+    AppendTp(m, split, tokens, mlp, &out, mixer, kind.block == LayerBlock::kMamba);
+  }
+  if (split.cp > 1 && kind.block == LayerBlock::kAttention) AppendCp(m, split, micro_batch, &out);
   if (moe) AppendEp(m, split, micro_batch, &out);
   return out;
 }

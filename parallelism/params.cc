@@ -101,6 +101,52 @@ LayerParts Layer(const ModelSpec& m, bool moe_layer) {
   return parts;
 }
 
+// A Mamba-2 mixer (Megatron-Core's MambaMixer): in_proj and out_proj, conv1d's weight and bias,
+// A_log, D and dt_bias per head, the gated norm's scale over d_inner: all split over TP (heads,
+// groups and channels). in_proj's and out_proj's biases when linear_bias (out_proj's whole).
+Params Mamba(const ModelSpec& m) {
+  const MambaSpec& a = m.mamba;
+  const int64_t h = m.hidden, b = m.linear_bias ? 1 : 0;
+  Params p;
+  p.sharded = h * a.in_proj_width() + b * a.in_proj_width() + a.conv_dim() * (a.conv_kernel + 1) +
+              3 * int64_t(a.heads) + a.d_inner() + a.d_inner() * h;
+  p.replicated = b * h;
+  return p;
+}
+
+// One layer of a hybrid pattern: its block and its pre-norm.
+LayerParts HybridLayer(const ModelSpec& m, LayerBlock block) {
+  LayerParts parts;
+  switch (block) {
+    case LayerBlock::kMamba:
+      parts.dense = Mamba(m);
+      break;
+    case LayerBlock::kAttention:
+      parts.dense = m.mla.enabled() ? LatentAttention(m) : StandardAttention(m);
+      break;
+    case LayerBlock::kMoe:
+      if (m.moe.enabled()) {
+        const LayerParts full = Layer(m, true);
+        const Params attn = m.mla.enabled() ? LatentAttention(m) : StandardAttention(m);
+        parts = full;
+        parts.dense.sharded -= attn.sharded;
+        parts.dense.replicated -= attn.replicated + NormParams(m, m.hidden);
+        return parts;
+      }
+      [[fallthrough]];
+    case LayerBlock::kMlp:
+    case LayerBlock::kTransformer:
+      parts.dense = Mlp(m, m.ffn());
+      break;
+  }
+  parts.dense.replicated += NormParams(m, m.hidden);
+  return parts;
+}
+
+LayerParts PartsOf(const ModelSpec& m, LayerKind kind) {
+  return kind.block == LayerBlock::kTransformer ? Layer(m, kind.moe) : HybridLayer(m, kind.block);
+}
+
 // Word embedding, learned positions and an untied output layer.
 int64_t EmbeddingParameters(const ModelSpec& m) {
   const int64_t h = m.hidden;
@@ -114,6 +160,13 @@ int64_t EmbeddingParameters(const ModelSpec& m) {
 template <typename ExpertsCounted>
 int64_t CountModel(const ModelSpec& m, ExpertsCounted experts_counted) {
   int64_t total = EmbeddingParameters(m);
+  if (m.hybrid()) {
+    for (int l = 0; l < m.num_layers; ++l) {
+      const LayerParts parts = PartsOf(m, LayerKindAt(m, l));
+      total += parts.dense.total() + experts_counted(parts.experts) * parts.one_expert.total();
+    }
+    return total;
+  }
   const int dense_layers =
       m.moe.enabled() ? std::min(m.num_layers, m.moe.first_dense_layers) : m.num_layers;
   if (dense_layers > 0) total += int64_t(dense_layers) * LayerParameterCount(m, false);
@@ -133,8 +186,17 @@ int64_t LayerParameterCount(const ModelSpec& m, bool moe_layer) {
   return parts.dense.total() + parts.experts * parts.one_expert.total();
 }
 
+int64_t LayerParameterCount(const ModelSpec& m, LayerKind kind) {
+  const LayerParts parts = PartsOf(m, kind);
+  return parts.dense.total() + parts.experts * parts.one_expert.total();
+}
+
 ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, bool moe_layer) {
-  const LayerParts parts = Layer(m, moe_layer);
+  return LayerParametersPerGpu(m, split, LayerKind{LayerBlock::kTransformer, moe_layer, false});
+}
+
+ParamSplit LayerParametersPerGpu(const ModelSpec& m, TensorSplit split, LayerKind kind) {
+  const LayerParts parts = PartsOf(m, kind);
   ParamSplit out;
   out.dense = parts.dense.PerRank(split.tp);
   if (parts.experts > 0) {

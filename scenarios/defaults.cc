@@ -118,6 +118,17 @@ std::optional<FieldError> FillModelDefaults(pb::Model* m) {
     if (!moe->has_capacity_factor()) moe->set_capacity_factor(0);
     if (!moe->has_load_imbalance()) moe->set_load_imbalance(kDefaultMoeLoadImbalance);
   }
+  if (m->has_mamba()) {
+    // Megatron-Core's defaults (megatron/training/arguments.py: --mamba-head-dim 64,
+    // --mamba-state-dim 128, --mamba-num-groups 8; MambaMixer's chunk_size 128; mamba_ssm's
+    // d_conv 4).
+    pb::Mamba* a = m->mutable_mamba();
+    if (!a->has_head_dim()) a->set_head_dim(64);
+    if (!a->has_state_dim()) a->set_state_dim(128);
+    if (!a->has_groups()) a->set_groups(8);
+    if (!a->has_conv_kernel()) a->set_conv_kernel(4);
+    if (!a->has_chunk_size()) a->set_chunk_size(128);
+  }
   if (m->has_mla()) {
     pb::Mla* mla = m->mutable_mla();
     if (!mla->has_q_lora_rank()) mla->set_q_lora_rank(0);

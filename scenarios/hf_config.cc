@@ -156,6 +156,60 @@ void ReadMla(ConfigReader& r, pb::Model* m) {
   if (auto v = r.Required("v_head_dim", "MLA value head dim")) mla->set_v_head_dim(*v);
 }
 
+// Sliding-window attention: `sliding_window` keys, and with `layer_types` (GPT-OSS) the layers
+// that keep full attention, when they are every k-th one (Megatron's window_attn_skip_freq).
+// The window is taken as Megatron-Core's --window-size (Megatron-Bridge's GPT-OSS provider maps
+// HF's 128 to window_size (128, 0)).
+void ReadSlidingWindow(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
+  if (!r.Has("sliding_window") || !r.Get("sliding_window").is_number_integer() ||
+      !r.Bool("use_sliding_window", true) || r.Get("sliding_window").get<int64_t>() <= 0 ||
+      r.Get("sliding_window").get<int64_t>() > (1 << 24)) {
+    return;
+  }
+  const auto w = static_cast<int32_t>(r.Get("sliding_window").get<int64_t>());
+  if (!r.Has("layer_types") || !r.Get("layer_types").is_array()) {
+    m->set_sliding_window(w);  // every layer windowed
+    return;
+  }
+  const json& types = r.Get("layer_types");
+  const auto n = int32_t(types.size());
+  for (int32_t k = 0; k <= n; ++k) {  // k = 0: every layer windowed
+    bool fits = true;
+    for (int32_t i = 0; i < n && fits; ++i) {
+      const bool full = k > 0 && (i + 1) % k == 0;
+      fits = types[size_t(i)] == (full ? "full_attention" : "sliding_attention");
+    }
+    if (fits) {
+      m->set_sliding_window(w);
+      m->set_sliding_window_full_every(k);
+      return;
+    }
+  }
+  notes->push_back("layer_types " + types.dump() +
+                   " is not every k-th layer full: full attention is assumed");
+}
+
+// Nemotron-H (model_type nemotron_h): the hybrid pattern, the Mamba-2 mixer and the MLP's
+// activation (mlp_hidden_act relu2: not gated). Its layer_norm_epsilon key names RMSNorm's
+// epsilon (NemotronHRMSNorm).
+void ReadHybrid(ConfigReader& r, pb::Model* m) {
+  if (r.String("model_type") != "nemotron_h" || !r.Has("hybrid_override_pattern")) return;
+  m->set_hybrid_pattern(r.String("hybrid_override_pattern"));
+  m->set_swiglu(r.String("mlp_hidden_act") == "silu");
+  m->set_normalization(pb::Model::RMSNORM);
+  pb::Mamba* a = m->mutable_mamba();
+  if (auto v = r.Required("mamba_num_heads", "Mamba heads")) a->set_heads(*v);
+  if (auto v = r.Optional("mamba_head_dim", "Mamba head dim", 64)) a->set_head_dim(*v);
+  if (auto v = r.Optional("ssm_state_size", "SSM state size", 128)) a->set_state_dim(*v);
+  if (auto v = r.Optional("n_groups", "Mamba groups", 8)) a->set_groups(*v);
+  if (auto v = r.Optional("conv_kernel", "conv1d width", 4)) a->set_conv_kernel(*v);
+  if (auto v = r.Optional("chunk_size", "SSD chunk", 128)) a->set_chunk_size(*v);
+  if (m->has_moe() && r.Has("moe_shared_expert_intermediate_size")) {
+    m->mutable_moe()->set_shared_expert_ffn_hidden(
+        r.NonNegative("moe_shared_expert_intermediate_size", "shared expert FFN width"));
+  }
+}
+
 // Architecture switches: gated SiLU MLP, RMSNorm or LayerNorm, RoPE, biases, dropout, tying.
 void ReadSwitches(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
   const std::string act = r.String("hidden_act");
@@ -180,14 +234,7 @@ void ReadSwitches(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes
   // transformers' PretrainedConfig default: tie_word_embeddings true when the key is absent.
   m->set_tied_embeddings(r.Bool("tie_word_embeddings", true));
   m->set_dropout(r.Number("attention_dropout", 0) > 0 || r.Number("hidden_dropout", 0) > 0);
-  if (r.String("model_type") == "gpt_oss") {
-    notes->push_back(
-        "layer_types alternates sliding-window and full attention: full attention is assumed");
-  } else if (r.Has("sliding_window") && r.Get("sliding_window").is_number() &&
-             r.Bool("use_sliding_window", true)) {
-    notes->push_back("sliding_window " + r.Get("sliding_window").dump() +
-                     " not modelled: full attention is assumed");
-  }
+  ReadSlidingWindow(r, m, notes);
   if (r.Bool("qk_norm", false) || r.String("model_type").rfind("qwen3", 0) == 0) {
     notes->push_back("QK-norm (two RMSNorms of head_dim per layer) not modelled");
   }
@@ -234,6 +281,7 @@ Result<pb::Model> ModelFromHfConfig(std::string_view text, const std::string& na
   ReadSwitches(r, &m, &notes);
   ReadMoe(r, &m, &notes);
   ReadMla(r, &m);
+  ReadHybrid(r, &m);
   if (m.has_moe() && !m.has_ffn_hidden() && m.moe().has_expert_ffn_hidden()) {
     m.set_ffn_hidden(m.moe().expert_ffn_hidden());
   }

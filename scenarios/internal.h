@@ -67,6 +67,8 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
 // The detailed forms of FillDefaults / ValidateScenario.
 std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* scenario);
 std::optional<FieldError> ValidateDetailed(const pb::Scenario& scenario);
+// The hybrid layer pattern, the Mamba block and sliding-window attention (validate_hybrid.cc).
+std::optional<FieldError> ValidateHybridModel(const pb::Scenario& scenario);
 // cost.usd_per_gpu_hour, usd_per_kwh, pue and gpu_idle_fraction in their ranges (run_config.cc).
 std::optional<FieldError> ValidateCost(const pb::Cost& cost);
 // Every string field of `m` (nested, repeated) is well-formed UTF-8; the error names the field

@@ -136,9 +136,10 @@ const PresetText kPresets[] = {
     // layers, hidden 2880, 64 heads, 8 KV heads, head_dim 64, intermediate_size 2880 (per
     // expert), num_local_experts 128, experts_per_token 4, vocab 201088, untied,
     // attention_bias true (and the experts' and router's biases: linear_bias), SwiGLU (clamped),
-    // RMSNorm, RoPE (YaRN), initial_context_length 4096. Not modelled: layer_types alternates
-    // sliding-window (128 tokens) and full attention — full attention is assumed in every layer
-    // — and the per-head attention sinks (64 parameters per layer). Model card (OpenAI,
+    // RMSNorm, RoPE (YaRN), initial_context_length 4096, sliding_window 128 with layer_types
+    // alternating sliding_attention (layer 0) and full_attention: Megatron-Bridge's GPT-OSS
+    // provider sets window_size (128, 0) and window_attn_skip_freq 2 (every 2nd layer full).
+    // Not modelled: the per-head attention sinks (64 parameters per layer). Model card (OpenAI,
     // arXiv:2508.10925) Table 1: 116.83 B total, 5.13 B active per token (the input embedding
     // left out).
     {"gpt-oss-120b", "huggingface.co/openai/gpt-oss-120b config.json; arXiv:2508.10925", "116.83",
@@ -147,7 +148,33 @@ const PresetText kPresets[] = {
      "ffn_hidden: 2880 seq_len: 4096 vocab: 201088 swiglu: true tied_embeddings: false "
      "position_embedding: ROPE linear_bias: true normalization: RMSNORM dropout: false "
      "moe { experts: 128 top_k: 4 expert_ffn_hidden: 2880 shared_experts: 0 "
-     "first_dense_layers: 0 }"},
+     "first_dense_layers: 0 } sliding_window: 128 sliding_window_full_every: 2"},
+    // NVIDIA Nemotron 3 Nano 30B-A3B, a hybrid Mamba-2 / attention / MoE model.
+    // https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/blob/main/config.json:
+    // num_hidden_layers 52, hybrid_override_pattern below (23 Mamba-2, 23 MoE, 6 attention),
+    // hidden_size 2688, 32 heads, 2 KV heads, head_dim 128, mamba_num_heads 64, mamba_head_dim
+    // 64, ssm_state_size 128, n_groups 8, conv_kernel 4, chunk_size 128, use_conv_bias true,
+    // mamba_proj_bias / mlp_bias / attention_bias false, n_routed_experts 128,
+    // num_experts_per_tok 6, moe_intermediate_size 1856, moe_shared_expert_intermediate_size 3712
+    // (1 shared expert), intermediate_size 1856 (no dense MLP layer uses it), mlp_hidden_act
+    // relu2 (squared ReLU, not gated: modelled as the two-matrix GELU MLP), RMSNorm, vocab
+    // 131072, tie_word_embeddings false. The attention layers use no position embedding; ROPE
+    // (no parameters) is the nearest setting, and charges a RoPE kernel on the 6 attention
+    // layers (under 0.1% of the step). The MoE router's expert bias (128 per layer) is not
+    // counted. Nemotron 3 Nano technical report (NVIDIA, 2025-12): 31.6 B total, 3.2 B active
+    // (3.6 B with the embeddings); pre-training sequence length 8192 (Megatron-Bridge's recipe).
+    {"nemotron-3-nano-30b-a3b",
+     "huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json; Nemotron 3 Nano "
+     "technical report",
+     "31.6", "3.2", true,
+     "name: \"Nemotron-3-Nano-30B-A3B\" layers: 52 hidden: 2688 heads: 32 kv_heads: 2 "
+     "head_dim: 128 ffn_hidden: 1856 seq_len: 8192 vocab: 131072 swiglu: false "
+     "tied_embeddings: false position_embedding: ROPE linear_bias: false normalization: RMSNORM "
+     "dropout: false "
+     "hybrid_pattern: \"MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME\" "
+     "mamba { heads: 64 head_dim: 64 state_dim: 128 groups: 8 conv_kernel: 4 chunk_size: 128 } "
+     "moe { experts: 128 top_k: 6 expert_ffn_hidden: 1856 shared_experts: 1 "
+     "shared_expert_ffn_hidden: 3712 first_dense_layers: 0 }"},
 };
 
 std::string Lower(std::string_view s) {

@@ -217,6 +217,18 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
     spec.moe.fp8 = m.precision() == pb::FP8;
     spec.moe.router_padding = e.router_padding_for_quantization();
   }
+  spec.hybrid_pattern = m.hybrid_pattern();
+  if (m.has_mamba()) {
+    const pb::Mamba& a = m.mamba();
+    spec.mamba.heads = a.heads();
+    spec.mamba.head_dim = a.head_dim();
+    spec.mamba.state_dim = a.state_dim();
+    spec.mamba.groups = a.groups();
+    spec.mamba.conv_kernel = a.conv_kernel();
+    spec.mamba.chunk_size = a.chunk_size();
+  }
+  spec.window = m.sliding_window();
+  spec.window_full_every = m.sliding_window_full_every();
   if (m.has_mla()) {
     const pb::Mla& a = m.mla();
     spec.mla.q_lora_rank = a.q_lora_rank();

@@ -749,6 +749,7 @@ std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
   if (auto e = ValidateCluster(s)) return e;
   if (auto e = ValidateModel(s)) return e;
   if (auto e = ValidateParallelism(s)) return e;
+  if (auto e = ValidateHybridModel(s)) return e;
   if (auto e = ValidateInputAndHost(s)) return e;
   std::optional<sim::Time> end;
   if (auto e = ValidateTraining(s, &end)) return e;

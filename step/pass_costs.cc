@@ -242,10 +242,11 @@ EpOverlapParts EpComputeParts(const StepConfig& cfg, const GemmCalibration& cal,
 }
 
 Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm,
-                              const GroupTimers& timers, bool moe) {
+                              const GroupTimers& timers, LayerKind kind) {
   const ParallelConfig& c = cfg.parallel;
   const ModelSpec& m = cfg.model;
-  const std::vector<KernelOp> ops = LayerOps(m, c.split(), c.micro_batch, moe);
+  const bool moe = kind.moe && m.moe.enabled();
+  const std::vector<KernelOp> ops = LayerOps(m, c.split(), c.micro_batch, kind);
   LayerCost lc;
   lc.fwd = SumOps(cfg, gemm, ops, true);
   lc.bwd = SumOps(cfg, gemm, ops, false);
@@ -258,7 +259,7 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
                                                                        : 0.0);
   double ag[2] = {0, 0}, rs[2] = {0, 0};  // TP all-gathers / reduce-scatters, [fwd, bwd]
   EpOverlapParts ep_parts;                // EP collectives by node (moe_a2a_overlap)
-  for (const TpCollective& col : LayerTpCollectives(m, c.split(), c.micro_batch, moe)) {
+  for (const TpCollective& col : LayerTpCollectives(m, c.split(), c.micro_batch, kind)) {
     TpCollectiveTimer* timer = timers.For(col.group);
     if (timer == nullptr) continue;
     Result<double> one = timer->Seconds(ToCommOp(col.kind), col.bytes);
@@ -331,6 +332,83 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
   return lc;
 }
 
+// Adds the layers of `range` to the chunk's totals `k`, one cost per kind (kind_cost, by
+// LayerKind::index()), and sets its per-layer dense and MoE shares; returns the chunk's MoE layer
+// count and one MoE layer's forward kernels and seconds (their mean over kinds).
+void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_cost,
+                    const ChunkLayers& range, ChunkCost* chunk, double* n_moe_out,
+                    double* moe_fwd_kernels_out, double* moe_fwd_s_out) {
+  const ModelSpec& m = cfg.model;
+  const ParallelConfig& c = cfg.parallel;
+  ChunkCost& k = *chunk;
+  const double tp_recompute = c.recompute == Recompute::kFull ? 1.0 : 0.0;
+  // Adds `lc` to the chunk's totals `n` times, and its share to the per-layer average `one`.
+  // (`one` gets n times the cost when its class has several kinds, else the cost itself.)
+  auto add = [&](const LayerCost& lc, double n, ChunkCost::Layer& one, double w) {
+    one.fwd_compute_s += w * lc.fwd;
+    one.bwd_compute_s += w * (lc.bwd + lc.recompute);
+    one.fwd_tp_s += w * lc.tp_fwd;
+    one.bwd_tp_s += w * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
+    one.fwd_cp_s += w * lc.cp_fwd;
+    one.bwd_cp_s += w * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
+    one.fwd_ep_s += w * lc.ep_fwd;
+    one.bwd_ep_s += w * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
+    k.fwd_compute_s += n * lc.fwd;
+    k.bwd_compute_s += n * (lc.bwd + lc.recompute);
+    k.fwd_tp_s += n * lc.tp_fwd;
+    k.bwd_tp_s += n * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
+    k.fwd_cp_s += n * lc.cp_fwd;
+    k.bwd_cp_s += n * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
+    k.fwd_ep_s += n * lc.ep_fwd;
+    k.bwd_ep_s += n * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
+    k.fwd_kernels += n * lc.fwd_kernels;
+    k.bwd_kernels += n * lc.bwd_kernels;
+  };
+  // Layers of each kind in this chunk.
+  std::vector<double> count(size_t(parallelism::kLayerKindCount), 0.0);
+  for (int l = range.first_layer; l < range.first_layer + range.layers; ++l) {
+    count[size_t(LayerKindAt(m, l).index())] += 1;
+  }
+  int moe_kinds = 0, dense_kinds = 0;
+  for (const LayerKind& kind : parallelism::DistinctLayerKinds(m)) {
+    if (count[size_t(kind.index())] > 0) ++(kind.moe && m.moe.enabled() ? moe_kinds : dense_kinds);
+  }
+  double n_moe = 0, n_dense = 0;
+  double moe_fwd_kernels = 0, moe_fwd_s = 0;
+  for (const LayerKind& kind : parallelism::DistinctLayerKinds(m)) {
+    const double n = count[size_t(kind.index())];
+    if (n == 0) continue;
+    const LayerCost& lc = kind_cost[size_t(kind.index())];
+    const bool moe_kind = kind.moe && m.moe.enabled();
+    const double w = (moe_kind ? moe_kinds : dense_kinds) == 1 ? 1.0 : n;
+    add(lc, n, moe_kind ? k.moe : k.dense, w);
+    (moe_kind ? n_moe : n_dense) += n;
+    if (moe_kind) {
+      moe_fwd_kernels += w * lc.fwd_kernels;
+      moe_fwd_s += w * (lc.fwd + lc.tp_fwd + lc.cp_fwd + lc.ep_fwd);
+    }
+  }
+  // The trace draws one dense and one MoE layer: for a class of one kind (most models) its
+  // cost, else the mean of the chunk's layers of the class (a hybrid model's Mamba, attention
+  // and MLP layers; windowed and full attention).
+  auto mean = [](ChunkCost::Layer& one, double n, int kinds) {
+    if (n <= 0 || kinds <= 1) return;
+    for (double* f : {&one.fwd_compute_s, &one.bwd_compute_s, &one.fwd_tp_s, &one.bwd_tp_s,
+                      &one.fwd_cp_s, &one.bwd_cp_s, &one.fwd_ep_s, &one.bwd_ep_s}) {
+      *f /= n;
+    }
+  };
+  mean(k.dense, n_dense, dense_kinds);
+  mean(k.moe, n_moe, moe_kinds);
+  if (moe_kinds > 1) {
+    moe_fwd_kernels /= n_moe;
+    moe_fwd_s /= n_moe;
+  }
+  *n_moe_out = n_moe;
+  *moe_fwd_kernels_out = moe_fwd_kernels;
+  *moe_fwd_s_out = moe_fwd_s;
+}
+
 }  // namespace
 
 Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCalibration& gemm,
@@ -355,13 +433,13 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
     return total;
   };
 
-  Result<LayerCost> dense = CostOfLayer(cfg, gemm, timers, false);
-  if (!dense.ok()) return dense.status();
-  LayerCost moe;
-  if (m.moe.enabled()) {
-    Result<LayerCost> r = CostOfLayer(cfg, gemm, timers, true);
+  // One cost per kind of layer the model has (transformer layers dense or MoE, windowed or not;
+  // a hybrid model's Mamba, attention, MLP and MoE layers), indexed by LayerKind::index().
+  std::vector<LayerCost> kind_cost(size_t(parallelism::kLayerKindCount));
+  for (const LayerKind& kind : parallelism::DistinctLayerKinds(m)) {
+    Result<LayerCost> r = CostOfLayer(cfg, gemm, timers, kind);
     if (!r.ok()) return r.status();
-    moe = *r;
+    kind_cost[size_t(kind.index())] = *r;
   }
   const auto emb = EmbeddingOps(m, split, c.micro_batch);
   const auto head = HeadOps(m, split, c.micro_batch);
@@ -386,36 +464,9 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
   std::vector<ChunkCost> out(static_cast<size_t>(vstages));
   for (int j = 0; j < vstages; ++j) {
     ChunkCost& k = out[size_t(j)];
-    double n_moe = 0;
-    for (int l = ranges[size_t(j)].first_layer;
-         l < ranges[size_t(j)].first_layer + ranges[size_t(j)].layers; ++l) {
-      n_moe += m.IsMoeLayer(l) ? 1 : 0;
-    }
-    const double n_dense = ranges[size_t(j)].layers - n_moe;
-    const double tp_recompute = c.recompute == Recompute::kFull ? 1.0 : 0.0;
-    auto add = [&](const LayerCost& lc, double n) {
-      ChunkCost::Layer& one = &lc == &*dense ? k.dense : k.moe;
-      one.fwd_compute_s = lc.fwd;
-      one.bwd_compute_s = lc.bwd + lc.recompute;
-      one.fwd_tp_s = lc.tp_fwd;
-      one.bwd_tp_s = lc.tp_bwd + tp_recompute * lc.tp_fwd;
-      one.fwd_cp_s = lc.cp_fwd;
-      one.bwd_cp_s = lc.cp_bwd + tp_recompute * lc.cp_fwd;
-      one.fwd_ep_s = lc.ep_fwd;
-      one.bwd_ep_s = lc.ep_bwd + tp_recompute * lc.ep_fwd;
-      k.fwd_compute_s += n * lc.fwd;
-      k.bwd_compute_s += n * (lc.bwd + lc.recompute);
-      k.fwd_tp_s += n * lc.tp_fwd;
-      k.bwd_tp_s += n * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
-      k.fwd_cp_s += n * lc.cp_fwd;
-      k.bwd_cp_s += n * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
-      k.fwd_ep_s += n * lc.ep_fwd;
-      k.bwd_ep_s += n * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
-      k.fwd_kernels += n * lc.fwd_kernels;
-      k.bwd_kernels += n * lc.bwd_kernels;
-    };
-    add(*dense, n_dense);
-    if (n_moe > 0) add(moe, n_moe);
+    // One MoE layer's forward (kernels, seconds), for the host below.
+    double n_moe = 0, moe_fwd_kernels = 0, moe_fwd_s = 0;
+    AddChunkLayers(cfg, kind_cost, ranges[size_t(j)], &k, &n_moe, &moe_fwd_kernels, &moe_fwd_s);
     if (j == 0) {
       k.fwd_compute_s += SumOps(cfg, gemm, emb, true);
       k.bwd_compute_s += SumOps(cfg, gemm, emb, false);
@@ -443,11 +494,11 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
     double fwd_rest_kernels = k.fwd_kernels, fwd_rest_s = k.fwd_compute_s + k.fwd_comm_s();
     k.fwd_host_s = 0;
     if (n_moe > 0) {
-      const double moe_s = moe.fwd + moe.tp_fwd + moe.cp_fwd + moe.ep_fwd;
+      // (MoE layers of two kinds — windowed and full attention — are tested on their mean.)
       k.fwd_host_s = n_moe * (DeviceSyncSeconds(cfg.host) +
-                              LaunchBoundSeconds(cfg.host, moe.fwd_kernels, moe_s));
-      fwd_rest_kernels -= n_moe * moe.fwd_kernels;
-      fwd_rest_s -= n_moe * moe_s;
+                              LaunchBoundSeconds(cfg.host, moe_fwd_kernels, moe_fwd_s));
+      fwd_rest_kernels -= n_moe * moe_fwd_kernels;
+      fwd_rest_s -= n_moe * moe_fwd_s;
     }
     k.fwd_host_s += LaunchBoundSeconds(cfg.host, fwd_rest_kernels, std::max(0.0, fwd_rest_s));
     k.bwd_host_s = LaunchBoundSeconds(cfg.host, k.bwd_kernels, k.bwd_compute_s + k.bwd_comm_s());

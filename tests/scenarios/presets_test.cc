@@ -33,9 +33,10 @@ std::string ReadFile(const fs::path& p) {
 }
 
 // A scenario that is just a cluster, a preset and a layout (the issue's example).
+// TP 2: every preset's K/V heads divide it (Nemotron 3 Nano has 2).
 Result<pb::Scenario> PresetScenario(const std::string& preset, const std::string& extra = "") {
   return ParseScenarioText("cluster { nodes: 16 }\nmodel { preset: \"" + preset + "\" " + extra +
-                               "}\nparallelism { tp: 4 }\ntraining { steps: 10 }\n",
+                               "}\nparallelism { tp: 2 }\ntraining { steps: 10 }\n",
                            "preset.textproto");
 }
 
@@ -50,9 +51,9 @@ double PublishedTolerance(const std::string& billions) {
 }
 
 TEST(PresetsTest, TheIssuesPresetsAndTheValidationOnesExist) {
-  for (const char* name :
-       {"gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b",
-        "deepseek-v3", "qwen3-235b-a22b", "qwen3-30b-a3b", "gpt-oss-120b"}) {
+  for (const char* name : {"gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b",
+                           "mixtral-8x22b", "deepseek-v3", "qwen3-235b-a22b", "qwen3-30b-a3b",
+                           "gpt-oss-120b", "nemotron-3-nano-30b-a3b"}) {
     const ModelPreset* p = FindModelPreset(name);
     ASSERT_NE(p, nullptr) << name;
     EXPECT_FALSE(p->source.empty()) << name;
@@ -198,11 +199,10 @@ TEST(HfImportTest, ConfigsGiveTheSameModelAsThePresetOfTheSameArchitecture) {
   struct Case {
     const char* file;
     const char* preset;
-  } cases[] = {{"llama3_8b.json", "llama3-8b"},
-               {"mixtral_8x7b.json", "mixtral-8x7b"},
-               {"deepseek_v3.json", "deepseek-v3"},
-               {"qwen3_30b_a3b.json", "qwen3-30b-a3b"},
-               {"gpt_oss_120b.json", "gpt-oss-120b"}};
+  } cases[] = {
+      {"llama3_8b.json", "llama3-8b"},       {"mixtral_8x7b.json", "mixtral-8x7b"},
+      {"deepseek_v3.json", "deepseek-v3"},   {"qwen3_30b_a3b.json", "qwen3-30b-a3b"},
+      {"gpt_oss_120b.json", "gpt-oss-120b"}, {"nemotron_3_nano.json", "nemotron-3-nano-30b-a3b"}};
   for (const Case& c : cases) {
     auto imported = ModelFromHfConfig(ReadFile(kHfDir / c.file), c.file);
     ASSERT_TRUE(imported.ok()) << c.file << ": " << imported.status().message();
@@ -218,6 +218,26 @@ TEST(HfImportTest, ConfigsGiveTheSameModelAsThePresetOfTheSameArchitecture) {
     ASSERT_TRUE(FillDefaults(&b).ok());
     EXPECT_EQ(ParameterCount(a.model()), ParameterCount(b.model())) << c.file;
   }
+}
+
+// GPT-OSS's layer_types (sliding, full, sliding, ...) and Nemotron-H's hybrid pattern and Mamba
+// fields map to the scenario's fields, as the presets (from the same configs) have them.
+TEST(HfImportTest, SlidingWindowAndHybridFieldsMap) {
+  auto oss = ModelFromHfConfig(ReadFile(kHfDir / "gpt_oss_120b.json"), "oss");
+  ASSERT_TRUE(oss.ok()) << oss.status().message();
+  EXPECT_EQ(oss->sliding_window(), 128);
+  EXPECT_EQ(oss->sliding_window_full_every(), 2);
+  auto nano = ModelFromHfConfig(ReadFile(kHfDir / "nemotron_3_nano.json"), "nano");
+  ASSERT_TRUE(nano.ok()) << nano.status().message();
+  const pb::Model& preset = FindModelPreset("nemotron-3-nano-30b-a3b")->model;
+  EXPECT_EQ(nano->hybrid_pattern(), preset.hybrid_pattern());
+  EXPECT_EQ(nano->mamba().heads(), 64);
+  EXPECT_EQ(nano->mamba().head_dim(), 64);
+  EXPECT_EQ(nano->mamba().state_dim(), 128);
+  EXPECT_EQ(nano->mamba().groups(), 8);
+  EXPECT_EQ(nano->moe().shared_expert_ffn_hidden(), 3712);
+  EXPECT_FALSE(nano->swiglu());              // relu2
+  EXPECT_FALSE(nano->has_sliding_window());  // "sliding_window": null
 }
 
 TEST(HfImportTest, QwenMoeSharedExpertAndDeepSeekFieldsMap) {

@@ -180,7 +180,8 @@ TEST(ValidationTest, MegatronWeakScalingWithinTenPercentMape) {
 // the published figure), not the accuracy target: docs/validation.md reports the errors.
 TEST(ValidationTest, HopperRowsPredictTokensPerGpuWithinAFactorOfTwo) {
   const auto rows = RunRows({"bridge_h100_"});
-  ASSERT_EQ(rows.size(), 5u);  // Llama 3 70B, 3.1 405B, Qwen3 30B-A3B, 235B-A22B, GPT-OSS 120B
+  // Llama 3 70B, 3.1 405B, Qwen3 30B-A3B, 235B-A22B, GPT-OSS 120B, Nemotron 3 Nano
+  ASSERT_EQ(rows.size(), 6u);
   for (const ValidationRow& r : rows) {
     EXPECT_EQ(r.source, "Megatron-Bridge DGX-H100 performance summary");
     EXPECT_EQ(r.metric, "tokens_per_sec_per_gpu");

@@ -1,0 +1,120 @@
+// ValidateHybridModel: the checks of a hybrid (Mamba / attention / MLP / MoE) layer pattern, the
+// Mamba-2 mixer and sliding-window attention (scenario.proto Model fields 24-27), kept apart
+// from validate.cc. Each message names what is wrong and what would be valid.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "scenarios/internal.h"
+
+namespace trainsim::scenarios::detail {
+namespace {
+
+using Error = std::optional<FieldError>;
+
+FieldError Err(std::string path, std::string message) {
+  return FieldError{std::move(path), std::move(message), Status::Code::kInvalidArgument};
+}
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+Error Positive(const std::string& path, int64_t v, int64_t hi, const char* what) {
+  if (v < 1 || v > hi) {
+    return Err(path, Str(v) + " is out of range: " + what + " must be between 1 and " + Str(hi));
+  }
+  return std::nullopt;
+}
+
+Error CheckPattern(const pb::Model& m) {
+  const std::string& pat = m.hybrid_pattern();
+  for (size_t i = 0; i < pat.size(); ++i) {
+    const char c = pat[i];
+    if (c != 'M' && c != '*' && c != '-' && c != 'E') {
+      return Err("model.hybrid_pattern",
+                 "character '" + std::string(1, c) + "' at position " + Str(int64_t(i) + 1) +
+                     " is not a layer type; use M (Mamba-2), * (attention), - (MLP) or E (MoE)");
+    }
+  }
+  if (int64_t(pat.size()) != m.layers()) {
+    return Err("model.hybrid_pattern", "has " + Str(int64_t(pat.size())) +
+                                           " layers but model.layers is " + Str(m.layers()) +
+                                           "; give one character per layer");
+  }
+  if (pat.find('M') != std::string::npos && (!m.has_mamba() || !m.mamba().has_heads())) {
+    return Err("model.hybrid_pattern",
+               "has Mamba layers (M): set model.mamba { heads } (e.g. Nemotron 3 Nano: heads 64)");
+  }
+  if (pat.find('E') != std::string::npos && !m.has_moe()) {
+    return Err("model.hybrid_pattern", "has MoE layers (E): set model.moe { experts, top_k }");
+  }
+  if (m.has_moe() && pat.find('E') == std::string::npos) {
+    return Err("model.moe", "the hybrid pattern has no MoE layer (E); remove the moe block");
+  }
+  if (m.has_moe() && m.moe().first_dense_layers() != 0) {
+    return Err("model.moe.first_dense_layers",
+               "must be 0 with a hybrid pattern (the pattern says which layers are MoE)");
+  }
+  return std::nullopt;
+}
+
+Error CheckMamba(const pb::Model& m) {
+  const pb::Mamba& a = m.mamba();
+  if (!a.has_heads()) return Err("model.mamba.heads", "is required in a mamba block (e.g. 64)");
+  if (auto e = Positive("model.mamba.heads", a.heads(), 1 << 16, "heads")) return e;
+  if (auto e = Positive("model.mamba.head_dim", a.head_dim(), 1 << 12, "head_dim")) return e;
+  if (auto e = Positive("model.mamba.state_dim", a.state_dim(), 1 << 12, "state_dim")) return e;
+  if (auto e = Positive("model.mamba.groups", a.groups(), a.heads(), "groups")) return e;
+  if (a.heads() % a.groups() != 0) {
+    return Err("model.mamba.groups",
+               "groups " + Str(a.groups()) + " must divide the " + Str(a.heads()) + " heads");
+  }
+  if (auto e = Positive("model.mamba.conv_kernel", a.conv_kernel(), 64, "conv_kernel")) return e;
+  if (auto e = Positive("model.mamba.chunk_size", a.chunk_size(), 1 << 16, "chunk_size")) return e;
+  if (m.hybrid_pattern().find('M') == std::string::npos) {
+    return Err("model.mamba", "no layer of model.hybrid_pattern is a Mamba layer (M)");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<FieldError> ValidateHybridModel(const pb::Scenario& s) {
+  const pb::Model& m = s.model();
+  const pb::Parallelism& p = s.parallelism();
+  if (!m.hybrid_pattern().empty()) {
+    if (auto e = CheckPattern(m)) return e;
+  }
+  if (m.has_mamba()) {
+    if (auto e = CheckMamba(m)) return e;
+    const int tp = std::max(1, p.tp());
+    if (m.mamba().heads() % tp != 0 || m.mamba().groups() % tp != 0) {
+      return Err("parallelism.tp", "the Mamba mixer's " + Str(m.mamba().heads()) + " heads and " +
+                                       Str(m.mamba().groups()) +
+                                       " groups must both be divisible by tp " + Str(tp) +
+                                       " (Megatron-Core splits them across TP)");
+    }
+    if (p.cp() > 1) {
+      return Err("parallelism.cp", "context parallelism of Mamba layers is not modelled; use cp 1");
+    }
+  }
+  if (m.has_sliding_window() && (m.sliding_window() < 1 || m.sliding_window() > (1 << 24))) {
+    return Err("model.sliding_window",
+               Str(m.sliding_window()) +
+                   " is out of range: the window must be between 1 and 16777216 tokens (omit the "
+                   "field for full attention; GPT-OSS: 128)");
+  }
+  if (m.has_sliding_window_full_every()) {
+    if (!m.has_sliding_window()) {
+      return Err("model.sliding_window_full_every", "needs model.sliding_window (the window)");
+    }
+    if (m.sliding_window_full_every() < 0 || m.sliding_window_full_every() > m.layers()) {
+      return Err("model.sliding_window_full_every",
+                 Str(m.sliding_window_full_every()) +
+                     " is out of range: must be between 0 (every layer windowed) and the " +
+                     Str(m.layers()) + " layers (GPT-OSS: 2, every other layer full)");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainsim::scenarios::detail
