@@ -114,9 +114,29 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
   if (m.preset().rfind("qwen3", 0) == 0) a->Add("--qk-layernorm");  // Qwen3's QK-norm
   if (m.preset() == "gpt-oss-120b") {
     a->notes.push_back(
-        "gpt-oss: its alternating 128-token sliding-window layers (--window-size, "
-        "--window-attn-skip-freq) and attention sinks are not set here: trainsim assumes full "
-        "attention");
+        "gpt-oss: its attention sinks are not set here (trainsim does not model them)");
+  }
+  // Sliding-window attention: --window-size takes (left, right) token counts; causal: right 0.
+  if (m.sliding_window() > 0) {
+    a->Add("--window-size", std::to_string(m.sliding_window()) + ",0");
+    if (m.sliding_window_full_every() > 0) {
+      a->Add("--window-attn-skip-freq", m.sliding_window_full_every());
+    }
+  }
+  // Hybrid Mamba models: the layer pattern (Megatron-LM's --hybrid-layer-pattern, which
+  // replaced --hybrid-override-pattern) and the Mamba-2 mixer's TransformerConfig fields.
+  if (!m.hybrid_pattern().empty()) {
+    a->Add("--hybrid-layer-pattern", m.hybrid_pattern());
+    a->notes.push_back(
+        "hybrid layer pattern: Megatron-LM builds it with pretrain_mamba.py (the Mamba stack), "
+        "and takes the layer count from the pattern");
+  }
+  if (m.has_mamba()) {
+    const pb::Mamba& mb = m.mamba();
+    a->Add("--mamba-num-heads", mb.heads());
+    if (mb.has_head_dim()) a->Add("--mamba-head-dim", mb.head_dim());
+    if (mb.has_state_dim()) a->Add("--mamba-state-dim", mb.state_dim());
+    if (mb.has_groups()) a->Add("--mamba-num-groups", mb.groups());
   }
   switch (m.precision()) {
     case pb::BF16:

@@ -107,7 +107,7 @@ void Pipeline::InitTrace() {
     double bytes = 0;
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
       bytes += parallelism::LayerActivationBytes(cfg.model, c.split(), c.recompute, c.micro_batch,
-                                                 cfg.model.IsMoeLayer(l));
+                                                 parallelism::LayerKindAt(cfg.model, l));
     }
     chunk_act_bytes_.push_back(bytes);
   }

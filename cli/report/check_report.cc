@@ -169,6 +169,38 @@ std::string EnergyLine(const scenarios::ResolvedScenario& r) {
 
 }  // namespace
 
+namespace {
+
+// A hybrid model's layer mix and a sliding window, when the model has them.
+std::string ArchitectureLines(const pb::Model& m) {
+  std::string lines;
+  if (!m.hybrid_pattern().empty()) {
+    // Megatron's letters: M Mamba-2, * attention, - MLP, E MoE (one per layer).
+    int mamba = 0, attention = 0, mlp = 0, moe = 0;
+    for (char ch : m.hybrid_pattern()) {
+      mamba += ch == 'M';
+      attention += ch == '*';
+      mlp += ch == '-';
+      moe += ch == 'E';
+    }
+    lines += CheckLine("Hybrid layers", std::to_string(mamba) + " Mamba-2, " +
+                                            std::to_string(attention) + " attention, " +
+                                            std::to_string(mlp) + " MLP, " + std::to_string(moe) +
+                                            " MoE (" + m.hybrid_pattern() + ")");
+  }
+  if (m.sliding_window() > 0) {
+    lines += CheckLine(
+        "Attention", "sliding window of " + std::to_string(m.sliding_window()) + " tokens" +
+                         (m.sliding_window_full_every() > 0
+                              ? "; one layer in " + std::to_string(m.sliding_window_full_every()) +
+                                    " keeps full attention"
+                              : std::string(" on every layer")));
+  }
+  return lines;
+}
+
+}  // namespace
+
 std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   const pb::Scenario& s = r.scenario;
   const pb::Model& m = s.model();
@@ -210,6 +242,7 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
           (m.kv_heads() != m.heads() ? " (" + std::to_string(m.kv_heads()) + " KV groups)" : "") +
           ", ffn " + std::to_string(m.ffn_hidden()) + (m.swiglu() ? " SwiGLU" : " GELU") +
           ", seq " + std::to_string(m.seq_len()) + ", vocab " + std::to_string(m.vocab()));
+  out += ArchitectureLines(m);
   out += CheckLine("Parameters", scenarios::FormatCount(static_cast<double>(r.params)) + " (" +
                                      Thousands(r.params) + ")");
   if (m.has_moe()) {

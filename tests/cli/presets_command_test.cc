@@ -246,4 +246,29 @@ TEST(PresetsCliTest, ExportOfAQwen3PresetAddsItsQkNormAndDisablesNothingElse) {
   EXPECT_FALSE(flags.count("--moe-shared-expert-intermediate-size"));
 }
 
+// The sliding window and the hybrid pattern reach Megatron-LM's flags: GPT-OSS's 128-token
+// window on every other layer (--window-size 128,0 --window-attn-skip-freq 2, as
+// Megatron-Bridge's GPT-OSS config sets them) and Nemotron 3 Nano's layer pattern and Mamba-2
+// mixer (--hybrid-layer-pattern, --mamba-*), each from the scenario that the validation row uses.
+TEST(PresetsCliTest, ExportCarriesTheSlidingWindowAndTheHybridMambaLayers) {
+  RunResult gpt = RunTrainsim(
+      {"export", "megatron", "scenarios/validation/bridge_h100_gpt_oss_120b_bf16.textproto"});
+  ASSERT_EQ(gpt.exit_code, 0) << gpt.err;
+  auto g = ParseFlags(gpt.out);
+  EXPECT_EQ(g["--window-size"], "'128,0'");  // shell-quoted, as every value with a comma
+  EXPECT_EQ(g["--window-attn-skip-freq"], "2");
+  RunResult nano = RunTrainsim(
+      {"export", "megatron", "scenarios/validation/bridge_h100_nemotron3_nano_fp8.textproto"});
+  ASSERT_EQ(nano.exit_code, 0) << nano.err;
+  auto n = ParseFlags(nano.out);
+  std::string pattern = n["--hybrid-layer-pattern"];
+  ASSERT_GE(pattern.size(), 2u);
+  ASSERT_EQ(pattern.front(), '\'');  // shell-quoted: '*' would glob
+  pattern = pattern.substr(1, pattern.size() - 2);
+  EXPECT_EQ(pattern.size(), 52u) << "Nemotron 3 Nano's 52 layers";
+  EXPECT_EQ(pattern.find_first_not_of("M*-E"), std::string::npos) << pattern;
+  EXPECT_TRUE(n.count("--mamba-num-heads"));
+  EXPECT_FALSE(n.count("--window-size")) << "Nemotron's attention layers are full";
+}
+
 }  // namespace
