@@ -40,6 +40,8 @@ FlowId MakeId(uint32_t slot, uint32_t generation) {
   return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(slot) + 1);
 }
 uint32_t SlotOf(FlowId id) { return static_cast<uint32_t>((id & 0xffffffffu) - 1); }
+// Marks a class's entry in the memo key's lengths (a path is far shorter than 2^31 links).
+constexpr uint32_t kClassBit = uint32_t{1} << 31;
 
 }  // namespace
 
@@ -61,20 +63,58 @@ FlowId FlowNetwork::StartFlow(const std::vector<LinkId>& path, uint64_t bytes,
                    charge_path_latency);
 }
 
+uint32_t FlowNetwork::NewSlot() {
+  if (!free_slots_.empty()) {
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  flows_.emplace_back();
+  generation_.push_back(0);
+  paths_.emplace_back();
+  return static_cast<uint32_t>(flows_.size() - 1);
+}
+
+FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                                   std::function<void()> on_done, sim::Time extra_latency) {
+  assert(flow_class != nullptr && flow_class->size() > 0);
+  if (flow_class->size() == 1) {
+    return StartFlow(flow_class->member(0), bytes, std::move(on_done), extra_latency,
+                     /*charge_path_latency=*/false);
+  }
+  flows_started_ += flow_class->size();
+  const uint32_t slot = NewSlot();
+  const FlowId id = MakeId(slot, ++generation_[slot]);
+  if (bytes == 0) {
+    flows_[slot] = Flow{};
+    flows_[slot].id = id;
+    free_slots_.push_back(slot);
+    engine_->Schedule(extra_latency, std::move(on_done));
+    return id;
+  }
+  Flow& f = flows_[slot];
+  f.id = id;
+  f.start_seq = start_seq_++;
+  f.active = true;
+  f.remaining_bytes = static_cast<double>(bytes);
+  f.rate_Bps = 0;
+  f.finish_ns = kNever;
+  f.delivery_delay_ns = extra_latency.nanos();
+  f.on_done = std::move(on_done);
+  f.cls = std::move(flow_class);
+  f.completion = nullptr;
+  paths_[slot].clear();
+  active_.push_back(slot);
+  ++active_count_;
+  RequestRecompute();
+  return id;
+}
+
 FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
                               std::function<void()> on_done, sim::Time extra_latency,
                               bool charge_path_latency) {
   ++flows_started_;
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(flows_.size());
-    flows_.emplace_back();
-    generation_.push_back(0);
-    paths_.emplace_back();
-  }
+  const uint32_t slot = NewSlot();
   const FlowId id = MakeId(slot, ++generation_[slot]);
   sim::Time latency = extra_latency;
   if (charge_path_latency) {
@@ -98,6 +138,8 @@ FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
   f.finish_ns = kNever;
   f.delivery_delay_ns = latency.nanos();
   f.on_done = std::move(on_done);
+  f.cls = nullptr;
+  f.completion = nullptr;
   paths_[slot].assign(path.begin(), path.end());
   active_.push_back(slot);
   ++active_count_;
@@ -154,17 +196,33 @@ void FlowNetwork::Recompute() {
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [this](uint32_t s) { return !flows_[s].active; }),
                 active_.end());
-  flat_paths_.clear();
-  flat_lengths_.clear();
-  for (uint32_t slot : active_) {
-    flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
-    flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
-  }
   if (active_.empty()) {
     ScheduleNextDrain();
     return;
   }
-  const std::vector<double>& rates = memos_[FindOrSolve()].rates;
+  // Solve (or find) the active set; where a class's members would not share one rate, split
+  // them off and solve the finer set, until every class is exact.
+  size_t memo;
+  for (;;) {
+    flat_paths_.clear();
+    flat_lengths_.clear();
+    flat_counts_.clear();
+    for (uint32_t slot : active_) {
+      if (const FlowClass* c = flows_[slot].cls.get()) {
+        flat_paths_.insert(flat_paths_.end(), c->links.begin(), c->links.end());
+        flat_counts_.insert(flat_counts_.end(), c->counts.begin(), c->counts.end());
+        flat_lengths_.push_back(static_cast<uint32_t>(c->links.size()) | kClassBit);
+      } else {
+        flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
+        flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
+      }
+    }
+    memo = FindOrSolve();
+    if (!memos_[memo].any_loose) break;
+    const std::vector<std::vector<uint32_t>> loose = memos_[memo].loose;
+    SplitLoose(loose);
+  }
+  const std::vector<double>& rates = memos_[memo].rates;
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
     f.rate_Bps = rates[i];
@@ -191,29 +249,93 @@ size_t FlowNetwork::FindOrSolve() {
     memo_capacity_version_ = capacity_version_;
   }
   auto same = [this](const Memo& m) {
-    return m.lengths == flat_lengths_ && m.paths == flat_paths_;
+    return m.lengths == flat_lengths_ && m.paths == flat_paths_ && m.counts == flat_counts_;
   };
   if (last_memo_ != SIZE_MAX && same(memos_[last_memo_])) return last_memo_;
   // FNV-1a over the path lengths and the links.
   uint64_t h = 1469598103934665603ull;
   for (uint32_t n : flat_lengths_) h = (h ^ n) * 1099511628211ull;
   for (LinkId l : flat_paths_) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  for (uint32_t c : flat_counts_) h = (h ^ c) * 1099511628211ull;
   auto [first, last] = memo_index_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     if (same(memos_[it->second])) return last_memo_ = it->second;
   }
   if (memo_links_ + flat_paths_.size() > kMemoMaxLinks) ClearMemos();
-  solver_paths_.clear();
-  for (uint32_t slot : active_) solver_paths_.emplace_back(paths_[slot]);
+  solver_views_.clear();
+  for (uint32_t slot : active_) {
+    if (const FlowClass* c = flows_[slot].cls.get()) {
+      solver_views_.push_back({c->links, c->counts, c});
+    } else {
+      solver_views_.push_back({paths_[slot], {}, nullptr});
+    }
+  }
   Memo m;
-  solver_.Solve(solver_paths_, capacity_Bps_, &m.rates);
+  solver_.SolveClasses(solver_views_, capacity_Bps_, &m.rates, &m.loose);
+  for (size_t i = 0; i < m.loose.size(); ++i) {
+    // A class none of whose members is held would split into itself (only rounding could do
+    // that); it is kept whole.
+    if (!m.loose[i].empty() && m.loose[i].size() >= flows_[active_[i]].cls->size()) {
+      m.loose[i].clear();
+    }
+    m.any_loose = m.any_loose || !m.loose[i].empty();
+  }
+  if (!m.any_loose) m.loose.clear();
   m.paths = flat_paths_;
   m.lengths = flat_lengths_;
+  m.counts = flat_counts_;
   memo_links_ += m.paths.size();
   memos_.push_back(std::move(m));
   last_memo_ = memos_.size() - 1;
   memo_index_.emplace(h, static_cast<uint32_t>(last_memo_));
   return last_memo_;
+}
+
+void FlowNetwork::SplitLoose(const std::vector<std::vector<uint32_t>>& loose) {
+  std::vector<uint32_t> next;
+  next.reserve(active_.size() + loose.size());
+  std::vector<std::span<const LinkId>> kept, split;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const uint32_t slot = active_[i];
+    next.push_back(slot);
+    if (i >= loose.size() || loose[i].empty()) continue;
+    const std::shared_ptr<const FlowClass> whole = flows_[slot].cls;
+    kept.clear();
+    split.clear();
+    size_t j = 0;
+    for (size_t m = 0; m < whole->size(); ++m) {
+      if (j < loose[i].size() && loose[i][j] == m) {
+        split.push_back(whole->member(m));
+        ++j;
+      } else {
+        kept.push_back(whole->member(m));
+      }
+    }
+    const uint32_t part = NewSlot();  // may move flows_: no references held across it
+    Flow& f = flows_[slot];
+    if (f.completion == nullptr) {
+      f.completion = std::make_shared<Flow::Completion>();
+      f.completion->pending = 1;
+      f.completion->on_done = std::move(f.on_done);
+      f.on_done = nullptr;
+    }
+    f.completion->pending++;
+    f.cls = MakeFlowClass(kept);
+    Flow& p = flows_[part];
+    p = Flow{};
+    p.id = MakeId(part, ++generation_[part]);
+    p.start_seq = f.start_seq;
+    p.active = true;
+    p.remaining_bytes = f.remaining_bytes;
+    p.finish_ns = kNever;
+    p.delivery_delay_ns = f.delivery_delay_ns;
+    p.cls = MakeFlowClass(split);
+    p.completion = f.completion;
+    paths_[part].clear();
+    ++active_count_;
+    next.push_back(part);
+  }
+  active_.swap(next);
 }
 
 void FlowNetwork::ScheduleNextDrain() {
@@ -252,8 +374,14 @@ void FlowNetwork::OnDrainEvent() {
     for (; i < done_.size() && done_[i].first == at; ++i) {
       const uint32_t slot = done_[i].second;
       Flow& f = flows_[slot];
-      callbacks->push_back(std::move(f.on_done));
+      if (f.completion != nullptr) {
+        if (--f.completion->pending == 0) callbacks->push_back(std::move(f.completion->on_done));
+        f.completion = nullptr;
+      } else {
+        callbacks->push_back(std::move(f.on_done));
+      }
       f.on_done = nullptr;
+      f.cls = nullptr;
       f.active = false;
       f.rate_Bps = 0;
       --active_count_;

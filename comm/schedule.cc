@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <span>
 #include <utility>
 
@@ -290,6 +291,41 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
   return total;
 }
 
+namespace {
+
+// A segment's transfers with the same flow_class >= 0 and wire bytes, two or more, become one
+// class of flows (in order of their first transfer); the others run one flow each.
+void GroupClasses(const TransferSchedule& schedule, const PreparedSchedule& p,
+                  PreparedSchedule::Segment* seg) {
+  std::map<std::pair<int, uint64_t>, std::vector<uint32_t>> groups;
+  std::vector<std::pair<int, uint64_t>> order;
+  for (uint32_t i : seg->transfers) {
+    const int tag = schedule.transfers[i].flow_class;
+    if (tag < 0 || p.paths[i].empty()) continue;
+    auto [it, fresh] = groups.try_emplace({tag, p.wire_bytes[i]});
+    if (fresh) order.push_back(it->first);
+    it->second.push_back(i);
+  }
+  std::vector<uint8_t> in_class(schedule.transfers.size(), 0);
+  std::vector<std::span<const LinkId>> members;
+  for (const auto& key : order) {
+    const std::vector<uint32_t>& idx = groups[key];
+    if (idx.size() < 2) continue;
+    members.clear();
+    for (uint32_t i : idx) {
+      members.emplace_back(p.paths[i]);
+      in_class[i] = 1;
+    }
+    seg->classes.push_back({MakeFlowClass(members), key.second});
+  }
+  if (seg->classes.empty()) return;
+  for (uint32_t i : seg->transfers) {
+    if (!in_class[i]) seg->singles.push_back(i);
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology,
                                                         const TransferSchedule& schedule,
                                                         Protocol protocol) {
@@ -318,6 +354,7 @@ std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology
     }
     if (!seg.transfers.empty()) p->segments.push_back(std::move(seg));
   }
+  for (auto& seg : p->segments) GroupClasses(schedule, *p, &seg);
   return p;
 }
 
@@ -347,18 +384,22 @@ class ScheduleRun {
       return;
     }
     const PreparedSchedule::Segment& seg = p_->segments[segment_];
-    pending_ = seg.transfers.size();
+    const std::vector<uint32_t>& singles = seg.classes.empty() ? seg.transfers : seg.singles;
+    pending_ = singles.size() + seg.classes.size();
     const uint64_t n = static_cast<uint64_t>(seg.waves);
-    for (uint32_t i : seg.transfers) {
-      // The chain latency stands for every hop's latency, so flows add none of their own.
-      // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today).
-      const uint64_t wire = p_->wire_bytes[i];
-      const uint64_t bytes = wire > std::numeric_limits<uint64_t>::max() / n
-                                 ? std::numeric_limits<uint64_t>::max()
-                                 : wire * n;
+    // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today).
+    auto bytes = [n](uint64_t wire) {
+      return wire > std::numeric_limits<uint64_t>::max() / n ? std::numeric_limits<uint64_t>::max()
+                                                             : wire * n;
+    };
+    // The chain latency stands for every hop's latency, so flows add none of their own.
+    for (const auto& c : seg.classes) {
+      network_->StartFlowClass(c.members, bytes(c.wire_bytes), [this] { OnDelivered(); });
+    }
+    for (uint32_t i : singles) {
       network_->StartFlow(
-          std::span<const LinkId>(p_->paths[i]), bytes, [this] { OnDelivered(); },
-          sim::Time::Zero(), /*charge_path_latency=*/false);
+          std::span<const LinkId>(p_->paths[i]), bytes(p_->wire_bytes[i]),
+          [this] { OnDelivered(); }, sim::Time::Zero(), /*charge_path_latency=*/false);
     }
   }
 

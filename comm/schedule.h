@@ -44,6 +44,11 @@ struct PipelinedTransfer {
   uint64_t payload_bytes = 0;  // data bytes per wave (wire bytes follow from the protocol)
   int64_t first_wave = 0;
   int64_t num_waves = 1;
+  // Flow class (max_min.h): transfers of one segment with the same flow_class >= 0 and the same
+  // wire bytes start as one class of flows, solved as one unknown while their rates agree. Set
+  // it only on transfers symmetric by construction (a ring's network legs, one per rank and
+  // channel); -1 = a flow of its own (the default, exact and slower at scale).
+  int flow_class = -1;
 };
 
 // One hop of a latency chain: its class and the topology's physical path latency.
@@ -89,6 +94,14 @@ struct PreparedSchedule {
   struct Segment {
     int64_t waves = 1;                // waves in the segment
     std::vector<uint32_t> transfers;  // indices of the active transfers
+    // The transfers declared in classes (PipelinedTransfer::flow_class), grouped, and the rest
+    // (`singles`). With no classes every transfer of `transfers` runs as a flow of its own.
+    struct ClassRun {
+      std::shared_ptr<const FlowClass> members;
+      uint64_t wire_bytes = 0;
+    };
+    std::vector<ClassRun> classes;
+    std::vector<uint32_t> singles;
   };
   std::vector<Segment> segments;           // in wave order; empty waves dropped (they cost nothing)
   std::vector<std::vector<LinkId>> paths;  // per transfer
