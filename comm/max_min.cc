@@ -99,39 +99,60 @@ std::shared_ptr<const FlowClass> MakeFlowClass(
   return c;
 }
 
-void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
-                                const std::vector<double>& capacity_Bps, std::vector<double>* rates,
-                                std::vector<std::vector<uint32_t>>* loose) {
-  const size_t num_links = capacity_Bps.size();
-  if (count_.size() < num_links) {
-    cap_.assign(num_links, 0.0);
-    count_.assign(num_links, 0);
-    begin_.assign(num_links, 0);
-    cursor_.assign(num_links, 0);
+namespace {
+
+int32_t Weight(const ClassView& c, size_t i) {
+  return c.counts.empty() ? 1 : static_cast<int32_t>(c.counts[i]);
+}
+
+// Up to this many classes, each filling step scans the links for the smallest share instead of
+// keeping a heap: a step freezes at least one class, so that is O(classes × links) against the
+// heap's O(links · log links) plus the per-link member lists it needs. A training step's solves
+// are a handful of classes (buckets of a few stages, a pipeline send) over hundreds of links.
+constexpr size_t kScanClasses = 16;
+
+}  // namespace
+
+void MaxMinSolver::Freeze(const ClassView& c, double share) {
+  for (size_t i = 0; i < c.links.size(); ++i) {
+    const size_t l = static_cast<size_t>(c.links[i]);
+    const int32_t w = Weight(c, i);
+    cap_[l] = std::max(0.0, cap_[l] - w * share);
+    count_[l] -= w;
+    top_[l] = share;
   }
-  if (top_.size() < num_links) top_.assign(num_links, 0.0);
+}
+
+void MaxMinSolver::FillByScan(const std::vector<ClassView>& classes, std::vector<double>* rates) {
   const size_t n = classes.size();
-  rates->assign(n, 0.0);
-  loose->resize(n);
-  for (auto& l : *loose) l.clear();
-  auto weight = [](const ClassView& c, size_t i) -> int32_t {
-    return c.counts.empty() ? 1 : static_cast<int32_t>(c.counts[i]);
-  };
-  // count_[l]: member crossings of l; begin_/cursor_: entries (classes) per link, as in Solve.
-  touched_.clear();
-  uint32_t entries = 0;
-  for (const ClassView& c : classes) {
-    for (size_t i = 0; i < c.links.size(); ++i) {
-      const size_t li = static_cast<size_t>(c.links[i]);
-      if (count_[li] == 0) {  // every weight is >= 1, so 0 means "not touched yet"
-        touched_.push_back(c.links[i]);
-        cursor_[li] = 0;
+  for (size_t left = n; left > 0;) {
+    // The smallest share (capacity left ÷ crossings not yet frozen), ties to the lowest link id.
+    double best = 0;
+    LinkId at = -1;
+    for (LinkId l : touched_) {
+      const size_t li = static_cast<size_t>(l);
+      if (count_[li] <= 0) continue;
+      const double share = cap_[li] / count_[li];
+      if (at < 0 || share < best || (share == best && l < at)) {
+        best = share;
+        at = l;
       }
-      count_[li] += weight(c, i);
-      ++cursor_[li];
-      ++entries;
+    }
+    if (at < 0) break;  // unreachable: an unfrozen class keeps its links' counts above 0
+    for (size_t k = 0; k < n; ++k) {
+      if (frozen_[k]) continue;
+      const auto& links = classes[k].links;
+      if (std::find(links.begin(), links.end(), at) == links.end()) continue;
+      frozen_[k] = 1;
+      (*rates)[k] = best;
+      Freeze(classes[k], best);
+      --left;
     }
   }
+}
+
+void MaxMinSolver::FillByHeap(const std::vector<ClassView>& classes, std::vector<double>* rates) {
+  // Classes crossing each link, contiguous (CSR), as in Solve.
   uint32_t total = 0;
   for (LinkId l : touched_) {
     const size_t li = static_cast<size_t>(l);
@@ -139,8 +160,8 @@ void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
     total += cursor_[li];
     cursor_[li] = begin_[li];
   }
-  members_.resize(entries);
-  for (size_t k = 0; k < n; ++k) {
+  members_.resize(total);
+  for (size_t k = 0; k < classes.size(); ++k) {
     for (LinkId l : classes[k].links) members_[cursor_[static_cast<size_t>(l)]++] = uint32_t(k);
   }
   using Entry = std::pair<double, LinkId>;
@@ -150,11 +171,8 @@ void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
                                                                            std::move(storage));
   for (LinkId l : touched_) {
     const size_t li = static_cast<size_t>(l);
-    cap_[li] = std::max(0.0, capacity_Bps[li]);
-    top_[li] = 0.0;
     heap.emplace(cap_[li] / count_[li], l);
   }
-  frozen_.assign(n, 0);
   // As in Solve: keys are lower bounds of the current shares (freezing at the smallest share only
   // raises the others), and shares are frozen in nondecreasing order, so the last share frozen on
   // a link is the largest rate on it.
@@ -173,15 +191,49 @@ void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
       if (frozen_[k]) continue;
       frozen_[k] = 1;
       (*rates)[k] = share;
-      const ClassView& c = classes[k];
-      for (size_t i = 0; i < c.links.size(); ++i) {
-        const size_t l2 = static_cast<size_t>(c.links[i]);
-        const int32_t w = weight(c, i);
-        cap_[l2] = std::max(0.0, cap_[l2] - w * share);
-        count_[l2] -= w;
-        top_[l2] = share;
-      }
+      Freeze(classes[k], share);
     }
+  }
+}
+
+void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
+                                const std::vector<double>& capacity_Bps, std::vector<double>* rates,
+                                std::vector<std::vector<uint32_t>>* loose) {
+  const size_t num_links = capacity_Bps.size();
+  if (count_.size() < num_links) {
+    cap_.assign(num_links, 0.0);
+    count_.assign(num_links, 0);
+    begin_.assign(num_links, 0);
+    cursor_.assign(num_links, 0);
+  }
+  if (top_.size() < num_links) top_.assign(num_links, 0.0);
+  const size_t n = classes.size();
+  rates->assign(n, 0.0);
+  loose->resize(n);
+  for (auto& l : *loose) l.clear();
+  // count_[l]: member crossings of l; cursor_[l]: classes crossing it.
+  touched_.clear();
+  for (const ClassView& c : classes) {
+    for (size_t i = 0; i < c.links.size(); ++i) {
+      const size_t li = static_cast<size_t>(c.links[i]);
+      if (count_[li] == 0) {  // every weight is >= 1, so 0 means "not touched yet"
+        touched_.push_back(c.links[i]);
+        cursor_[li] = 0;
+      }
+      count_[li] += Weight(c, i);
+      ++cursor_[li];
+    }
+  }
+  for (LinkId l : touched_) {
+    const size_t li = static_cast<size_t>(l);
+    cap_[li] = std::max(0.0, capacity_Bps[li]);
+    top_[li] = 0.0;
+  }
+  frozen_.assign(n, 0);
+  if (n <= kScanClasses) {
+    FillByScan(classes, rates);
+  } else {
+    FillByHeap(classes, rates);
   }
   // Exactness: a member is held at its class's rate r by a bottleneck, a link on its path left
   // with (relatively) no capacity on which no flow gets more than r. Without one, per-flow

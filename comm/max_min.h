@@ -67,6 +67,10 @@ class MaxMinSolver {
                     std::vector<double>* rates, std::vector<std::vector<uint32_t>>* loose);
 
  private:
+  void FillByScan(const std::vector<ClassView>& classes, std::vector<double>* rates);
+  void FillByHeap(const std::vector<ClassView>& classes, std::vector<double>* rates);
+  void Freeze(const ClassView& c, double share);
+
   std::vector<double> cap_;
   std::vector<int32_t> count_;
   std::vector<uint32_t> begin_;
