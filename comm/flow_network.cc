@@ -101,7 +101,7 @@ FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, 
   f.finish_ns = kNever;
   f.delivery_delay_ns = extra_latency.nanos();
   f.on_done = std::move(on_done);
-  f.cls = std::move(flow_class);
+  f.cls = Intern(std::move(flow_class));
   f.completion = nullptr;
   paths_[slot].clear();
   active_.push_back(slot);
@@ -206,12 +206,11 @@ void FlowNetwork::Recompute() {
   for (;;) {
     flat_paths_.clear();
     flat_lengths_.clear();
-    flat_counts_.clear();
+    flat_classes_.clear();
     for (uint32_t slot : active_) {
       if (const FlowClass* c = flows_[slot].cls.get()) {
-        flat_paths_.insert(flat_paths_.end(), c->links.begin(), c->links.end());
-        flat_counts_.insert(flat_counts_.end(), c->counts.begin(), c->counts.end());
-        flat_lengths_.push_back(static_cast<uint32_t>(c->links.size()) | kClassBit);
+        flat_classes_.push_back(c);
+        flat_lengths_.push_back(kClassBit);
       } else {
         flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
         flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
@@ -219,8 +218,8 @@ void FlowNetwork::Recompute() {
     }
     memo = FindOrSolve();
     if (!memos_[memo].any_loose) break;
-    const std::vector<std::vector<uint32_t>> loose = memos_[memo].loose;
-    SplitLoose(loose);
+    const auto parts = memos_[memo].parts;
+    SplitLoose(parts);
   }
   const std::vector<double>& rates = memos_[memo].rates;
   for (size_t i = 0; i < active_.size(); ++i) {
@@ -238,6 +237,7 @@ void FlowNetwork::Recompute() {
 
 void FlowNetwork::ClearMemos() {
   memos_.clear();
+  interned_.clear();
   memo_index_.clear();
   memo_links_ = 0;
   last_memo_ = SIZE_MAX;
@@ -249,19 +249,29 @@ size_t FlowNetwork::FindOrSolve() {
     memo_capacity_version_ = capacity_version_;
   }
   auto same = [this](const Memo& m) {
-    return m.lengths == flat_lengths_ && m.paths == flat_paths_ && m.counts == flat_counts_;
+    if (m.lengths != flat_lengths_ || m.paths != flat_paths_) return false;
+    for (size_t i = 0; i < flat_classes_.size(); ++i) {
+      if (m.classes[i].get() != flat_classes_[i]) return false;
+    }
+    return true;
   };
   if (last_memo_ != SIZE_MAX && same(memos_[last_memo_])) return last_memo_;
   // FNV-1a over the path lengths and the links.
   uint64_t h = 1469598103934665603ull;
   for (uint32_t n : flat_lengths_) h = (h ^ n) * 1099511628211ull;
   for (LinkId l : flat_paths_) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
-  for (uint32_t c : flat_counts_) h = (h ^ c) * 1099511628211ull;
+  // Classes by identity: StartFlowClass interns them, so equal classes are one object (the
+  // hash only places entries; equality is checked exactly).
+  for (const FlowClass* c : flat_classes_) {
+    h = (h ^ static_cast<uint64_t>(reinterpret_cast<uintptr_t>(c))) * 1099511628211ull;
+  }
   auto [first, last] = memo_index_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     if (same(memos_[it->second])) return last_memo_ = it->second;
   }
-  if (memo_links_ + flat_paths_.size() > kMemoMaxLinks) ClearMemos();
+  size_t entries = flat_paths_.size();
+  for (const FlowClass* c : flat_classes_) entries += c->links.size();
+  if (memo_links_ + entries > kMemoMaxLinks) ClearMemos();
   solver_views_.clear();
   for (uint32_t slot : active_) {
     if (const FlowClass* c = flows_[slot].cls.get()) {
@@ -275,42 +285,62 @@ size_t FlowNetwork::FindOrSolve() {
   for (size_t i = 0; i < m.loose.size(); ++i) {
     // A class none of whose members is held would split into itself (only rounding could do
     // that); it is kept whole.
-    if (!m.loose[i].empty() && m.loose[i].size() >= flows_[active_[i]].cls->size()) {
-      m.loose[i].clear();
-    }
-    m.any_loose = m.any_loose || !m.loose[i].empty();
+    const std::vector<uint32_t>& loose = m.loose[i];
+    if (loose.empty() || loose.size() >= flows_[active_[i]].cls->size()) continue;
+    if (m.parts.empty()) m.parts.resize(active_.size());
+    m.parts[i] = SplitClass(*flows_[active_[i]].cls, loose);
+    m.any_loose = true;
   }
-  if (!m.any_loose) m.loose.clear();
+  m.loose.clear();
   m.paths = flat_paths_;
   m.lengths = flat_lengths_;
-  m.counts = flat_counts_;
-  memo_links_ += m.paths.size();
+  for (uint32_t slot : active_) {
+    if (flows_[slot].cls != nullptr) m.classes.push_back(flows_[slot].cls);
+  }
+  memo_links_ += entries;
   memos_.push_back(std::move(m));
   last_memo_ = memos_.size() - 1;
   memo_index_.emplace(h, static_cast<uint32_t>(last_memo_));
   return last_memo_;
 }
 
-void FlowNetwork::SplitLoose(const std::vector<std::vector<uint32_t>>& loose) {
-  std::vector<uint32_t> next;
-  next.reserve(active_.size() + loose.size());
+std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>
+FlowNetwork::SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose) {
   std::vector<std::span<const LinkId>> kept, split;
+  size_t j = 0;
+  for (size_t m = 0; m < whole.size(); ++m) {
+    if (j < loose.size() && loose[j] == m) {
+      split.push_back(whole.member(m));
+      ++j;
+    } else {
+      kept.push_back(whole.member(m));
+    }
+  }
+  return {Intern(MakeFlowClass(kept)), Intern(MakeFlowClass(split))};
+}
+
+std::shared_ptr<const FlowClass> FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t b : c->member_begin) h = (h ^ b) * 1099511628211ull;
+  for (LinkId l : c->member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  auto [first, last] = interned_.equal_range(h);
+  for (auto it = first; it != last; ++it) {
+    if (it->second->member_begin == c->member_begin &&
+        it->second->member_links == c->member_links) {
+      return it->second;
+    }
+  }
+  interned_.emplace(h, c);
+  return c;
+}
+
+void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
+  std::vector<uint32_t> next;
+  next.reserve(active_.size() + parts.size());
   for (size_t i = 0; i < active_.size(); ++i) {
     const uint32_t slot = active_[i];
     next.push_back(slot);
-    if (i >= loose.size() || loose[i].empty()) continue;
-    const std::shared_ptr<const FlowClass> whole = flows_[slot].cls;
-    kept.clear();
-    split.clear();
-    size_t j = 0;
-    for (size_t m = 0; m < whole->size(); ++m) {
-      if (j < loose[i].size() && loose[i][j] == m) {
-        split.push_back(whole->member(m));
-        ++j;
-      } else {
-        kept.push_back(whole->member(m));
-      }
-    }
+    if (i >= parts.size() || parts[i].first == nullptr) continue;
     const uint32_t part = NewSlot();  // may move flows_: no references held across it
     Flow& f = flows_[slot];
     if (f.completion == nullptr) {
@@ -320,7 +350,7 @@ void FlowNetwork::SplitLoose(const std::vector<std::vector<uint32_t>>& loose) {
       f.on_done = nullptr;
     }
     f.completion->pending++;
-    f.cls = MakeFlowClass(kept);
+    f.cls = parts[i].first;
     Flow& p = flows_[part];
     p = Flow{};
     p.id = MakeId(part, ++generation_[part]);
@@ -329,7 +359,7 @@ void FlowNetwork::SplitLoose(const std::vector<std::vector<uint32_t>>& loose) {
     p.remaining_bytes = f.remaining_bytes;
     p.finish_ns = kNever;
     p.delivery_delay_ns = f.delivery_delay_ns;
-    p.cls = MakeFlowClass(split);
+    p.cls = parts[i].second;
     p.completion = f.completion;
     paths_[part].clear();
     ++active_count_;

@@ -97,8 +97,14 @@ class FlowNetwork {
   void Advance(int64_t now_ns);
   void ScheduleNextDrain();
   uint32_t NewSlot();
-  // Splits each class whose members loose[i] (i indexes active_) have no bottleneck at its rate.
-  void SplitLoose(const std::vector<std::vector<uint32_t>>& loose);
+  // A class split in two: the members held at its rate, and the `loose` ones (max_min.h).
+  using ClassParts = std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>;
+  ClassParts SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose);
+  // Replaces each class of active_[i] that has parts[i] by the two parts (the second right after
+  // the first in active_), sharing one completion.
+  void SplitLoose(const std::vector<ClassParts>& parts);
+  // The one object of each distinct class (by member paths), so the memo keys classes by address.
+  std::shared_ptr<const FlowClass> Intern(std::shared_ptr<const FlowClass> c);
 
   sim::Engine* engine_;
   const Topology* topology_;
@@ -128,10 +134,11 @@ class FlowNetwork {
   // capacity changes or when it holds more than kMemoMaxLinks path entries.
   struct Memo {
     std::vector<LinkId> paths;
-    std::vector<uint32_t> lengths;  // per entry of active_; kClassBit set for a class
-    std::vector<uint32_t> counts;   // the classes' link counts, concatenated
+    std::vector<uint32_t> lengths;  // per entry of active_; kClassBit (no links) for a class
+    std::vector<std::shared_ptr<const FlowClass>> classes;  // the classes, in active_ order
     std::vector<double> rates;
-    std::vector<std::vector<uint32_t>> loose;  // MaxMinSolver::SolveClasses's
+    std::vector<std::vector<uint32_t>> loose;  // MaxMinSolver::SolveClasses's (scratch)
+    std::vector<ClassParts> parts;  // per entry of active_: how to split it (empty: exact)
     bool any_loose = false;
   };
   // The memo holding the active set's rates (solving and adding it when it is new).
@@ -145,7 +152,8 @@ class FlowNetwork {
   uint64_t memo_capacity_version_ = ~uint64_t{0};
   std::vector<LinkId> flat_paths_;
   std::vector<uint32_t> flat_lengths_;
-  std::vector<uint32_t> flat_counts_;
+  std::vector<const FlowClass*> flat_classes_;
+  std::unordered_multimap<uint64_t, std::shared_ptr<const FlowClass>> interned_;
   MaxMinSolver solver_;
   std::vector<ClassView> solver_views_;
 };
