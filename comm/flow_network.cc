@@ -40,6 +40,8 @@ FlowId MakeId(uint32_t slot, uint32_t generation) {
   return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(slot) + 1);
 }
 uint32_t SlotOf(FlowId id) { return static_cast<uint32_t>((id & 0xffffffffu) - 1); }
+// Marks a class's entry in the memo key's lengths (a path is far shorter than 2^31 links).
+constexpr uint32_t kClassBit = uint32_t{1} << 31;
 
 }  // namespace
 
@@ -61,20 +63,58 @@ FlowId FlowNetwork::StartFlow(const std::vector<LinkId>& path, uint64_t bytes,
                    charge_path_latency);
 }
 
+uint32_t FlowNetwork::NewSlot() {
+  if (!free_slots_.empty()) {
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  flows_.emplace_back();
+  generation_.push_back(0);
+  paths_.emplace_back();
+  return static_cast<uint32_t>(flows_.size() - 1);
+}
+
+FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                                   std::function<void()> on_done, sim::Time extra_latency) {
+  assert(flow_class != nullptr && flow_class->size() > 0);
+  if (flow_class->size() == 1) {
+    return StartFlow(flow_class->member(0), bytes, std::move(on_done), extra_latency,
+                     /*charge_path_latency=*/false);
+  }
+  flows_started_ += flow_class->size();
+  const uint32_t slot = NewSlot();
+  const FlowId id = MakeId(slot, ++generation_[slot]);
+  if (bytes == 0) {
+    flows_[slot] = Flow{};
+    flows_[slot].id = id;
+    free_slots_.push_back(slot);
+    engine_->Schedule(extra_latency, std::move(on_done));
+    return id;
+  }
+  Flow& f = flows_[slot];
+  f.id = id;
+  f.start_seq = start_seq_++;
+  f.active = true;
+  f.remaining_bytes = static_cast<double>(bytes);
+  f.rate_Bps = 0;
+  f.finish_ns = kNever;
+  f.delivery_delay_ns = extra_latency.nanos();
+  f.on_done = std::move(on_done);
+  f.cls = Intern(std::move(flow_class));
+  f.completion = nullptr;
+  paths_[slot].clear();
+  active_.push_back(slot);
+  ++active_count_;
+  RequestRecompute();
+  return id;
+}
+
 FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
                               std::function<void()> on_done, sim::Time extra_latency,
                               bool charge_path_latency) {
   ++flows_started_;
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(flows_.size());
-    flows_.emplace_back();
-    generation_.push_back(0);
-    paths_.emplace_back();
-  }
+  const uint32_t slot = NewSlot();
   const FlowId id = MakeId(slot, ++generation_[slot]);
   sim::Time latency = extra_latency;
   if (charge_path_latency) {
@@ -98,6 +138,8 @@ FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
   f.finish_ns = kNever;
   f.delivery_delay_ns = latency.nanos();
   f.on_done = std::move(on_done);
+  f.cls = nullptr;
+  f.completion = nullptr;
   paths_[slot].assign(path.begin(), path.end());
   active_.push_back(slot);
   ++active_count_;
@@ -154,17 +196,32 @@ void FlowNetwork::Recompute() {
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [this](uint32_t s) { return !flows_[s].active; }),
                 active_.end());
-  flat_paths_.clear();
-  flat_lengths_.clear();
-  for (uint32_t slot : active_) {
-    flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
-    flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
-  }
   if (active_.empty()) {
     ScheduleNextDrain();
     return;
   }
-  const std::vector<double>& rates = memos_[FindOrSolve()].rates;
+  // Solve (or find) the active set; where a class's members would not share one rate, split
+  // them off and solve the finer set, until every class is exact.
+  size_t memo;
+  for (;;) {
+    flat_paths_.clear();
+    flat_lengths_.clear();
+    flat_classes_.clear();
+    for (uint32_t slot : active_) {
+      if (const FlowClass* c = flows_[slot].cls.get()) {
+        flat_classes_.push_back(c);
+        flat_lengths_.push_back(kClassBit);
+      } else {
+        flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
+        flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
+      }
+    }
+    memo = FindOrSolve();
+    if (!memos_[memo].any_loose) break;
+    const auto parts = memos_[memo].parts;
+    SplitLoose(parts);
+  }
+  const std::vector<double>& rates = memos_[memo].rates;
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
     f.rate_Bps = rates[i];
@@ -180,6 +237,7 @@ void FlowNetwork::Recompute() {
 
 void FlowNetwork::ClearMemos() {
   memos_.clear();
+  interned_.clear();
   memo_index_.clear();
   memo_links_ = 0;
   last_memo_ = SIZE_MAX;
@@ -191,29 +249,123 @@ size_t FlowNetwork::FindOrSolve() {
     memo_capacity_version_ = capacity_version_;
   }
   auto same = [this](const Memo& m) {
-    return m.lengths == flat_lengths_ && m.paths == flat_paths_;
+    if (m.lengths != flat_lengths_ || m.paths != flat_paths_) return false;
+    for (size_t i = 0; i < flat_classes_.size(); ++i) {
+      if (m.classes[i].get() != flat_classes_[i]) return false;
+    }
+    return true;
   };
   if (last_memo_ != SIZE_MAX && same(memos_[last_memo_])) return last_memo_;
   // FNV-1a over the path lengths and the links.
   uint64_t h = 1469598103934665603ull;
   for (uint32_t n : flat_lengths_) h = (h ^ n) * 1099511628211ull;
   for (LinkId l : flat_paths_) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  // Classes by identity: StartFlowClass interns them, so equal classes are one object (the
+  // hash only places entries; equality is checked exactly).
+  for (const FlowClass* c : flat_classes_) {
+    h = (h ^ static_cast<uint64_t>(reinterpret_cast<uintptr_t>(c))) * 1099511628211ull;
+  }
   auto [first, last] = memo_index_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     if (same(memos_[it->second])) return last_memo_ = it->second;
   }
-  if (memo_links_ + flat_paths_.size() > kMemoMaxLinks) ClearMemos();
-  solver_paths_.clear();
-  for (uint32_t slot : active_) solver_paths_.emplace_back(paths_[slot]);
+  size_t entries = flat_paths_.size();
+  for (const FlowClass* c : flat_classes_) entries += c->links.size();
+  if (memo_links_ + entries > kMemoMaxLinks) ClearMemos();
+  solver_views_.clear();
+  for (uint32_t slot : active_) {
+    if (const FlowClass* c = flows_[slot].cls.get()) {
+      solver_views_.push_back({c->links, c->counts, c});
+    } else {
+      solver_views_.push_back({paths_[slot], {}, nullptr});
+    }
+  }
   Memo m;
-  solver_.Solve(solver_paths_, capacity_Bps_, &m.rates);
+  solver_.SolveClasses(solver_views_, capacity_Bps_, &m.rates, &m.loose);
+  for (size_t i = 0; i < m.loose.size(); ++i) {
+    // A class none of whose members is held would split into itself (only rounding could do
+    // that); it is kept whole.
+    const std::vector<uint32_t>& loose = m.loose[i];
+    if (loose.empty() || loose.size() >= flows_[active_[i]].cls->size()) continue;
+    if (m.parts.empty()) m.parts.resize(active_.size());
+    m.parts[i] = SplitClass(*flows_[active_[i]].cls, loose);
+    m.any_loose = true;
+  }
+  m.loose.clear();
   m.paths = flat_paths_;
   m.lengths = flat_lengths_;
-  memo_links_ += m.paths.size();
+  for (uint32_t slot : active_) {
+    if (flows_[slot].cls != nullptr) m.classes.push_back(flows_[slot].cls);
+  }
+  memo_links_ += entries;
   memos_.push_back(std::move(m));
   last_memo_ = memos_.size() - 1;
   memo_index_.emplace(h, static_cast<uint32_t>(last_memo_));
   return last_memo_;
+}
+
+std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>
+FlowNetwork::SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose) {
+  std::vector<std::span<const LinkId>> kept, split;
+  size_t j = 0;
+  for (size_t m = 0; m < whole.size(); ++m) {
+    if (j < loose.size() && loose[j] == m) {
+      split.push_back(whole.member(m));
+      ++j;
+    } else {
+      kept.push_back(whole.member(m));
+    }
+  }
+  return {Intern(MakeFlowClass(kept)), Intern(MakeFlowClass(split))};
+}
+
+std::shared_ptr<const FlowClass> FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t b : c->member_begin) h = (h ^ b) * 1099511628211ull;
+  for (LinkId l : c->member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  auto [first, last] = interned_.equal_range(h);
+  for (auto it = first; it != last; ++it) {
+    if (it->second->member_begin == c->member_begin &&
+        it->second->member_links == c->member_links) {
+      return it->second;
+    }
+  }
+  interned_.emplace(h, c);
+  return c;
+}
+
+void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
+  std::vector<uint32_t> next;
+  next.reserve(active_.size() + parts.size());
+  for (size_t i = 0; i < active_.size(); ++i) {
+    const uint32_t slot = active_[i];
+    next.push_back(slot);
+    if (i >= parts.size() || parts[i].first == nullptr) continue;
+    const uint32_t part = NewSlot();  // may move flows_: no references held across it
+    Flow& f = flows_[slot];
+    if (f.completion == nullptr) {
+      f.completion = std::make_shared<Flow::Completion>();
+      f.completion->pending = 1;
+      f.completion->on_done = std::move(f.on_done);
+      f.on_done = nullptr;
+    }
+    f.completion->pending++;
+    f.cls = parts[i].first;
+    Flow& p = flows_[part];
+    p = Flow{};
+    p.id = MakeId(part, ++generation_[part]);
+    p.start_seq = f.start_seq;
+    p.active = true;
+    p.remaining_bytes = f.remaining_bytes;
+    p.finish_ns = kNever;
+    p.delivery_delay_ns = f.delivery_delay_ns;
+    p.cls = parts[i].second;
+    p.completion = f.completion;
+    paths_[part].clear();
+    ++active_count_;
+    next.push_back(part);
+  }
+  active_.swap(next);
 }
 
 void FlowNetwork::ScheduleNextDrain() {
@@ -252,8 +404,14 @@ void FlowNetwork::OnDrainEvent() {
     for (; i < done_.size() && done_[i].first == at; ++i) {
       const uint32_t slot = done_[i].second;
       Flow& f = flows_[slot];
-      callbacks->push_back(std::move(f.on_done));
+      if (f.completion != nullptr) {
+        if (--f.completion->pending == 0) callbacks->push_back(std::move(f.completion->on_done));
+        f.completion = nullptr;
+      } else {
+        callbacks->push_back(std::move(f.on_done));
+      }
       f.on_done = nullptr;
+      f.cls = nullptr;
       f.active = false;
       f.rate_Bps = 0;
       --active_count_;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -46,6 +47,12 @@ class FlowNetwork {
                    sim::Time extra_latency = sim::Time::Zero(), bool charge_path_latency = true);
   FlowId StartFlow(std::span<const LinkId> path, uint64_t bytes, std::function<void()> on_done,
                    sim::Time extra_latency = sim::Time::Zero(), bool charge_path_latency = true);
+  // Starts a class of flows now, one per member of `flow_class`, each of `bytes`: solved as one
+  // unknown while its members share a rate (max_min.h), split where they would not. on_done runs
+  // once, extra_latency after the last member has drained (no path latency is charged).
+  // REQUIRES: every member path is non-empty. Counts as flow_class->size() flows started.
+  FlowId StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                        std::function<void()> on_done, sim::Time extra_latency = sim::Time::Zero());
 
   // Scales link bandwidth; factor >= 0 (0 = down). Takes effect at the current instant.
   void SetLinkBandwidthFactor(LinkId link, double factor);
@@ -53,8 +60,9 @@ class FlowNetwork {
   // Every link's current capacity (bandwidth × factor), bytes/s, indexed by LinkId.
   const std::vector<double>& LinkCapacities() const { return capacity_Bps_; }
 
-  // Current rate of an active flow in bytes/s (0 if it is not draining, e.g. finished). Rates
-  // reflect flows started at this instant only once the engine has processed the instant.
+  // Current rate of an active flow (of each member of a class; of its first part once split) in
+  // bytes/s (0 if it is not draining, e.g. finished). Rates reflect flows started at this
+  // instant only once the engine has processed the instant.
   double FlowRate(FlowId id) const;
   size_t active_flows() const { return active_count_; }
   uint64_t flows_started() const { return flows_started_; }
@@ -73,6 +81,14 @@ class FlowNetwork {
     int64_t finish_ns = 0;  // drain time at the current rate; INT64_MAX when stalled
     int64_t delivery_delay_ns = 0;
     std::function<void()> on_done;
+    std::shared_ptr<const FlowClass> cls;  // null: one flow, its path in paths_[slot]
+    // A class split into parts (members that would get different rates): the parts share the
+    // callback, which runs after the last part.
+    struct Completion {
+      size_t pending = 0;
+      std::function<void()> on_done;
+    };
+    std::shared_ptr<Completion> completion;
   };
 
   void RequestRecompute();
@@ -80,7 +96,15 @@ class FlowNetwork {
   void OnDrainEvent();  // completes every flow whose drain time has come
   void Advance(int64_t now_ns);
   void ScheduleNextDrain();
-  void Deliver(std::vector<std::function<void()>>* callbacks);
+  uint32_t NewSlot();
+  // A class split in two: the members held at its rate, and the `loose` ones (max_min.h).
+  using ClassParts = std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>;
+  ClassParts SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose);
+  // Replaces each class of active_[i] that has parts[i] by the two parts (the second right after
+  // the first in active_), sharing one completion.
+  void SplitLoose(const std::vector<ClassParts>& parts);
+  // The one object of each distinct class (by member paths), so the memo keys classes by address.
+  std::shared_ptr<const FlowClass> Intern(std::shared_ptr<const FlowClass> c);
 
   sim::Engine* engine_;
   const Topology* topology_;
@@ -110,8 +134,12 @@ class FlowNetwork {
   // capacity changes or when it holds more than kMemoMaxLinks path entries.
   struct Memo {
     std::vector<LinkId> paths;
-    std::vector<uint32_t> lengths;
+    std::vector<uint32_t> lengths;  // per entry of active_; kClassBit (no links) for a class
+    std::vector<std::shared_ptr<const FlowClass>> classes;  // the classes, in active_ order
     std::vector<double> rates;
+    std::vector<std::vector<uint32_t>> loose;  // MaxMinSolver::SolveClasses's (scratch)
+    std::vector<ClassParts> parts;  // per entry of active_: how to split it (empty: exact)
+    bool any_loose = false;
   };
   // The memo holding the active set's rates (solving and adding it when it is new).
   size_t FindOrSolve();
@@ -124,8 +152,10 @@ class FlowNetwork {
   uint64_t memo_capacity_version_ = ~uint64_t{0};
   std::vector<LinkId> flat_paths_;
   std::vector<uint32_t> flat_lengths_;
+  std::vector<const FlowClass*> flat_classes_;
+  std::unordered_multimap<uint64_t, std::shared_ptr<const FlowClass>> interned_;
   MaxMinSolver solver_;
-  std::vector<std::span<const LinkId>> solver_paths_;
+  std::vector<ClassView> solver_views_;
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

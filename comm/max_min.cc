@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <utility>
 
@@ -72,6 +73,188 @@ void MaxMinSolver::Solve(const std::vector<std::span<const LinkId>>& paths,
         cap_[l2i] = std::max(0.0, cap_[l2i] - share);
         --count_[l2i];
       }
+    }
+  }
+  for (LinkId l : touched_) count_[static_cast<size_t>(l)] = 0;
+}
+
+std::shared_ptr<const FlowClass> MakeFlowClass(
+    const std::vector<std::span<const LinkId>>& members) {
+  auto c = std::make_shared<FlowClass>();
+  c->member_begin.reserve(members.size() + 1);
+  c->member_begin.push_back(0);
+  for (const auto& path : members) {
+    c->member_links.insert(c->member_links.end(), path.begin(), path.end());
+    c->member_begin.push_back(static_cast<uint32_t>(c->member_links.size()));
+  }
+  std::vector<LinkId> sorted = c->member_links;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i;
+    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+    c->links.push_back(sorted[i]);
+    c->counts.push_back(static_cast<uint32_t>(j - i));
+    i = j;
+  }
+  return c;
+}
+
+namespace {
+
+int32_t Weight(const ClassView& c, size_t i) {
+  return c.counts.empty() ? 1 : static_cast<int32_t>(c.counts[i]);
+}
+
+// Up to this many classes, each filling step scans the links for the smallest share instead of
+// keeping a heap: a step freezes at least one class, so that is O(classes × links) against the
+// heap's O(links · log links) plus the per-link member lists it needs. A training step's solves
+// are a handful of classes (buckets of a few stages, a pipeline send) over hundreds of links.
+constexpr size_t kScanClasses = 16;
+
+}  // namespace
+
+void MaxMinSolver::Freeze(const ClassView& c, double share) {
+  for (size_t i = 0; i < c.links.size(); ++i) {
+    const size_t l = static_cast<size_t>(c.links[i]);
+    const int32_t w = Weight(c, i);
+    cap_[l] = std::max(0.0, cap_[l] - w * share);
+    count_[l] -= w;
+    top_[l] = share;
+  }
+}
+
+void MaxMinSolver::FillByScan(const std::vector<ClassView>& classes, std::vector<double>* rates) {
+  const size_t n = classes.size();
+  for (size_t left = n; left > 0;) {
+    // The smallest share (capacity left ÷ crossings not yet frozen), ties to the lowest link id.
+    double best = 0;
+    LinkId at = -1;
+    for (LinkId l : touched_) {
+      const size_t li = static_cast<size_t>(l);
+      if (count_[li] <= 0) continue;
+      const double share = cap_[li] / count_[li];
+      if (at < 0 || share < best || (share == best && l < at)) {
+        best = share;
+        at = l;
+      }
+    }
+    if (at < 0) break;  // unreachable: an unfrozen class keeps its links' counts above 0
+    for (size_t k = 0; k < n; ++k) {
+      if (frozen_[k]) continue;
+      const auto& links = classes[k].links;
+      if (std::find(links.begin(), links.end(), at) == links.end()) continue;
+      frozen_[k] = 1;
+      (*rates)[k] = best;
+      Freeze(classes[k], best);
+      --left;
+    }
+  }
+}
+
+void MaxMinSolver::FillByHeap(const std::vector<ClassView>& classes, std::vector<double>* rates) {
+  // Classes crossing each link, contiguous (CSR), as in Solve.
+  uint32_t total = 0;
+  for (LinkId l : touched_) {
+    const size_t li = static_cast<size_t>(l);
+    begin_[li] = total;
+    total += cursor_[li];
+    cursor_[li] = begin_[li];
+  }
+  members_.resize(total);
+  for (size_t k = 0; k < classes.size(); ++k) {
+    for (LinkId l : classes[k].links) members_[cursor_[static_cast<size_t>(l)]++] = uint32_t(k);
+  }
+  using Entry = std::pair<double, LinkId>;
+  std::vector<Entry> storage;
+  storage.reserve(touched_.size() * 2);
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(std::greater<Entry>(),
+                                                                           std::move(storage));
+  for (LinkId l : touched_) {
+    const size_t li = static_cast<size_t>(l);
+    heap.emplace(cap_[li] / count_[li], l);
+  }
+  // As in Solve: keys are lower bounds of the current shares (freezing at the smallest share only
+  // raises the others), and shares are frozen in nondecreasing order, so the last share frozen on
+  // a link is the largest rate on it.
+  while (!heap.empty()) {
+    const auto [key, l] = heap.top();
+    heap.pop();
+    const size_t li = static_cast<size_t>(l);
+    if (count_[li] <= 0) continue;
+    const double share = cap_[li] / count_[li];
+    if (share > key) {
+      heap.emplace(share, l);
+      continue;
+    }
+    for (uint32_t e = begin_[li]; e < cursor_[li]; ++e) {
+      const uint32_t k = members_[e];
+      if (frozen_[k]) continue;
+      frozen_[k] = 1;
+      (*rates)[k] = share;
+      Freeze(classes[k], share);
+    }
+  }
+}
+
+void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
+                                const std::vector<double>& capacity_Bps, std::vector<double>* rates,
+                                std::vector<std::vector<uint32_t>>* loose) {
+  const size_t num_links = capacity_Bps.size();
+  if (count_.size() < num_links) {
+    cap_.assign(num_links, 0.0);
+    count_.assign(num_links, 0);
+    begin_.assign(num_links, 0);
+    cursor_.assign(num_links, 0);
+  }
+  if (top_.size() < num_links) top_.assign(num_links, 0.0);
+  const size_t n = classes.size();
+  rates->assign(n, 0.0);
+  loose->resize(n);
+  for (auto& l : *loose) l.clear();
+  // count_[l]: member crossings of l; cursor_[l]: classes crossing it.
+  touched_.clear();
+  for (const ClassView& c : classes) {
+    for (size_t i = 0; i < c.links.size(); ++i) {
+      const size_t li = static_cast<size_t>(c.links[i]);
+      if (count_[li] == 0) {  // every weight is >= 1, so 0 means "not touched yet"
+        touched_.push_back(c.links[i]);
+        cursor_[li] = 0;
+      }
+      count_[li] += Weight(c, i);
+      ++cursor_[li];
+    }
+  }
+  for (LinkId l : touched_) {
+    const size_t li = static_cast<size_t>(l);
+    cap_[li] = std::max(0.0, capacity_Bps[li]);
+    top_[li] = 0.0;
+  }
+  frozen_.assign(n, 0);
+  if (n <= kScanClasses) {
+    FillByScan(classes, rates);
+  } else {
+    FillByHeap(classes, rates);
+  }
+  // Exactness: a member is held at its class's rate r by a bottleneck, a link on its path left
+  // with (relatively) no capacity on which no flow gets more than r. Without one, per-flow
+  // filling would raise it further. Relative tolerances: rounding of the subtractions above.
+  constexpr double kSaturated = 1e-9;
+  constexpr double kSameRate = 1e-9;
+  for (size_t k = 0; k < n; ++k) {
+    const ClassView& c = classes[k];
+    if (c.members == nullptr || c.members->size() <= 1) continue;
+    const double r = (*rates)[k];
+    for (size_t m = 0; m < c.members->size(); ++m) {
+      bool held = false;
+      for (LinkId l : c.members->member(m)) {
+        const size_t li = static_cast<size_t>(l);
+        const double full = std::max(0.0, capacity_Bps[li]);
+        if (cap_[li] <= kSaturated * full && top_[li] <= r * (1 + kSameRate)) {
+          held = true;
+          break;
+        }
+      }
+      if (!held) (*loose)[k].push_back(static_cast<uint32_t>(m));
     }
   }
   for (LinkId l : touched_) count_[static_cast<size_t>(l)] = 0;

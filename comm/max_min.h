@@ -6,18 +6,52 @@
 // not yet frozen): pop the smallest share, freeze that link's unfrozen flows at it, subtract
 // them from the other links on their paths. O(P log L) for P path entries over L links.
 //
+// Flow classes (SolveClasses): flows symmetric by construction (a ring step's network legs on
+// every rank of a group) are one unknown with a multiplicity: a link's load is Σ over classes
+// of (members crossing it) × the class's rate, and filling freezes a whole class at once. That
+// equals the per-flow solution exactly when every member would get the same rate, i.e. when
+// every member has a bottleneck — a saturated link on which no flow gets more — at the class's
+// rate. The solver checks that for every member and reports the members that have none
+// ("loose"); the caller splits them off into a class of their own and solves again, so the
+// result is always the per-flow max-min solution (docs/step-simulation.md, "Flow classes").
+//
 // Invariants: deterministic (ties between equal shares broken by link id); a link of capacity 0
 // freezes its flows at rate 0; scratch memory is reused between calls.
 #ifndef TRAINSIM_COMM_MAX_MIN_H_
 #define TRAINSIM_COMM_MAX_MIN_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "comm/topology.h"
 
 namespace trainsim::comm {
+
+// Member paths of a class of flows that start together with the same bytes. Immutable; shared
+// by every run of a prepared collective.
+struct FlowClass {
+  std::vector<LinkId> member_links;    // member paths, concatenated
+  std::vector<uint32_t> member_begin;  // size() + 1 offsets into member_links
+  std::vector<LinkId> links;           // links any member crosses, ascending
+  std::vector<uint32_t> counts;        // per entry of links: member crossings of that link
+  size_t size() const { return member_begin.empty() ? 0 : member_begin.size() - 1; }
+  std::span<const LinkId> member(size_t i) const {
+    return std::span<const LinkId>(member_links)
+        .subspan(member_begin[i], member_begin[i + 1] - member_begin[i]);
+  }
+};
+// REQUIRES: at least one member.
+std::shared_ptr<const FlowClass> MakeFlowClass(const std::vector<std::span<const LinkId>>& members);
+
+// One unknown of SolveClasses: a single flow (members == nullptr: `links` is its path) or a
+// class (links/counts = its aggregated links, members for the exactness check).
+struct ClassView {
+  std::span<const LinkId> links;
+  std::span<const uint32_t> counts;  // empty: 1 per entry of links
+  const FlowClass* members = nullptr;
+};
 
 class MaxMinSolver {
  public:
@@ -26,7 +60,17 @@ class MaxMinSolver {
   void Solve(const std::vector<std::span<const LinkId>>& paths,
              const std::vector<double>& capacity_Bps, std::vector<double>* rates);
 
+  // Rates per class (each member's rate) into *rates; (*loose)[c]: the members of class c that
+  // have no bottleneck at its rate, ascending (empty for every class iff the solution is the
+  // per-flow max-min solution).
+  void SolveClasses(const std::vector<ClassView>& classes, const std::vector<double>& capacity_Bps,
+                    std::vector<double>* rates, std::vector<std::vector<uint32_t>>* loose);
+
  private:
+  void FillByScan(const std::vector<ClassView>& classes, std::vector<double>* rates);
+  void FillByHeap(const std::vector<ClassView>& classes, std::vector<double>* rates);
+  void Freeze(const ClassView& c, double share);
+
   std::vector<double> cap_;
   std::vector<int32_t> count_;
   std::vector<uint32_t> begin_;
@@ -34,6 +78,7 @@ class MaxMinSolver {
   std::vector<uint32_t> members_;
   std::vector<LinkId> touched_;
   std::vector<uint8_t> frozen_;
+  std::vector<double> top_;  // per link: the largest rate frozen on it (SolveClasses)
 };
 
 }  // namespace trainsim::comm

@@ -47,6 +47,9 @@ TransferSchedule BuildRingSchedule(const Topology& topology, Op op, const std::v
       t.payload_bytes = chunk;
       t.first_wave = 0;
       t.num_waves = steps;
+      // Symmetric by construction on every rank and channel: the NVLink legs inside a node form
+      // one class, the legs between nodes another (max_min.h checks each member's rate).
+      t.flow_class = HopClassOf(topology, t.src_gpu, t.dst_gpu) == HopClass::kNvlink ? 0 : 1;
       s.transfers.push_back(t);
     }
   }

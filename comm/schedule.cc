@@ -592,6 +592,37 @@ bool CloseRun(const TransferSchedule& schedule, const FlatPaths& paths,
   return true;
 }
 
+// A segment's transfers with the same flow_class >= 0 and wire bytes, two or more, become one
+// class of flows (in order of their first transfer); the others run one flow each.
+void GroupClasses(const TransferSchedule& schedule, const PreparedSchedule& p,
+                  PreparedSchedule::Segment* seg) {
+  std::map<std::pair<int, uint64_t>, std::vector<uint32_t>> groups;
+  std::vector<std::pair<int, uint64_t>> order;
+  for (uint32_t i : seg->transfers) {
+    const int tag = schedule.transfers[i].flow_class;
+    if (tag < 0 || p.Path(i).empty()) continue;
+    auto [it, fresh] = groups.try_emplace({tag, p.wire_bytes[i]});
+    if (fresh) order.push_back(it->first);
+    it->second.push_back(i);
+  }
+  std::vector<uint8_t> in_class(schedule.transfers.size(), 0);
+  std::vector<std::span<const LinkId>> members;
+  for (const auto& key : order) {
+    const std::vector<uint32_t>& idx = groups[key];
+    if (idx.size() < 2) continue;
+    members.clear();
+    for (uint32_t i : idx) {
+      members.emplace_back(p.Path(i));
+      in_class[i] = 1;
+    }
+    seg->classes.push_back({MakeFlowClass(members), key.second});
+  }
+  if (seg->classes.empty()) return;
+  for (uint32_t i : seg->transfers) {
+    if (!in_class[i]) seg->singles.push_back(i);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology,
@@ -645,6 +676,7 @@ std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology
   }
   p->path_links = std::move(paths.global);
   p->path_begin = std::move(paths.offset);
+  for (auto& seg : p->segments) GroupClasses(schedule, *p, &seg);
   return p;
 }
 
@@ -682,20 +714,24 @@ class ScheduleRun {
       return;
     }
     const PreparedSchedule::Segment& seg = p_->segments[segment_];
-    pending_ = seg.transfers.size();
+    const std::vector<uint32_t>& singles = seg.classes.empty() ? seg.transfers : seg.singles;
+    pending_ = singles.size() + seg.classes.size();
     const uint64_t n = static_cast<uint64_t>(seg.waves);
-    for (uint32_t i : seg.transfers) {
-      // The chain latency stands for every hop's latency, so flows add none of their own.
-      // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today).
-      const uint64_t wire = p_->wire_bytes[i];
-      const uint64_t bytes = seg.scale > 0 ? ScaledBytes(wire, seg.scale)
-                             : wire > std::numeric_limits<uint64_t>::max() / n
-                                 ? std::numeric_limits<uint64_t>::max()
-                                 : wire * n;
+    // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today). A
+    // closed run's flows carry wire × scale instead of wire × waves.
+    auto bytes = [n, scale = seg.scale](uint64_t wire) {
+      if (scale > 0) return ScaledBytes(wire, scale);
+      return wire > std::numeric_limits<uint64_t>::max() / n ? std::numeric_limits<uint64_t>::max()
+                                                             : wire * n;
+    };
+    // The chain latency stands for every hop's latency, so flows add none of their own.
+    for (const auto& c : seg.classes) {
+      network_->StartFlowClass(c.members, bytes(c.wire_bytes), [this] { OnDelivered(); });
+    }
+    for (uint32_t i : singles) {
       network_->StartFlow(
-          std::span<const LinkId>(p_->path_links.data() + p_->path_begin[i],
-                                  p_->path_begin[i + 1] - p_->path_begin[i]),
-          bytes, [this] { OnDelivered(); }, sim::Time::Zero(), /*charge_path_latency=*/false);
+          p_->Path(i), bytes(p_->wire_bytes[i]), [this] { OnDelivered(); }, sim::Time::Zero(),
+          /*charge_path_latency=*/false);
     }
   }
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "comm/collective.h"
@@ -44,6 +45,11 @@ struct PipelinedTransfer {
   uint64_t payload_bytes = 0;  // data bytes per wave (wire bytes follow from the protocol)
   int64_t first_wave = 0;
   int64_t num_waves = 1;
+  // Flow class (max_min.h): transfers of one segment with the same flow_class >= 0 and the same
+  // wire bytes start as one class of flows, solved as one unknown while their rates agree. Set
+  // it only on transfers symmetric by construction (a ring's network legs, one per rank and
+  // channel); -1 = a flow of its own (the default, exact and slower at scale).
+  int flow_class = -1;
 };
 
 // One hop of a latency chain: its class and the topology's physical path latency.
@@ -93,11 +99,22 @@ struct PreparedSchedule {
     // wire_bytes × scale, scale = the run's idle time / the idle time of one wave of all the
     // run's transfers at once. Otherwise wire_bytes × waves.
     double scale = 0;
+    // The transfers declared in classes (PipelinedTransfer::flow_class), grouped, and the rest
+    // (`singles`). With no classes every transfer of `transfers` runs as a flow of its own.
+    struct ClassRun {
+      std::shared_ptr<const FlowClass> members;
+      uint64_t wire_bytes = 0;
+    };
+    std::vector<ClassRun> classes;
+    std::vector<uint32_t> singles;
   };
   std::vector<Segment> segments;  // in wave order; empty waves dropped (they cost nothing)
   // Transfer i's path: path_links[path_begin[i] .. path_begin[i + 1]).
   std::vector<LinkId> path_links;
   std::vector<uint32_t> path_begin;
+  std::span<const LinkId> Path(size_t i) const {
+    return {path_links.data() + path_begin[i], path_begin[i + 1] - path_begin[i]};
+  }
   std::vector<uint64_t> wire_bytes;  // per transfer and wave
   sim::Time base_latency;            // launches × NCCL's base latency
   sim::Time chain_latency;

@@ -435,7 +435,7 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
 
   // One cost per kind of layer the model has (transformer layers dense or MoE, windowed or not;
   // a hybrid model's Mamba, attention, MLP and MoE layers), indexed by LayerKind::index().
-  std::vector<LayerCost> kind_cost(size_t(parallelism::kLayerKindCount));
+  std::vector<LayerCost> kind_cost(static_cast<size_t>(parallelism::kLayerKindCount));
   for (const LayerKind& kind : parallelism::DistinctLayerKinds(m)) {
     Result<LayerCost> r = CostOfLayer(cfg, gemm, timers, kind);
     if (!r.ok()) return r.status();

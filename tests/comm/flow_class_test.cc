@@ -1,0 +1,187 @@
+// Flow classes (comm/max_min.h, FlowNetwork::StartFlowClass): a class of flows is solved as one
+// unknown, and split where its members would not share a rate, so every result must equal the
+// per-flow max-min solution. Expectations: hand-derived max-min rates and drain times, and the
+// same flows started one by one.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "comm/flow_network.h"
+#include "comm/max_min.h"
+#include "comm/ring.h"
+#include "comm/schedule.h"
+#include "gtest/gtest.h"
+#include "sim/engine.h"
+
+namespace trainsim::comm {
+namespace {
+
+std::shared_ptr<const FlowClass> ClassOf(const std::vector<std::vector<LinkId>>& paths) {
+  std::vector<std::span<const LinkId>> spans(paths.begin(), paths.end());
+  return MakeFlowClass(spans);
+}
+
+TEST(MaxMinClassesTest, AggregatesMemberCrossingsPerLink) {
+  const auto c = ClassOf({{3, 1}, {1, 2}, {1}});
+  EXPECT_EQ(c->size(), 3u);
+  EXPECT_EQ(c->links, (std::vector<LinkId>{1, 2, 3}));
+  EXPECT_EQ(c->counts, (std::vector<uint32_t>{3, 1, 1}));
+}
+
+TEST(MaxMinClassesTest, SymmetricClassGetsThePerFlowRateAndNoLooseMember) {
+  // Four members, each on its own 10 B/s link, all through one 100 B/s link: each is held by its
+  // own link at 10 (4 × 10 <= 100), as per-flow filling gives.
+  const auto c = ClassOf({{0, 4}, {1, 4}, {2, 4}, {3, 4}});
+  const std::vector<double> cap = {10, 10, 10, 10, 100};
+  MaxMinSolver solver;
+  std::vector<double> rates;
+  std::vector<std::vector<uint32_t>> loose;
+  solver.SolveClasses({{c->links, c->counts, c.get()}}, cap, &rates, &loose);
+  ASSERT_EQ(rates.size(), 1u);
+  EXPECT_DOUBLE_EQ(rates[0], 10);
+  EXPECT_TRUE(loose[0].empty());
+}
+
+TEST(MaxMinClassesTest, SharedLinkCountsEveryMemberCrossingIt) {
+  // Three members through one 30 B/s link and a single flow on it too: 4 crossings, 7.5 each.
+  const auto c = ClassOf({{0, 3}, {1, 3}, {2, 3}});
+  const std::vector<LinkId> single = {3};
+  const std::vector<double> cap = {100, 100, 100, 30};
+  MaxMinSolver solver;
+  std::vector<double> rates;
+  std::vector<std::vector<uint32_t>> loose;
+  solver.SolveClasses({{c->links, c->counts, c.get()}, {single, {}, nullptr}}, cap, &rates, &loose);
+  EXPECT_DOUBLE_EQ(rates[0], 7.5);
+  EXPECT_DOUBLE_EQ(rates[1], 7.5);
+  EXPECT_TRUE(loose[0].empty());
+}
+
+TEST(MaxMinClassesTest, MembersNotHeldAtTheClassRateAreReportedLoose) {
+  // Members on links 0, 1, 2 (12 B/s each) and a single flow on link 1: per flow, member 1 and
+  // the single get 6, members 0 and 2 get 12. The class is frozen at 6 with members 0 and 2
+  // loose (no saturated link on their paths).
+  const auto c = ClassOf({{0}, {1}, {2}});
+  const std::vector<LinkId> single = {1};
+  const std::vector<double> cap = {12, 12, 12};
+  MaxMinSolver solver;
+  std::vector<double> rates;
+  std::vector<std::vector<uint32_t>> loose;
+  solver.SolveClasses({{c->links, c->counts, c.get()}, {single, {}, nullptr}}, cap, &rates, &loose);
+  EXPECT_DOUBLE_EQ(rates[0], 6);
+  EXPECT_DOUBLE_EQ(rates[1], 6);
+  EXPECT_EQ(loose[0], (std::vector<uint32_t>{0, 2}));
+}
+
+class FlowClassNetworkTest : public ::testing::Test {
+ protected:
+  static Topology Build(int nodes) {
+    TopologySpec spec;
+    spec.nodes = nodes;
+    return Topology::Build(spec).value();
+  }
+};
+
+TEST_F(FlowClassNetworkTest, ContendedClassSplitsAndEndsWithItsSlowestMember) {
+  // Members on three NICs (bandwidth c), bytes B each; a single flow of B/2 on member 1's NIC.
+  // Per flow: member 1 and the single share c/2 until the single drains at B/c; member 1 then
+  // has B/2 left at c: the class ends at 1.5 B/c, the single at B/c.
+  const Topology topo = Build(2);
+  sim::Engine engine;
+  FlowNetwork net(&engine, &topo);
+  const double c = topo.link(topo.nic_tx(0)).bandwidth_Bps;
+  const uint64_t bytes = 480'000'000;
+  const auto cls = ClassOf({{topo.nic_tx(0)}, {topo.nic_tx(1)}, {topo.nic_tx(2)}});
+  double class_done = -1, single_done = -1;
+  net.StartFlowClass(cls, bytes, [&] { class_done = engine.now().seconds(); });
+  net.StartFlow(
+      std::vector<LinkId>{topo.nic_tx(1)}, bytes / 2, [&] { single_done = engine.now().seconds(); },
+      sim::Time::Zero(), false);
+  engine.Run();
+  EXPECT_NEAR(single_done, bytes / c, 2e-9);
+  EXPECT_NEAR(class_done, 1.5 * bytes / c, 2e-9);
+  EXPECT_EQ(net.flows_started(), 4u);
+}
+
+// Random flows on a 2-node DGX topology, grouped at random into classes of equal bytes: every
+// class ends when the last of its members would have, started one by one.
+TEST_F(FlowClassNetworkTest, RandomClassesEndWhenTheirMembersStartedOneByOneWould) {
+  const Topology topo = Build(2);
+  std::mt19937_64 rng(20);
+  for (int trial = 0; trial < 30; ++trial) {
+    struct Group {
+      std::vector<std::vector<LinkId>> paths;
+      uint64_t bytes;
+      double start_us;
+    };
+    std::vector<Group> groups(1 + rng() % 6);
+    for (Group& g : groups) {
+      g.paths.resize(1 + rng() % 5);
+      for (auto& p : g.paths) {
+        const int len = 1 + int(rng() % 3);
+        for (int k = 0; k < len; ++k) {
+          const LinkId l = LinkId(rng() % uint64_t(topo.num_links()));
+          if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
+        }
+      }
+      g.bytes = 1'000'000 * (1 + rng() % 50);
+      g.start_us = double(rng() % 3) * 10;
+    }
+    auto run = [&](bool as_classes) {
+      sim::Engine engine;
+      FlowNetwork net(&engine, &topo);
+      std::vector<double> done(groups.size(), 0);
+      for (size_t i = 0; i < groups.size(); ++i) {
+        engine.Schedule(sim::Time::FromSeconds(groups[i].start_us * 1e-6), [&, i] {
+          const Group& g = groups[i];
+          if (as_classes) {
+            net.StartFlowClass(ClassOf(g.paths), g.bytes,
+                               [&, i] { done[i] = engine.now().seconds(); });
+            return;
+          }
+          for (const auto& p : g.paths) {
+            net.StartFlow(
+                p, g.bytes, [&, i] { done[i] = std::max(done[i], engine.now().seconds()); },
+                sim::Time::Zero(), false);
+          }
+        });
+      }
+      engine.Run();
+      return done;
+    };
+    const std::vector<double> per_flow = run(false), classes = run(true);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      EXPECT_NEAR(classes[i], per_flow[i], 1e-9 * per_flow[i] + 2e-9)
+          << "trial " << trial << " group " << i;
+    }
+  }
+}
+
+// A ring all-reduce (NVLink and network legs in classes) next to a long flow on one of its NICs
+// ends when the same ring expanded flow by flow does.
+TEST_F(FlowClassNetworkTest, ContendedRingAllReduceMatchesThePerFlowExpansion) {
+  const Topology topo = Build(2);
+  std::vector<int> gpus(16);
+  for (int g = 0; g < 16; ++g) gpus[size_t(g)] = g;
+  TransferSchedule ring = BuildRingSchedule(topo, Op::kAllReduce, gpus, uint64_t{1} << 28);
+  TransferSchedule flat = ring;
+  for (auto& t : flat.transfers) t.flow_class = -1;
+  auto run = [&](const TransferSchedule& s) {
+    sim::Engine engine;
+    FlowNetwork net(&engine, &topo);
+    double done = 0;
+    net.StartFlow(std::vector<LinkId>{topo.nic_tx(3)}, uint64_t{1} << 26, [] {});
+    RunSchedule(&net, s, Protocol::kSimple, [&] { done = engine.now().seconds(); });
+    engine.Run();
+    return done;
+  };
+  const double expected = run(flat);
+  EXPECT_GT(expected, 0);
+  EXPECT_NEAR(run(ring), expected, 1e-9 * expected);
+}
+
+}  // namespace
+}  // namespace trainsim::comm
