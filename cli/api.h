@@ -117,7 +117,7 @@ struct SweepOptions {
   // cluster.memory_headroom for this sweep ("" = the scenario's, else 5% of HBM).
   std::string memory_headroom;
   std::string pareto = "time,cost";  // the Pareto front's two objectives
-  int threads = 1;                   // per rank, for the confirmations (0 = all cores)
+  int threads = 0;                   // per rank, for the confirmations (0 = all cores)
 };
 struct SweepOutcome {
   scenarios::ResolvedScenario resolved;  // the first GPU type's

@@ -28,7 +28,8 @@ namespace par = trainsim::parallelism;
 struct SweepOptions : api::SweepOptions {
   ScenarioOptions scenario;
   std::string csv;
-  CLI::Option* csv_option = nullptr;  // to tell --csv '' from no --csv
+  CLI::Option* csv_option = nullptr;      // to tell --csv '' from no --csv
+  CLI::Option* threads_option = nullptr;  // to tell an explicit --threads from the default
   double mpi_timeout = 0;
   std::string html;
   bool quiet = false;
@@ -66,7 +67,13 @@ int RunSweepCommand(const SweepOptions& opts) {
       if (!r.ok()) return r.status();
       resolved.push_back(std::move(*r));
     }
-    Result<api::SweepPlan> p = api::PlanSweep(resolved, opts);
+    // Threads: all cores by default; under mpirun with several ranks the ranks share the node's
+    // cores, so each takes one unless --threads says otherwise.
+    api::SweepOptions plan_opts = opts;
+    if (comm->size() > 1 && (opts.threads_option == nullptr || opts.threads_option->count() == 0)) {
+      plan_opts.threads = 1;
+    }
+    Result<api::SweepPlan> p = api::PlanSweep(resolved, plan_opts);
     if (!p.ok()) return p.status();
     plan = std::move(*p);
     if (root && opts.csv_option != nullptr && opts.csv_option->count() > 0) {
@@ -142,9 +149,11 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
                   "percentage (5%) or a size (4GB); default the scenario's "
                   "cluster.memory_headroom, else 5% (docs/memory.md)")
       ->type_name("F|P%|NGB");
-  cmd->add_option("--threads", opts->threads,
-                  "Threads per rank for the step-simulation confirmations (0 = all cores; "
-                  "default 1); the output does not depend on it");
+  opts->threads_option =
+      cmd->add_option("--threads", opts->threads,
+                      "Threads per rank for the step-simulation confirmations (0 = all cores; "
+                      "default all cores, or 1 per rank under mpirun with several ranks); the "
+                      "output does not depend on it");
   cmd->add_flag("--quiet,-q", opts->quiet,
                 "No progress line on stderr (it is drawn only on a terminal anyway)");
   cmd->add_option("--top", opts->top, "How many layouts to list and confirm (default 10)");

@@ -238,7 +238,7 @@ std::vector<std::string> Suggestions(const ModelSpec& m, const ParallelConfig& c
 }  // namespace
 
 MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double capacity,
-                            int gpus_per_node, const MemoryParams& p) {
+                            int gpus_per_node, const MemoryParams& p, bool suggest) {
   MemoryReport r;
   r.per_stage = PerStage(m, c, p);
   r.peak_bytes = Peak(r.per_stage, &r.peak_stage);
@@ -259,7 +259,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
                   ? Gb(usable) + " usable (the " + Gb(capacity) +
                         " of the GPU less a memory headroom of " + Gb(p.headroom_bytes) + ")"
                   : Gb(capacity) + " of the GPU");
-  r.suggestions = Suggestions(m, c, usable, gpus_per_node, p);
+  if (suggest) r.suggestions = Suggestions(m, c, usable, gpus_per_node, p);
   return r;
 }
 

@@ -131,9 +131,11 @@ struct MemoryReport {
   std::vector<std::string> suggestions;  // changes that would fit, each checked
 };
 
-// REQUIRES: ValidateLayout ok.
+// REQUIRES: ValidateLayout ok. With `suggest` false a layout that does not fit gets its reason
+// but no suggestions (each suggestion re-estimates an alternative layout: a sweep that only
+// ranks layouts would spend a quarter of its time on them).
 MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double capacity_bytes,
-                            int gpus_per_node, const MemoryParams& p = {});
+                            int gpus_per_node, const MemoryParams& p = {}, bool suggest = true);
 
 }  // namespace trainsim::parallelism
 

@@ -179,7 +179,9 @@ const std::vector<std::vector<int>>& PeakCandidates(PipelineSchedule schedule, i
   const Key key{int(schedule), pp, v, m};
   auto it = cache.find(key);
   if (it == cache.end()) {
-    if (cache.size() > 256) cache.clear();  // bounds memory over long sweeps
+    // Bounds memory over long sweeps: an entry is a few non-dominated count vectors per rank,
+    // and a sweep's layouts use a few thousand (schedule, pp, v, micro-batches) keys at most.
+    if (cache.size() > 4096) cache.clear();
     const auto orders = BuildSchedule(schedule, pp, v, m);
     std::vector<std::vector<std::vector<int>>> per_rank(static_cast<size_t>(pp));
     for (int r = 0; r < pp; ++r) {
@@ -209,21 +211,39 @@ const std::vector<std::vector<int>>& PeakCandidates(PipelineSchedule schedule, i
   return it->second[size_t(stage)];
 }
 
-double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
-                           const std::vector<ChunkLayers>& ranges, const MemoryParams& p) {
-  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
-  // Each kind's bytes, and which kinds this rank holds.
-  std::vector<double> kind_bytes(size_t(kLayerKindCount), 0.0);
-  for (const LayerKind& k : DistinctLayerKinds(m)) {
-    kind_bytes[size_t(k.index())] = LayerBytes(m, c, c.recompute, k);
+// Per layer: its kind, and each kind's activation bytes (by LayerKind::index()); computed once
+// for all of a layout's stages.
+struct LayerKindBytes {
+  std::vector<LayerKind> kind_of_layer;
+  std::vector<double> bytes;
+};
+LayerKindBytes KindBytes(const ModelSpec& m, const ParallelConfig& c) {
+  LayerKindBytes out;
+  out.bytes.assign(size_t(kLayerKindCount), -1.0);
+  out.kind_of_layer.reserve(size_t(std::max(0, m.num_layers)));
+  for (int l = 0; l < m.num_layers; ++l) {
+    const LayerKind k = LayerKindAt(m, l);
+    out.kind_of_layer.push_back(k);
+    if (out.bytes[size_t(k.index())] < 0) {
+      out.bytes[size_t(k.index())] = LayerBytes(m, c, c.recompute, k);
+    }
   }
+  return out;
+}
+
+double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
+                           const std::vector<ChunkLayers>& ranges, const LayerKindBytes& kinds,
+                           const MemoryParams& p) {
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const std::vector<double>& kind_bytes = kinds.bytes;
+  // Which kinds this rank holds.
   std::vector<LayerKind> held;
   // Activations of one micro-batch through each of this rank's chunks.
   std::vector<double> chunk_bytes(size_t(v), 0.0);
   for (int chunk = 0; chunk < v; ++chunk) {
     const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
-      const LayerKind k = LayerKindAt(m, l);
+      const LayerKind k = kinds.kind_of_layer[size_t(l)];
       chunk_bytes[size_t(chunk)] += kind_bytes[size_t(k.index())];
       if (std::find(held.begin(), held.end(), k) == held.end()) held.push_back(k);
     }
@@ -264,9 +284,10 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
 std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelConfig& c,
                                             const MemoryParams& p) {
   const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
+  const LayerKindBytes kinds = KindBytes(m, c);
   std::vector<double> out;
   for (int stage = 0; stage < c.pp; ++stage) {
-    out.push_back(RankActivationBytes(m, c, stage, ranges, p));
+    out.push_back(RankActivationBytes(m, c, stage, ranges, kinds, p));
   }
   return out;
 }

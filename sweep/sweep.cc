@@ -413,8 +413,8 @@ Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& c, Estim
     e.reason = valid.message();
     return e;
   }
-  const par::MemoryReport mem =
-      par::EstimateMemory(cfg.model, cfg.parallel, cfg.gpu.memory_bytes, gpn, cfg.memory);
+  const par::MemoryReport mem = par::EstimateMemory(cfg.model, cfg.parallel, cfg.gpu.memory_bytes,
+                                                    gpn, cfg.memory, /*suggest=*/false);
   e.memory_bytes_per_gpu = mem.peak_bytes;
   if (!mem.fits) {
     e.rejected = true;
@@ -571,7 +571,7 @@ Result<SweepResult> EstimateAll(const SweepProblem& problem, int hardware,
           continue;
         }
         if (par::EstimateMemory(cfg.model, cfg.parallel, capacity, cfg.topology.gpus_per_node,
-                                cfg.memory)
+                                cfg.memory, /*suggest=*/false)
                 .fits) {
           fix += ", or " + Num(largest * k) + " GPUs (e.g. " + DescribeLayout(c) + ")";
           found = true;
