@@ -448,7 +448,10 @@ std::string FormatPresetList(bool json) {
       "Model presets (model { preset: \"NAME\" }; fields set in the scenario override the "
       "preset's)\n";
   // Columns: name, layers, hidden, heads/kv, ffn, experts, vocab, params B, active B, published.
-  const size_t widths[] = {16, 7, 7, 10, 7, 9, 8, 10, 10, 14};
+  // The name column fits the longest name (and a space) so the columns stay aligned.
+  size_t name_width = 16;
+  for (const PresetRow& r : rows) name_width = std::max(name_width, r.preset->name.size() + 1);
+  const size_t widths[] = {name_width, 7, 7, 10, 7, 9, 8, 10, 10, 14};
   auto row = [&](const std::vector<std::string>& cells) {
     std::string line = "  " + Pad(cells[0], widths[0]);
     for (size_t i = 1; i < cells.size(); ++i) line += AlignRight(cells[i], widths[i]);
