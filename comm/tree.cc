@@ -178,6 +178,10 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
     t.payload_bytes = chunk;
     t.first_wave = first_wave;
     t.num_waves = chunks;
+    // Candidates for one class per hop kind, as the ring's legs; the tree's edges are less
+    // symmetric than a ring's, and members that would not share their class's rate are split
+    // off by the solver (max_min.h), so the rates stay the per-flow solution either way.
+    t.flow_class = HopClassOf(topology, src, dst) == HopClass::kNvlink ? 0 : 1;
     s.transfers.push_back(t);
   };
   auto latency_trees = std::make_shared<std::vector<TreeHops>>();
