@@ -42,6 +42,9 @@ TransferSchedule BuildAllToAllSchedule(const Topology& topology, const std::vect
       t.src_gpu = src;
       t.dst_gpu = dst;
       t.payload_bytes = per_peer;
+      // One class per hop kind, as the ring's legs (the solver splits off members that would
+      // not share their class's rate, so the rates stay the per-flow solution).
+      t.flow_class = HopClassOf(topology, src, dst) == HopClass::kNvlink ? 0 : 1;
       s.transfers.push_back(t);
     }
   }
