@@ -83,46 +83,27 @@ FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, 
                      /*charge_path_latency=*/false);
   }
   flows_started_ += flow_class->size();
-  const uint32_t slot = NewSlot();
-  const FlowId id = MakeId(slot, ++generation_[slot]);
-  if (bytes == 0) {
-    flows_[slot] = Flow{};
-    flows_[slot].id = id;
-    free_slots_.push_back(slot);
-    engine_->Schedule(extra_latency, std::move(on_done));
-    return id;
-  }
-  Flow& f = flows_[slot];
-  f.id = id;
-  f.start_seq = start_seq_++;
-  f.active = true;
-  f.remaining_bytes = static_cast<double>(bytes);
-  f.rate_Bps = 0;
-  f.finish_ns = kNever;
-  f.delivery_delay_ns = extra_latency.nanos();
-  f.on_done = std::move(on_done);
-  f.cls = Intern(std::move(flow_class));
-  f.completion = nullptr;
-  paths_[slot].clear();
-  active_.push_back(slot);
-  ++active_count_;
-  RequestRecompute();
-  return id;
+  return Begin(bytes == 0, bytes, extra_latency, std::move(on_done), {}, std::move(flow_class));
 }
 
 FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
                               std::function<void()> on_done, sim::Time extra_latency,
                               bool charge_path_latency) {
   ++flows_started_;
-  const uint32_t slot = NewSlot();
-  const FlowId id = MakeId(slot, ++generation_[slot]);
   sim::Time latency = extra_latency;
   if (charge_path_latency) {
     for (LinkId l : path) latency += topology_->link(l).latency;
   }
+  return Begin(path.empty() || bytes == 0, bytes, latency, std::move(on_done), path, nullptr);
+}
 
-  if (path.empty() || bytes == 0) {
-    // Nothing to share: only the latency. The slot is released at once (the id stays unique).
+FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time latency,
+                          std::function<void()> on_done, std::span<const LinkId> path,
+                          std::shared_ptr<const FlowClass> flow_class) {
+  const uint32_t slot = NewSlot();
+  const FlowId id = MakeId(slot, ++generation_[slot]);
+  if (nothing_to_share) {
+    // Only the latency. The slot is released at once (the id stays unique).
     flows_[slot] = Flow{};
     flows_[slot].id = id;
     free_slots_.push_back(slot);
@@ -138,7 +119,7 @@ FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
   f.finish_ns = kNever;
   f.delivery_delay_ns = latency.nanos();
   f.on_done = std::move(on_done);
-  f.cls = nullptr;
+  f.cls = flow_class ? Intern(std::move(flow_class)) : nullptr;
   f.completion = nullptr;
   paths_[slot].assign(path.begin(), path.end());
   active_.push_back(slot);

@@ -97,6 +97,11 @@ class FlowNetwork {
   void Advance(int64_t now_ns);
   void ScheduleNextDrain();
   uint32_t NewSlot();
+  // StartFlow and StartFlowClass after their own bookkeeping: a slot, and either a delivery
+  // after `latency` alone (nothing_to_share) or an active flow on `path` or of `flow_class`.
+  FlowId Begin(bool nothing_to_share, uint64_t bytes, sim::Time latency,
+               std::function<void()> on_done, std::span<const LinkId> path,
+               std::shared_ptr<const FlowClass> flow_class);
   // A class split in two: the members held at its rate, and the `loose` ones (max_min.h).
   using ClassParts = std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>;
   ClassParts SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose);

@@ -8,6 +8,45 @@
 
 namespace trainsim::comm {
 
+// Progressive filling over the touched links, whose members (flows or classes) are in CSR form
+// (begin_, cursor_, members_) with cap_ and count_ set: freezes every member of the link with
+// the smallest share at that share, sets its rate, and lets `freeze(member, share)` take it off
+// its links. Freezing at the smallest share s only raises other links' shares
+// ((c − s)/(k − 1) >= c/k when s <= c/k), so heap keys are lower bounds: a popped link whose
+// share has grown since is pushed back with its current share instead of being updated on
+// every change; shares are frozen in nondecreasing order, so the last share frozen on a link is
+// the largest rate on it.
+template <typename FreezeFn>
+void MaxMinSolver::FillByHeapWith(std::vector<double>* rates, FreezeFn freeze) {
+  using Entry = std::pair<double, LinkId>;
+  std::vector<Entry> storage;
+  storage.reserve(touched_.size() * 2);
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(std::greater<Entry>(),
+                                                                           std::move(storage));
+  for (LinkId l : touched_) {
+    const size_t li = static_cast<size_t>(l);
+    heap.emplace(cap_[li] / count_[li], l);
+  }
+  while (!heap.empty()) {
+    const auto [key, l] = heap.top();
+    heap.pop();
+    const size_t li = static_cast<size_t>(l);
+    if (count_[li] <= 0) continue;
+    const double share = cap_[li] / count_[li];
+    if (share > key) {
+      heap.emplace(share, l);
+      continue;
+    }
+    for (uint32_t e = begin_[li]; e < cursor_[li]; ++e) {
+      const uint32_t m = members_[e];
+      if (frozen_[m]) continue;
+      frozen_[m] = 1;
+      (*rates)[m] = share;
+      freeze(m, share);
+    }
+  }
+}
+
 void MaxMinSolver::Solve(const std::vector<std::span<const LinkId>>& paths,
                          const std::vector<double>& capacity_Bps, std::vector<double>* rates) {
   const size_t num_links = capacity_Bps.size();
@@ -39,42 +78,18 @@ void MaxMinSolver::Solve(const std::vector<std::span<const LinkId>>& paths,
       members_[cursor_[static_cast<size_t>(l)]++] = static_cast<uint32_t>(f);
   }
   // After the fill, cursor_[l] is the end of l's member range.
-  using Entry = std::pair<double, LinkId>;
-  std::vector<Entry> storage;
-  storage.reserve(touched_.size() * 2);
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(std::greater<Entry>(),
-                                                                           std::move(storage));
   for (LinkId l : touched_) {
     const size_t li = static_cast<size_t>(l);
     cap_[li] = std::max(0.0, capacity_Bps[li]);
-    heap.emplace(cap_[li] / count_[li], l);
   }
   frozen_.assign(num_flows, 0);
-  // Freezing flows at the smallest share s only raises other links' shares ((c − s)/(k − 1) >= c/k
-  // when s <= c/k), so heap keys are lower bounds: a popped link whose share has grown since is
-  // pushed back with its current share instead of being updated on every change.
-  while (!heap.empty()) {
-    const auto [key, l] = heap.top();
-    heap.pop();
-    const size_t li = static_cast<size_t>(l);
-    if (count_[li] <= 0) continue;
-    const double share = cap_[li] / count_[li];
-    if (share > key) {
-      heap.emplace(share, l);
-      continue;
+  FillByHeapWith(rates, [&](uint32_t f, double share) {
+    for (LinkId l2 : paths[f]) {
+      const size_t l2i = static_cast<size_t>(l2);
+      cap_[l2i] = std::max(0.0, cap_[l2i] - share);
+      --count_[l2i];
     }
-    for (uint32_t k = begin_[li]; k < cursor_[li]; ++k) {
-      const uint32_t f = members_[k];
-      if (frozen_[f]) continue;
-      frozen_[f] = 1;
-      (*rates)[f] = share;
-      for (LinkId l2 : paths[f]) {
-        const size_t l2i = static_cast<size_t>(l2);
-        cap_[l2i] = std::max(0.0, cap_[l2i] - share);
-        --count_[l2i];
-      }
-    }
-  }
+  });
   for (LinkId l : touched_) count_[static_cast<size_t>(l)] = 0;
 }
 
@@ -164,36 +179,7 @@ void MaxMinSolver::FillByHeap(const std::vector<ClassView>& classes, std::vector
   for (size_t k = 0; k < classes.size(); ++k) {
     for (LinkId l : classes[k].links) members_[cursor_[static_cast<size_t>(l)]++] = uint32_t(k);
   }
-  using Entry = std::pair<double, LinkId>;
-  std::vector<Entry> storage;
-  storage.reserve(touched_.size() * 2);
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(std::greater<Entry>(),
-                                                                           std::move(storage));
-  for (LinkId l : touched_) {
-    const size_t li = static_cast<size_t>(l);
-    heap.emplace(cap_[li] / count_[li], l);
-  }
-  // As in Solve: keys are lower bounds of the current shares (freezing at the smallest share only
-  // raises the others), and shares are frozen in nondecreasing order, so the last share frozen on
-  // a link is the largest rate on it.
-  while (!heap.empty()) {
-    const auto [key, l] = heap.top();
-    heap.pop();
-    const size_t li = static_cast<size_t>(l);
-    if (count_[li] <= 0) continue;
-    const double share = cap_[li] / count_[li];
-    if (share > key) {
-      heap.emplace(share, l);
-      continue;
-    }
-    for (uint32_t e = begin_[li]; e < cursor_[li]; ++e) {
-      const uint32_t k = members_[e];
-      if (frozen_[k]) continue;
-      frozen_[k] = 1;
-      (*rates)[k] = share;
-      Freeze(classes[k], share);
-    }
-  }
+  FillByHeapWith(rates, [&](uint32_t k, double share) { Freeze(classes[k], share); });
 }
 
 void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,

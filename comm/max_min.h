@@ -69,6 +69,8 @@ class MaxMinSolver {
  private:
   void FillByScan(const std::vector<ClassView>& classes, std::vector<double>* rates);
   void FillByHeap(const std::vector<ClassView>& classes, std::vector<double>* rates);
+  template <typename FreezeFn>
+  void FillByHeapWith(std::vector<double>* rates, FreezeFn freeze);
   void Freeze(const ClassView& c, double share);
 
   std::vector<double> cap_;

@@ -363,11 +363,6 @@ void RunSim::ScheduleNextStochastic() {
       [this] {
         const FailureProcess::Arrival a = next_arrival_;
         const FailureCause& cause = process_->causes()[a.cause];
-        if (cause_keys_.empty()) {
-          for (const FailureCause& each : process_->causes()) {
-            cause_keys_.push_back(CauseKey(each.name));
-          }
-        }
         FailureInput f;
         f.cause = cause_keys_[a.cause];
         f.cause_name = cause.name;

@@ -167,6 +167,9 @@ Result<RunReport> RunSim::Run() {
   if (stochastic_) {
     process_.emplace(c_.failures, c_.nodes,
                      sim::RandomStreams(c_.seed).Stream("trial/" + Str(trial_) + "/failures"));
+    for (const checkpoint::FailureCause& cause : process_->causes()) {
+      cause_keys_.push_back(CauseKey(cause.name));
+    }
     ScheduleNextStochastic();
   }
   ScheduleFaults();

@@ -209,12 +209,13 @@ EpNode EpNodeOf(const KernelOp& op) {
   return EpNode::kPreDispatch;
 }
 
-// The layer's compute in the schedule plan's nodes. A matrix product's backward is its data
+// Adds the layer's compute, node by node of the schedule plan, to `parts` (which holds its EP
+// collectives). A matrix product's backward is its data
 // gradient and its weight gradient, equal products (KernelOp: "two products of the same size");
 // with --delay-wgrad-compute the experts' weight gradients run after their data gradients.
-EpOverlapParts EpComputeParts(const StepConfig& cfg, const GemmCalibration& cal,
-                              const std::vector<KernelOp>& ops) {
-  EpOverlapParts p;
+void AddEpComputeParts(const StepConfig& cfg, const GemmCalibration& cal,
+                       const std::vector<KernelOp>& ops, EpOverlapParts* parts) {
+  EpOverlapParts& p = *parts;
   for (const KernelOp& op : ops) {
     const double f = OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal);
     const double b = OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal);
@@ -238,7 +239,6 @@ EpOverlapParts EpComputeParts(const StepConfig& cfg, const GemmCalibration& cal,
         break;
     }
   }
-  return p;
 }
 
 Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm,
@@ -301,14 +301,7 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     // all-to-all under the compute Megatron-Core pairs it with (step/ep_overlap.h). What the
     // merged step takes beyond the pair's compute stays exposed, split between the passes as
     // their traffic is.
-    const EpOverlapParts compute = EpComputeParts(cfg, gemm, ops);
-    ep_parts.pre_dispatch_fwd = compute.pre_dispatch_fwd;
-    ep_parts.mlp_fwd = compute.mlp_fwd;
-    ep_parts.combine_post_fwd = compute.combine_post_fwd;
-    ep_parts.pre_dispatch_bwd = compute.pre_dispatch_bwd;
-    ep_parts.mlp_bwd_dgrad = compute.mlp_bwd_dgrad;
-    ep_parts.mlp_bwd_wgrad = compute.mlp_bwd_wgrad;
-    ep_parts.combine_post_bwd = compute.combine_post_bwd;
+    AddEpComputeParts(cfg, gemm, ops, &ep_parts);
     const double ep = lc.ep_fwd + lc.ep_bwd;
     const double exposed = std::min(ep, ExposedEpSeconds(ep_parts));
     lc.ep_fwd *= exposed / ep;
@@ -332,6 +325,21 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
   return lc;
 }
 
+// Adds `w` times one layer's compute and exposed TP/CP/EP time to `to` (a ChunkCost or its
+// per-layer ChunkCost::Layer, which share these fields); full recomputation re-runs the forward
+// collectives in the backward.
+template <typename Costs>
+void AddLayerCost(const LayerCost& lc, double w, double tp_recompute, Costs* to) {
+  to->fwd_compute_s += w * lc.fwd;
+  to->bwd_compute_s += w * (lc.bwd + lc.recompute);
+  to->fwd_tp_s += w * lc.tp_fwd;
+  to->bwd_tp_s += w * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
+  to->fwd_cp_s += w * lc.cp_fwd;
+  to->bwd_cp_s += w * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
+  to->fwd_ep_s += w * lc.ep_fwd;
+  to->bwd_ep_s += w * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
+}
+
 // Adds the layers of `range` to the chunk's totals `k`, one cost per kind (kind_cost, by
 // LayerKind::index()), and sets its per-layer dense and MoE shares; returns the chunk's MoE layer
 // count and one MoE layer's forward kernels and seconds (their mean over kinds).
@@ -345,22 +353,8 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
   // Adds `lc` to the chunk's totals `n` times, and its share to the per-layer average `one`.
   // (`one` gets n times the cost when its class has several kinds, else the cost itself.)
   auto add = [&](const LayerCost& lc, double n, ChunkCost::Layer& one, double w) {
-    one.fwd_compute_s += w * lc.fwd;
-    one.bwd_compute_s += w * (lc.bwd + lc.recompute);
-    one.fwd_tp_s += w * lc.tp_fwd;
-    one.bwd_tp_s += w * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
-    one.fwd_cp_s += w * lc.cp_fwd;
-    one.bwd_cp_s += w * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
-    one.fwd_ep_s += w * lc.ep_fwd;
-    one.bwd_ep_s += w * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
-    k.fwd_compute_s += n * lc.fwd;
-    k.bwd_compute_s += n * (lc.bwd + lc.recompute);
-    k.fwd_tp_s += n * lc.tp_fwd;
-    k.bwd_tp_s += n * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
-    k.fwd_cp_s += n * lc.cp_fwd;
-    k.bwd_cp_s += n * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
-    k.fwd_ep_s += n * lc.ep_fwd;
-    k.bwd_ep_s += n * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
+    AddLayerCost(lc, w, tp_recompute, &one);
+    AddLayerCost(lc, n, tp_recompute, &k);
     k.fwd_kernels += n * lc.fwd_kernels;
     k.bwd_kernels += n * lc.bwd_kernels;
   };
