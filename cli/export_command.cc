@@ -157,11 +157,20 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
 void RecomputeArgs(const pb::Parallelism& p, Args* a) {
   if (p.recompute() == pb::Parallelism::SELECTIVE) {
     a->Add("--recompute-granularity", "selective");
+    if (p.recompute_modules_size() > 0) {
+      std::string modules;  // Megatron's nargs="*" list
+      for (const std::string& name : p.recompute_modules())
+        modules += (modules.empty() ? "" : " ") + name;
+      a->Add("--recompute-modules", modules);
+    }
   } else if (p.recompute() == pb::Parallelism::FULL) {
-    // Every layer keeps only its input (trainsim's FULL): uniform, one layer per checkpoint.
+    // trainsim's FULL: uniform groups of recompute_num_layers layers (default one layer per
+    // checkpoint), or the block method's first recompute_num_layers layers of each chunk.
     a->Add("--recompute-granularity", "full");
-    a->Add("--recompute-method", "uniform");
-    a->Add("--recompute-num-layers", 1);
+    a->Add("--recompute-method",
+           p.recompute_method() == pb::Parallelism::BLOCK ? "block" : "uniform");
+    a->Add("--recompute-num-layers",
+           int64_t(p.has_recompute_num_layers() ? p.recompute_num_layers() : 1));
   }
 }
 

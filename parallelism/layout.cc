@@ -1,5 +1,6 @@
 #include "parallelism/layout.h"
 
+#include <algorithm>
 #include <string>
 
 namespace trainsim::parallelism {
@@ -110,6 +111,16 @@ std::vector<int> Layout::ExpertDpGroup(int gpu) const {
   std::vector<int> out;
   for (int i = 0; i < config_.expert_dp(); ++i) out.push_back(base + inner + etp * ep * i);
   return out;
+}
+
+double FullyRecomputedFraction(const ModelSpec& m, const ParallelConfig& c) {
+  if (c.recompute != Recompute::kFull) return 0;
+  if (!c.recompute_block || m.num_layers <= 0) return 1;
+  double rerun = 0;
+  for (const ChunkLayers& r : ChunkLayerRanges(m, c)) {
+    rerun += std::min(r.layers, std::max(1, c.recompute_num_layers));
+  }
+  return rerun / m.num_layers;
 }
 
 std::vector<ChunkLayers> ChunkLayerRanges(const ModelSpec& m, const ParallelConfig& c) {

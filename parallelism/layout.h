@@ -68,6 +68,23 @@ struct ParallelConfig {
   int virtual_stages = 1;  // model chunks per pipeline rank; > 1 means interleaved 1F1B
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  // With kSelective: the RecomputeModule bits recomputed (Megatron-Core's --recompute-modules;
+  // its default, the attention core).
+  uint32_t recompute_modules = kRecomputeCoreAttn;
+  // The modules selective recomputation re-runs: none unless recompute is kSelective.
+  uint32_t recomputed_modules() const {
+    return recompute == Recompute::kSelective ? recompute_modules : 0;
+  }
+  // With kFull (Megatron's --recompute-method / --recompute-num-layers): uniform, groups of
+  // recompute_num_layers layers each keep their input and re-run whole; block, only the first
+  // recompute_num_layers layers of each chunk are checkpointed, the rest keep everything.
+  bool recompute_block = false;
+  int recompute_num_layers = 1;
+  // Whether local layer `i` (0-based within its chunk) is re-run in the backward, and whether
+  // it keeps its input as a checkpoint (else, under full recomputation, nothing at all).
+  bool RecomputesLayer(int i) const {
+    return recompute == Recompute::kFull && (!recompute_block || i < recompute_num_layers);
+  }
   int zero_stage = 0;  // 0 (plain DP), 1 (optimizer states), 2 (+ gradients), 3 (+ weights)
   // DP gradient reduction: in buckets launched as backward produces them (PyTorch DDP,
   // Megatron's --overlap-grad-reduce), or all at once after the last backward (Megatron 2021).
@@ -145,6 +162,9 @@ struct ChunkLayers {
 };
 // REQUIRES: ValidateLayout ok.
 std::vector<ChunkLayers> ChunkLayerRanges(const ModelSpec& m, const ParallelConfig& c);
+// Under full recomputation, the share of the model's layers re-run in the backward (1 for the
+// uniform method; the block method's first recompute_num_layers of each chunk); 0 otherwise.
+double FullyRecomputedFraction(const ModelSpec& m, const ParallelConfig& c);
 
 // Checks that the layout can run this model on `num_gpus` GPUs (`gpus_per_node` per node).
 Status ValidateLayout(const ModelSpec& model, const ParallelConfig& config, int num_gpus,

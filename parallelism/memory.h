@@ -107,6 +107,11 @@ double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recomp
 // norm's output and fp32 dt and its decay per head (docs/memory.md).
 double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recompute recompute,
                             int micro_batch, LayerKind kind);
+// The same for the layout `c`: its recomputation with its selective modules.
+double LayerActivationBytes(const ModelSpec& m, const ParallelConfig& c, LayerKind kind);
+// What one micro-batch's forward through the chunk `r` keeps until its backward, with the
+// layout's recomputation (full: the checkpoints' inputs, by --recompute-method).
+double ChunkActivationBytes(const ModelSpec& m, const ParallelConfig& c, const ChunkLayers& r);
 // The dense-layer case without CP (kept for callers of the original API).
 double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
                                Recompute recompute, int micro_batch);

@@ -29,7 +29,8 @@ struct Shape {
 // (f, fc2's input), 3.
 double FfnWidths(const ModelSpec& m) { return m.swiglu ? 3.0 : 2.0; }
 
-double AttentionBytes(const ModelSpec& m, const Shape& x, Recompute recompute, double seq_keys) {
+// `mods`: the selective-recompute modules in force (RecomputeModule bits).
+double AttentionBytes(const ModelSpec& m, const Shape& x, uint32_t mods, double seq_keys) {
   double q = 0, k = 0, v = 0, o = 0, compressed = 0;
   if (m.mla.enabled()) {
     // MLA (DeepSeek-V2 §2.1): the compressed latents are stored twice each (the norm's input
@@ -43,13 +44,16 @@ double AttentionBytes(const ModelSpec& m, const Shape& x, Recompute recompute, d
     q = o = double(m.q_width());
     k = v = double(m.kv_width());
   }
+  // mla_up_proj discards the up-projected Q, K and V after the forward and recomputes them
+  // before the backward (CheckpointWithoutOutput): only the latents stay.
+  const double qkv = m.mla.enabled() && (mods & kRecomputeMlaUpProj) ? 0.0 : q + k + v;
   const double mask = m.dropout ? 1.0 : 0.0;            // one byte per element (Korthikanti §4.1)
   double bytes = x.e * x.tokens * x.h / x.rep           // QKV input (the norm's output)
                  + x.e * x.tokens * compressed / x.rep  // MLA latents
-                 + x.e * x.tokens * (q + k + v) / x.t   // Q and K for QKᵀ, V for the context
+                 + x.e * x.tokens * qkv / x.t           // Q and K for QKᵀ, V for the context
                  + x.e * x.tokens * o / x.t             // context (output projection's input)
                  + mask * x.tokens * x.h / x.rep;       // dropout mask after the projection
-  if (recompute != Recompute::kNone) return bytes;      // selective: the core is recomputed
+  if (mods & kRecomputeCoreAttn) return bytes;          // core_attn: the core is recomputed
   const double heads = double(m.heads) / x.t;
   if (m.flash_attention) {
     // FlashAttention keeps only the fp32 log-sum-exp of each query row (Dao et al. 2022 §3.1).
@@ -62,8 +66,10 @@ double AttentionBytes(const ModelSpec& m, const Shape& x, Recompute recompute, d
   return bytes;
 }
 
-double DenseMlpBytes(const ModelSpec& m, const Shape& x) {
+double DenseMlpBytes(const ModelSpec& m, const Shape& x, uint32_t mods) {
   const double mask = m.dropout ? 1.0 : 0.0;
+  // "mlp" keeps only the MLP's input, the fused norm's input counted with the layer's norms.
+  if (mods & kRecomputeMlp) return mask * x.tokens * x.h / x.rep;
   return x.e * x.tokens * x.h / x.rep                             // fc1 input (the norm's output)
          + FfnWidths(m) * x.e * x.tokens * double(m.ffn()) / x.t  // fc1 / activation outputs
          + mask * x.tokens * x.h / x.rep;                         // dropout mask
@@ -71,7 +77,7 @@ double DenseMlpBytes(const ModelSpec& m, const Shape& x) {
 
 // A MoE layer's MLP on one GPU (Megatron-Core's alltoall token dispatcher; MoE with TP > 1
 // runs with sequence parallelism there, so the router sees the T/rep local tokens).
-double MoeMlpBytes(const ModelSpec& m, const ParallelConfig& c, const Shape& x) {
+double MoeMlpBytes(const ModelSpec& m, const ParallelConfig& c, const Shape& x, uint32_t mods) {
   const MoeSpec& moe = m.moe;
   const double local = x.tokens / x.rep;
   // Busiest GPU: load_imbalance = max/mean tokens per expert, capped by the capacity factor
@@ -84,13 +90,22 @@ double MoeMlpBytes(const ModelSpec& m, const ParallelConfig& c, const Shape& x) 
   const double fe = moe.expert_ffn(m.ffn());
   const double shared = double(moe.shared_ffn(m.ffn()));
   const double mask = m.dropout ? 1.0 : 0.0;
-  return x.e * local * x.h                               // router / experts' input
-         + (x.e + 4.0) * local * moe.experts             // logits and fp32 softmax scores
-         + x.e * routed * x.h                            // permuted tokens (expert fc1 input)
-         + FfnWidths(m) * x.e * routed * fe / c.etp      // expert fc1 / activation outputs
-         + x.e * local * moe.top_k * x.h                 // expert outputs weighted at combine
-         + FfnWidths(m) * x.e * x.tokens * shared / x.t  // shared experts on all tokens
-         + mask * local * x.h;                           // dropout mask
+  // "layernorm" discards the pre-MLP norm's output (the router's and experts' input) and
+  // recomputes it; "moe" keeps only that input (the layer is one checkpoint); "moe_act"
+  // discards the routed experts' activation output (fc2's input); "shared_experts" keeps only
+  // the shared experts' input, the same norm output.
+  const double input = (mods & kRecomputeLayernorm) ? 0.0 : x.e * local * x.h;
+  if (mods & kRecomputeMoe) return input + mask * local * x.h;
+  const double widths = FfnWidths(m) - ((mods & kRecomputeMoeAct) ? 1.0 : 0.0);
+  const double shared_bytes =
+      (mods & kRecomputeSharedExperts) ? 0.0 : FfnWidths(m) * x.e * x.tokens * shared / x.t;
+  return input                                 // router / experts' input
+         + (x.e + 4.0) * local * moe.experts   // logits and fp32 softmax scores
+         + x.e * routed * x.h                  // permuted tokens (expert fc1 input)
+         + widths * x.e * routed * fe / c.etp  // expert fc1 / activation outputs
+         + x.e * local * moe.top_k * x.h       // expert outputs weighted at combine
+         + shared_bytes                        // shared experts on all tokens
+         + mask * local * x.h;                 // dropout mask
 }
 
 // A Mamba-2 mixer's saved tensors (Megatron-Core's MambaMixer with mamba_ssm's autograd
@@ -120,12 +135,13 @@ double LayerBytes(const ModelSpec& m, const ParallelConfig& c, Recompute recompu
   // Full recomputation keeps only the layer's input (Korthikanti §4.3: 2sbh, /t with SP).
   if (recompute == Recompute::kFull) return x.e * x.tokens * x.h / x.rep;
   const double norm = x.e * x.tokens * x.h / x.rep;  // one norm's input
-  const double mlp = moe_layer ? MoeMlpBytes(m, c, x) : DenseMlpBytes(m, x);
+  const uint32_t mods = recompute == Recompute::kSelective ? c.recompute_modules : 0;
+  const double mlp = moe_layer ? MoeMlpBytes(m, c, x, mods) : DenseMlpBytes(m, x, mods);
   switch (kind.block) {
     case LayerBlock::kTransformer:
-      return 2 * norm + AttentionBytes(m, x, recompute, m.seq_len) + mlp;
+      return 2 * norm + AttentionBytes(m, x, mods, m.seq_len) + mlp;
     case LayerBlock::kAttention:
-      return norm + AttentionBytes(m, x, recompute, m.seq_len);
+      return norm + AttentionBytes(m, x, mods, m.seq_len);
     case LayerBlock::kMamba:
       return norm + MambaBytes(m, x);
     case LayerBlock::kMlp:
@@ -153,6 +169,10 @@ double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recomp
   c.etp = split.etp;
   c.micro_batch = micro_batch;
   return LayerBytes(m, c, recompute, kind);
+}
+
+double LayerActivationBytes(const ModelSpec& m, const ParallelConfig& c, LayerKind kind) {
+  return LayerBytes(m, c, c.recompute, kind);
 }
 
 double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
@@ -213,40 +233,58 @@ const std::vector<std::vector<int>>& PeakCandidates(PipelineSchedule schedule, i
 
 // Per layer: its kind, and each kind's activation bytes (by LayerKind::index()); computed once
 // for all of a layout's stages.
+// Under full recomputation `bytes` is what a checkpointed layer keeps (its input) and `kept`
+// what a layer outside the checkpoints keeps (everything: Megatron's block method).
 struct LayerKindBytes {
   std::vector<LayerKind> kind_of_layer;
-  std::vector<double> bytes;
+  std::vector<double> bytes, kept;
 };
 LayerKindBytes KindBytes(const ModelSpec& m, const ParallelConfig& c) {
   LayerKindBytes out;
   out.bytes.assign(size_t(kLayerKindCount), -1.0);
+  out.kept.assign(size_t(kLayerKindCount), 0.0);
   out.kind_of_layer.reserve(size_t(std::max(0, m.num_layers)));
   for (int l = 0; l < m.num_layers; ++l) {
     const LayerKind k = LayerKindAt(m, l);
     out.kind_of_layer.push_back(k);
     if (out.bytes[size_t(k.index())] < 0) {
       out.bytes[size_t(k.index())] = LayerBytes(m, c, c.recompute, k);
+      if (c.recompute == Recompute::kFull) {
+        out.kept[size_t(k.index())] = LayerBytes(m, c, Recompute::kNone, k);
+      }
     }
   }
   return out;
+}
+
+// What local layer `i` of a chunk keeps for one micro-batch: everything without full
+// recomputation; under it, a checkpoint's input (uniform: one per group of
+// recompute_num_layers layers, the group's first; block: each of the first
+// recompute_num_layers layers), and everything for the block method's other layers.
+double StoredBytes(const ParallelConfig& c, const LayerKindBytes& kinds, int i, size_t kind) {
+  if (c.recompute != Recompute::kFull) return kinds.bytes[kind];
+  const int n = std::max(1, c.recompute_num_layers);
+  if (c.recompute_block) return i < n ? kinds.bytes[kind] : kinds.kept[kind];
+  return i % n == 0 ? kinds.bytes[kind] : 0.0;
 }
 
 double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
                            const std::vector<ChunkLayers>& ranges, const LayerKindBytes& kinds,
                            const MemoryParams& p) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
-  const std::vector<double>& kind_bytes = kinds.bytes;
   // Which kinds this rank holds.
   std::vector<LayerKind> held;
   // Activations of one micro-batch through each of this rank's chunks.
   std::vector<double> chunk_bytes(size_t(v), 0.0);
+  int max_layers = 0;  // the most layers a chunk of this rank has
   for (int chunk = 0; chunk < v; ++chunk) {
     const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
       const LayerKind k = kinds.kind_of_layer[size_t(l)];
-      chunk_bytes[size_t(chunk)] += kind_bytes[size_t(k.index())];
+      chunk_bytes[size_t(chunk)] += StoredBytes(c, kinds, l - r.first_layer, size_t(k.index()));
       if (std::find(held.begin(), held.end(), k) == held.end()) held.push_back(k);
     }
+    max_layers = std::max(max_layers, r.layers);
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
   double act = 0;
@@ -256,12 +294,16 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
     for (int chunk = 0; chunk < v; ++chunk) live += n[size_t(chunk)] * chunk_bytes[size_t(chunk)];
     act = std::max(act, live);
   }
-  // Transients of a backward. Full recompute: the layer being recomputed holds its full
-  // activations during its backward.
+  // Transients of a backward. Full recompute: the checkpoint being recomputed holds its
+  // layers' full activations during its backward: one layer (block, or uniform groups of one),
+  // up to recompute_num_layers of them for a uniform group (bounded by the largest kind).
   double recomputed = 0;
   if (c.recompute == Recompute::kFull) {
     for (const LayerKind& k : held) {
-      recomputed = std::max(recomputed, LayerBytes(m, c, Recompute::kNone, k));
+      recomputed = std::max(recomputed, kinds.kept[size_t(k.index())]);
+    }
+    if (!c.recompute_block) {
+      recomputed *= std::min(std::max(1, c.recompute_num_layers), std::max(1, max_layers));
     }
   }
   if (stage != c.pp - 1) return act + recomputed;
@@ -280,6 +322,16 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
 }
 
 }  // namespace
+
+double ChunkActivationBytes(const ModelSpec& m, const ParallelConfig& c, const ChunkLayers& r) {
+  const LayerKindBytes kinds = KindBytes(m, c);
+  double bytes = 0;
+  for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
+    bytes +=
+        StoredBytes(c, kinds, l - r.first_layer, size_t(kinds.kind_of_layer[size_t(l)].index()));
+  }
+  return bytes;
+}
 
 std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelConfig& c,
                                             const MemoryParams& p) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace trainsim::parallelism {
 namespace {
@@ -160,6 +161,9 @@ KernelOp FlashAttention(const Local& c, const AttentionDims& d, bool windowed) {
       c.split.cp > 1 && !a2a ? (c.split.cp_comm == CpComm::kP2P ? c.split.cp : 2) : 1;
   fa.fwd_kernels = launches;
   fa.bwd_kernels = 2 * launches;
+  // Megatron-Core checkpoints the fused kernel itself under core_attn (SelfAttention's
+  // _checkpointed_attention_forward): its forward runs again before its backward.
+  fa.recomputed_by = kRecomputeCoreAttn;
   return fa;
 }
 
@@ -175,20 +179,20 @@ void AppendMaterialisedAttention(const Local& c, const AttentionDims& d,
   const double score_elems = double(c.b) * heads * s_q * s;
   KernelOp scores =
       Gemm("attn_scores", OpKind::kBatchedGemm, c.b * heads, s_q, s, d.qk_head_dim, e);
-  scores.selective_recompute = true;
+  scores.recomputed_by = kRecomputeCoreAttn;
   ops->push_back(scores);
   // Megatron's fused scale-mask-softmax: reads and writes the scores once each way.
   KernelOp softmax = Elementwise("softmax", score_elems, 2.0 * e, 3.0 * e, 5);
-  softmax.selective_recompute = true;
+  softmax.recomputed_by = kRecomputeCoreAttn;
   ops->push_back(softmax);
   if (c.m.dropout) {
     KernelOp drop = Elementwise("attn_dropout", score_elems, 2.0 * e + 1, 2.0 * e + 1, 2);
-    drop.selective_recompute = true;
+    drop.recomputed_by = kRecomputeCoreAttn;
     ops->push_back(drop);
   }
   KernelOp context =
       Gemm("attn_context", OpKind::kBatchedGemm, c.b * heads, s_q, d.v_head_dim, s, e);
-  context.selective_recompute = true;
+  context.recomputed_by = kRecomputeCoreAttn;
   ops->push_back(context);
 }
 
@@ -206,6 +210,7 @@ void AppendMlaProjections(const Local& c, std::vector<KernelOp>* ops) {
     ops->push_back(Gemm("q_down", OpKind::kGemm, 1, down_tokens, a.q_lora_rank, h, e));
     ops->push_back(Norm(m, "_q", double(down_tokens) * a.q_lora_rank));
     ops->push_back(Gemm("q_up", OpKind::kGemm, 1, c.tokens, n * dqk / t, a.q_lora_rank, e));
+    ops->back().recomputed_by = kRecomputeMlaUpProj;
   } else {
     ops->push_back(Gemm("q_proj", OpKind::kGemm, 1, c.tokens, n * dqk / t, h, e));
   }
@@ -214,6 +219,7 @@ void AppendMlaProjections(const Local& c, std::vector<KernelOp>* ops) {
   ops->push_back(Norm(m, "_kv", double(down_tokens) * a.kv_lora_rank));
   ops->push_back(Gemm("kv_up", OpKind::kGemm, 1, c.tokens,
                       n * (int64_t(a.qk_nope_head_dim) + a.v_head_dim) / t, a.kv_lora_rank, e));
+  ops->back().recomputed_by = kRecomputeMlaUpProj;
 }
 
 // Norm, Q/K/V projections, rotary embedding, attention core, output projection, residual.
@@ -235,6 +241,7 @@ void AppendAttention(const Local& c, bool windowed, std::vector<KernelOp>* ops) 
     const double rotated = m.mla.enabled() ? double(d.heads / t + 1) * m.mla.qk_rope_head_dim
                                            : double(d.q_width() + d.k_width()) / t;
     ops->push_back(Elementwise("rope", double(c.tokens) * rotated, 2.0 * e, 2.0 * e, 3));
+    if (m.mla.enabled()) ops->back().recomputed_by = kRecomputeMlaUpProj;
   }
   if (m.flash_attention) {
     ops->push_back(FlashAttention(c, d, windowed));
@@ -246,9 +253,11 @@ void AppendAttention(const Local& c, bool windowed, std::vector<KernelOp>* ops) 
   ops->push_back(ResidualAdd(m, "_1", c.hidden_elems));
 }
 
-// A dense MLP on `tokens` tokens, `width` wide on this GPU (GELU or SwiGLU).
+// A dense MLP on `tokens` tokens, `width` wide on this GPU (GELU or SwiGLU); its ops are
+// re-run by the recompute modules `recomputed_by`.
 void AppendDenseMlp(const Local& c, const std::string& prefix, int64_t tokens, int64_t width,
-                    std::vector<KernelOp>* ops) {
+                    uint32_t recomputed_by, std::vector<KernelOp>* ops) {
+  const size_t first = ops->size();
   const ModelSpec& m = c.m;
   const int e = c.e;
   if (m.swiglu) {
@@ -262,6 +271,7 @@ void AppendDenseMlp(const Local& c, const std::string& prefix, int64_t tokens, i
                                2.0 * e, 3.0 * e, m.linear_bias ? 10 : 9));
   }
   ops->push_back(Gemm(prefix + "_down", OpKind::kGemm, 1, tokens, m.hidden, width, e));
+  for (size_t i = first; i < ops->size(); ++i) (*ops)[i].recomputed_by |= recomputed_by;
 }
 
 // Router, token permutation, the grouped GEMMs of this GPU's experts at the busiest expert's
@@ -272,6 +282,7 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   const int e = c.e;
   const int64_t h = m.hidden;
   const MoeTokens tok = MoeTokensPerGpu(m, c.split, int(c.b));
+  const size_t first = ops->size();
   const auto dispatched = int64_t(std::ceil(tok.dispatched));
   // Router: replicated h × experts GEMM on the tokens entering the dispatcher, then softmax and
   // top-k over the expert logits (reads the logits, writes the probabilities).
@@ -320,9 +331,11 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   if (m.swiglu) {
     ops->push_back(GroupedGemm("expert_gate_up", local_experts, rows, 2 * width, h, e));
     ops->push_back(Elementwise("expert_swiglu", rows * double(width), 3.0 * e, 5.0 * e, 6));
+    ops->back().recomputed_by = kRecomputeMoeAct;
   } else {
     ops->push_back(GroupedGemm("expert_up", local_experts, rows, width, h, e));
     ops->push_back(Elementwise("expert_gelu", rows * double(width), 2.0 * e, 3.0 * e, 10));
+    ops->back().recomputed_by = kRecomputeMoeAct;
   }
   ops->push_back(GroupedGemm("expert_down", local_experts, rows, h, width, e));
   // Unpermute: reads the expert outputs and the probabilities, writes the weighted sum per
@@ -332,7 +345,12 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   }
   ops->push_back(Elementwise("moe_unpermute", routed_elems, 2.0 * e, 2.0 * e, 2));
   const int64_t shared = moe.shared_ffn(m.ffn());
-  if (shared > 0) AppendDenseMlp(c, "shared", c.tokens, shared / c.split.tp, ops);
+  if (shared > 0) {
+    AppendDenseMlp(c, "shared", c.tokens, shared / c.split.tp, kRecomputeSharedExperts, ops);
+  }
+  // The whole MoE layer is one checkpoint under "moe" (MoELayer.forward: router, dispatch,
+  // experts, combine and the shared experts).
+  for (size_t i = first; i < ops->size(); ++i) (*ops)[i].recomputed_by |= kRecomputeMoe;
 }
 
 // A Mamba-2 mixer layer as Megatron-Core runs it (megatron/core/ssm/mamba_layer.py MambaLayer,
@@ -505,6 +523,18 @@ MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch
   return t;
 }
 
+namespace {
+// The norm before the MLP. Megatron-Core's Transformer Engine spec fuses it into fc1
+// (TELayerNormColumnParallelLinear) in a dense layer; a MoE layer keeps it separate (the router
+// and the dispatcher read its output), and that one is what "layernorm" recomputes
+// (TransformerLayer.recompute_pre_mlp_layernorm; the fused ones are IdentityOp there).
+KernelOp PreMlpNorm(const Local& c, bool moe) {
+  KernelOp op = Norm(c.m, "_2", c.hidden_elems);
+  if (moe) op.recomputed_by = kRecomputeLayernorm;
+  return op;
+}
+}  // namespace
+
 std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_batch,
                                bool moe_layer) {
   if (!m.hybrid()) {
@@ -527,11 +557,11 @@ std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_
   switch (kind.block) {
     case LayerBlock::kTransformer:
       AppendAttention(c, kind.windowed, &ops);
-      ops.push_back(Norm(m, "_2", c.hidden_elems));
+      ops.push_back(PreMlpNorm(c, moe));
       if (moe) {
         AppendMoe(c, &ops);
       } else {
-        AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, &ops);
+        AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, kRecomputeMlp, &ops);
       }
       ops.push_back(ResidualAdd(m, "_2", c.hidden_elems));
       break;
@@ -543,11 +573,11 @@ std::vector<KernelOp> LayerOps(const ModelSpec& m, TensorSplit split, int micro_
       break;
     case LayerBlock::kMlp:
     case LayerBlock::kMoe:
-      ops.push_back(Norm(m, "_2", c.hidden_elems));
+      ops.push_back(PreMlpNorm(c, moe));
       if (kind.block == LayerBlock::kMoe && m.moe.enabled()) {
         AppendMoe(c, &ops);
       } else {
-        AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, &ops);
+        AppendDenseMlp(c, "mlp", c.tokens, m.ffn() / split.tp, kRecomputeMlp, &ops);
       }
       ops.push_back(ResidualAdd(m, "_2", c.hidden_elems));
       break;
@@ -646,6 +676,44 @@ Result<Recompute> ParseRecompute(const std::string& name) {
   if (name == "full") return Recompute::kFull;
   return Status::InvalidArgument("unknown recompute mode '" + name +
                                  "' (expected none, selective or full)");
+}
+
+namespace {
+// Megatron-Core's names (TransformerConfig.recompute_modules), by bit.
+constexpr std::pair<uint32_t, const char*> kRecomputeModuleNames[] = {
+    {kRecomputeCoreAttn, "core_attn"},
+    {kRecomputeMoeAct, "moe_act"},
+    {kRecomputeLayernorm, "layernorm"},
+    {kRecomputeMlaUpProj, "mla_up_proj"},
+    {kRecomputeMlp, "mlp"},
+    {kRecomputeMoe, "moe"},
+    {kRecomputeSharedExperts, "shared_experts"},
+};
+}  // namespace
+
+std::string RecomputeModuleNames(uint32_t modules) {
+  std::string out;
+  for (const auto& [bit, name] : kRecomputeModuleNames) {
+    if (!(modules & bit)) continue;
+    if (!out.empty()) out += ",";
+    out += name;
+  }
+  return out;
+}
+
+std::string RecomputeModuleChoices() {
+  std::string out;
+  for (const auto& [bit, name] : kRecomputeModuleNames)
+    out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+Result<uint32_t> ParseRecomputeModule(const std::string& name) {
+  for (const auto& [bit, known] : kRecomputeModuleNames) {
+    if (name == known) return bit;
+  }
+  return Status::InvalidArgument("unknown recompute module '" + name + "' (expected one of " +
+                                 RecomputeModuleChoices() + ")");
 }
 
 }  // namespace trainsim::parallelism

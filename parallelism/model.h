@@ -183,8 +183,10 @@ struct KernelOp {
   double fwd_other_flops = 0, bwd_other_flops = 0;
   double fwd_bytes = 0, bwd_bytes = 0;
   int fwd_kernels = 1, bwd_kernels = 1;
-  // Part of the attention core that selective recomputation re-runs (Korthikanti et al. §5).
-  bool selective_recompute = false;
+  // The selective-recomputation modules (RecomputeModule bits) whose checkpoint re-runs this
+  // op's forward in the backward: the attention core for kRecomputeCoreAttn (Korthikanti et
+  // al. §5), the routed experts' activation for kRecomputeMoeAct, and so on.
+  uint32_t recomputed_by = 0;
   // Causal attention whose kernel skips the fully masked score blocks (a fused flash-attention
   // kernel): the matrix FLOPs above are what it executes, about half the s×s square. The
   // materialised (2021 Megatron) path computes the whole square and masks it: false there.
@@ -300,6 +302,9 @@ struct TpCollective {
   // Name of the op of the same layer this transfer runs under (the CP ring's K/V steps run
   // beside the attention blocks): only what exceeds that op's time is exposed. Empty: exposed.
   std::string overlaps_op{};
+  // The selective-recompute modules (RecomputeModule bits) that re-run this forward collective
+  // in the backward (full recomputation re-runs every forward collective).
+  uint32_t recomputed_by = 0;
 };
 std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
                                              bool moe_layer = false);
@@ -362,13 +367,36 @@ int64_t LayerParametersPerTpRank(const ModelSpec& m, int tp);
 //  one more forward of every layer, the 96 formula; selective: the materialised attention core)
 //  and a flash kernel's backward recompute of QKᵀ; HFU counts this.
 enum class Recompute { kNone, kSelective, kFull };
+// Megatron-Core's --recompute-modules under --recompute-granularity selective
+// (TransformerConfig.recompute_modules; default ["core_attn"]), as bits. "moe_act", "layernorm"
+// and "mla_up_proj" discard a module's output and recompute it before its backward
+// (CheckpointWithoutOutput); "core_attn", "mlp", "moe" and "shared_experts" keep only the
+// module's input and re-run its forward (tensor_parallel.checkpoint / te_checkpoint).
+enum RecomputeModule : uint32_t {
+  kRecomputeCoreAttn = 1u << 0,       // the attention core (flash kernel or scores/softmax/AV)
+  kRecomputeMoeAct = 1u << 1,         // the routed experts' activation (TEGroupedMLP)
+  kRecomputeLayernorm = 1u << 2,      // norms not fused into a linear: a MoE layer's pre-MLP norm
+  kRecomputeMlaUpProj = 1u << 3,      // MLA's up projections and RoPE
+  kRecomputeMlp = 1u << 4,            // a dense layer's MLP
+  kRecomputeMoe = 1u << 5,            // a MoE layer: router, dispatch, experts, combine, shared
+  kRecomputeSharedExperts = 1u << 6,  // a MoE layer's shared experts
+};
+// Megatron's spelling of each bit, in the order above.
+std::string RecomputeModuleNames(uint32_t modules);  // "core_attn,moe_act"; "" for none
+Result<uint32_t> ParseRecomputeModule(const std::string& name);
+// The names ParseRecomputeModule accepts, for error messages.
+std::string RecomputeModuleChoices();
 double ModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch);
 // Model FLOPs per iteration as Megatron-Core counts them (megatron/training/training.py,
 // num_floating_point_operations): 3 × 2 × the GEMM sizes, causal attention counted half,
 // MoE layers by top_k routed + shared experts, MLA by its projections, logits included. The
 // "model TFLOP/s" of Megatron-Bridge and NeMo's published tables use this count.
 double MegatronModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch);
-double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r);
+// `modules`: the RecomputeModule bits in force with r = kSelective (ignored otherwise);
+// `full_fraction`: with r = kFull, the share of layers re-run (the block method's; see
+// FullyRecomputedFraction).
+double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r,
+                                 uint32_t modules = kRecomputeCoreAttn, double full_fraction = 1);
 
 std::string RecomputeName(Recompute r);
 Result<Recompute> ParseRecompute(const std::string& name);

@@ -176,6 +176,33 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
 
 }  // namespace
 
+namespace {
+// Which selective-recompute modules re-run each forward collective of a layer: the MLP's TP
+// pair with the MLP (a dense layer's "mlp"; a MoE layer's shared experts, under "moe" or
+// "shared_experts"), the expert all-to-alls and ETP collectives with "moe" (MoELayer.forward
+// is one checkpoint, dispatch and combine included), CP's K/V exchange with "core_attn" (it
+// runs inside Transformer Engine's context-parallel attention, the checkpointed core).
+void TagRecomputed(bool moe, std::vector<TpCollective>* out) {
+  for (TpCollective& col : *out) {
+    if (!col.forward) continue;
+    switch (col.group) {
+      case CommGroup::kEp:
+      case CommGroup::kEtp:
+        col.recomputed_by = kRecomputeMoe;
+        break;
+      case CommGroup::kCp:
+        col.recomputed_by = kRecomputeCoreAttn;
+        break;
+      case CommGroup::kTp:
+        if (col.name.find("_mlp") != std::string::npos) {
+          col.recomputed_by = moe ? kRecomputeMoe | kRecomputeSharedExperts : kRecomputeMlp;
+        }
+        break;
+    }
+  }
+}
+}  // namespace
+
 std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
                                              bool moe_layer) {
   if (m.hybrid()) {
@@ -193,6 +220,7 @@ std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit spl
   if (split.tp > 1) AppendTp(m, split, tokens, !moe || m.moe.shared_ffn(m.ffn()) > 0, &out);
   if (split.cp > 1) AppendCp(m, split, micro_batch, &out);
   if (moe) AppendEp(m, split, micro_batch, &out);
+  TagRecomputed(moe, &out);
   return out;
 }
 
@@ -211,6 +239,7 @@ std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit spl
   }
   if (split.cp > 1 && kind.block == LayerBlock::kAttention) AppendCp(m, split, micro_batch, &out);
   if (moe) AppendEp(m, split, micro_batch, &out);
+  TagRecomputed(moe, &out);
   return out;
 }
 

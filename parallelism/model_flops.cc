@@ -187,24 +187,44 @@ double MegatronModelFlopsPerIteration(const ModelSpec& m, int64_t global_batch) 
          double(global_batch) * s * s * full * core;
 }
 
-double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r) {
+double HardwareFlopsPerIteration(const ModelSpec& m, int64_t global_batch, Recompute r,
+                                 uint32_t modules, double full_fraction) {
   // What recomputation re-executes, in the same (full-square) convention as the model FLOPs:
-  // full: one more forward of every layer; selective: the materialised attention core
-  // (Korthikanti §5; a fused flash kernel keeps no scores to recompute). A flash kernel's
-  // backward recomputes QKᵀ on chip (Dao et al. 2022).
+  // full: one more forward of every layer; selective: the forward matrix products of the
+  // recomputed modules (the attention core, flash or materialised; a dense layer's MLP; a MoE
+  // layer's router and experts; its shared experts; MLA's up projections). The activation,
+  // the norms and RoPE are not matrix products. A flash kernel's backward recomputes QKᵀ on
+  // chip (Dao et al. 2022).
   const double s = m.seq_len;
   double extra = 0;
-  if (r == Recompute::kFull) extra = LayersForwardFlops(m);
+  if (r == Recompute::kFull) extra = full_fraction * LayersForwardFlops(m);
+  const uint32_t mods = r == Recompute::kSelective ? modules : 0;
+  const double h = m.hidden;
   // Per attention layer: the core (the band for a windowed layer) and its QKᵀ share.
   double core = 0, qk = 0;
   const double q = double(AttentionDimsOf(m).q_width());
   for (int l = 0; l < m.num_layers; ++l) {
     const LayerKind k = LayerKindAt(m, l);
+    const bool moe = k.moe && m.moe.enabled();
+    const bool has_mlp = k.block == LayerBlock::kTransformer || k.block == LayerBlock::kMlp ||
+                         k.block == LayerBlock::kMoe;
+    if (has_mlp && !moe && (mods & kRecomputeMlp)) extra += s * MlpFlops(m, false);
+    if (has_mlp && moe && (mods & kRecomputeMoe)) extra += s * MlpFlops(m, true);
+    if (has_mlp && moe && !(mods & kRecomputeMoe) && (mods & kRecomputeSharedExperts)) {
+      extra += s * 2 * h * double(m.moe.shared_ffn(m.ffn())) * MlpMatrices(m);
+    }
     if (!k.has_attention()) continue;
+    if (m.mla.enabled() && (mods & kRecomputeMlaUpProj)) {
+      const MlaSpec& a = m.mla;
+      const double n = m.heads, dqk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+      extra += s * 2 *
+               ((a.q_lora_rank > 0 ? a.q_lora_rank * n * dqk : 0) +
+                a.kv_lora_rank * n * (a.qk_nope_head_dim + a.v_head_dim));
+    }
     core += CoreFlops(m, k.windowed);
     qk += 2 * s * (k.windowed ? CausalKeysPerQuery(m.seq_len, m.window) : s) * q;
   }
-  if (r == Recompute::kSelective && !m.flash_attention) extra = core;
+  if (mods & kRecomputeCoreAttn) extra += core;
   if (m.flash_attention) extra += qk;
   return ModelFlopsPerIteration(m, global_batch) + double(global_batch) * extra;
 }

@@ -69,6 +69,10 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* scenario);
 std::optional<FieldError> ValidateDetailed(const pb::Scenario& scenario);
 // The hybrid layer pattern, the Mamba block and sliding-window attention (validate_hybrid.cc).
 std::optional<FieldError> ValidateHybridModel(const pb::Scenario& scenario);
+// parallelism.recompute_modules (Megatron-Core's names, no repeats, the layers they need, with
+// recompute: SELECTIVE) and recompute_method / recompute_num_layers (with FULL; 1..layers)
+// (validate_hybrid.cc).
+std::optional<FieldError> ValidateRecomputeModules(const pb::Scenario& scenario);
 // cost.usd_per_gpu_hour, usd_per_kwh, pue and gpu_idle_fraction in their ranges (run_config.cc).
 std::optional<FieldError> ValidateCost(const pb::Cost& cost);
 // Every string field of `m` (nested, repeated) is well-formed UTF-8; the error names the field

@@ -203,6 +203,19 @@ Status ApplyOverride(pb::Scenario* scenario, std::string_view assignment) {
     }
     walked += (walked.empty() ? "" : ".") + segment;
     const gp::Reflection* r = msg->GetReflection();
+    if (f->is_repeated() && last && f->type() == gp::FieldDescriptor::TYPE_STRING) {
+      // A list of names, comma-separated, replaces the list:
+      // --set parallelism.recompute_modules=moe,layernorm (empty: no entries).
+      r->ClearField(msg, f);
+      size_t from = 0;
+      while (from < value.size()) {
+        size_t comma = value.find(',', from);
+        if (comma == std::string_view::npos) comma = value.size();
+        r->AddString(msg, f, std::string(value.substr(from, comma - from)));
+        from = comma + 1;
+      }
+      return Status::Ok();
+    }
     if (f->is_repeated()) {
       // The next segment is an index: faults.0.at; index == size appends a new entry.
       if (last || f->message_type() == nullptr) {

@@ -336,6 +336,16 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
     default:
       c.parallel.recompute = par::Recompute::kNone;
   }
+  c.parallel.recompute_block = p.recompute_method() == pb::Parallelism::BLOCK;
+  if (p.has_recompute_num_layers()) c.parallel.recompute_num_layers = p.recompute_num_layers();
+  if (p.recompute_modules_size() > 0) {
+    // Names checked by the validator (ValidateRecomputeModules).
+    c.parallel.recompute_modules = 0;
+    for (const std::string& name : p.recompute_modules()) {
+      Result<uint32_t> bit = par::ParseRecomputeModule(name);
+      if (bit.ok()) c.parallel.recompute_modules |= *bit;
+    }
+  }
   c.parallel.sequence_parallel = p.sequence_parallel();
   c.parallel.zero_stage = p.zero_stage();
   c.parallel.dp_bucket_bytes = double(p.dp_bucket_bytes());

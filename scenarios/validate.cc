@@ -750,6 +750,7 @@ std::optional<FieldError> ValidateDetailed(const pb::Scenario& s) {
   if (auto e = ValidateModel(s)) return e;
   if (auto e = ValidateParallelism(s)) return e;
   if (auto e = ValidateHybridModel(s)) return e;
+  if (auto e = ValidateRecomputeModules(s)) return e;
   if (auto e = ValidateInputAndHost(s)) return e;
   std::optional<sim::Time> end;
   if (auto e = ValidateTraining(s, &end)) return e;

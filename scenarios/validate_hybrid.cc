@@ -1,10 +1,12 @@
 // ValidateHybridModel: the checks of a hybrid (Mamba / attention / MLP / MoE) layer pattern, the
-// Mamba-2 mixer and sliding-window attention (scenario.proto Model fields 24-27), kept apart
-// from validate.cc. Each message names what is wrong and what would be valid.
+// Mamba-2 mixer and sliding-window attention (scenario.proto Model fields 24-27), and
+// ValidateRecomputeModules (parallelism.recompute_modules), kept apart from validate.cc. Each
+// message names what is wrong and what would be valid.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "parallelism/model.h"
 #include "scenarios/internal.h"
 
 namespace trainsim::scenarios::detail {
@@ -113,6 +115,57 @@ std::optional<FieldError> ValidateHybridModel(const pb::Scenario& s) {
                      " is out of range: must be between 0 (every layer windowed) and the " +
                      Str(m.layers()) + " layers (GPT-OSS: 2, every other layer full)");
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<FieldError> ValidateRecomputeModules(const pb::Scenario& s) {
+  const pb::Parallelism& p = s.parallelism();
+  const pb::Model& m = s.model();
+  uint32_t seen = 0;
+  for (int i = 0; i < p.recompute_modules_size(); ++i) {
+    const std::string path = "parallelism.recompute_modules[" + Str(i) + "]";
+    const std::string& name = p.recompute_modules(i);
+    Result<uint32_t> bit = parallelism::ParseRecomputeModule(name);
+    if (!bit.ok()) {
+      return Err(path, "'" + name + "' is not a module trainsim models: use one of " +
+                           parallelism::RecomputeModuleChoices() +
+                           " (Megatron-Core's --recompute-modules names)");
+    }
+    if (seen & *bit) return Err(path, "'" + name + "' is listed twice");
+    seen |= *bit;
+    const bool moe = m.has_moe() && m.moe().experts() > 0;
+    if (*bit == parallelism::kRecomputeMoeAct && !moe) {
+      return Err(path,
+                 "'moe_act' recomputes the routed experts' activation, and the model has "
+                 "no MoE layers (set model.moe, or drop it)");
+    }
+    if (*bit == parallelism::kRecomputeMlaUpProj && !m.has_mla()) {
+      return Err(path,
+                 "'mla_up_proj' needs multi-head latent attention (model.mla), as in "
+                 "Megatron-Core");
+    }
+  }
+  if ((p.has_recompute_method() || p.has_recompute_num_layers()) &&
+      p.recompute() != pb::Parallelism::FULL) {
+    return Err(p.has_recompute_method() ? "parallelism.recompute_method"
+                                        : "parallelism.recompute_num_layers",
+               "applies with recompute: FULL only (Megatron's --recompute-granularity full); "
+               "set parallelism.recompute to FULL, or drop it");
+  }
+  if (p.has_recompute_num_layers() &&
+      (p.recompute_num_layers() < 1 || p.recompute_num_layers() > std::max(1, m.layers()))) {
+    return Err(
+        "parallelism.recompute_num_layers",
+        Str(p.recompute_num_layers()) +
+            " is out of range: layers per checkpoint group "
+            "(UNIFORM) or checkpointed layers per chunk (BLOCK), between 1 and the model's " +
+            Str(m.layers()) + " layers");
+  }
+  if (p.recompute_modules_size() > 0 && p.recompute() != pb::Parallelism::SELECTIVE) {
+    return Err("parallelism.recompute_modules",
+               "applies with recompute: SELECTIVE only (Megatron's --recompute-granularity "
+               "selective); set parallelism.recompute to SELECTIVE, or drop the list");
   }
   return std::nullopt;
 }

@@ -14,20 +14,21 @@ namespace {
 using namespace parallelism;  // NOLINT: the closed-form models these costs come from
 
 // Kernels `ops` launch in one pass (forward, or backward).
-double SumKernels(const std::vector<KernelOp>& ops, bool forward, bool selective_only = false) {
+// `only`: count only the ops some of these recompute modules re-run (0: every op).
+double SumKernels(const std::vector<KernelOp>& ops, bool forward, uint32_t only = 0) {
   double n = 0;
   for (const KernelOp& op : ops) {
-    if (selective_only && !op.selective_recompute) continue;
+    if (only != 0 && !(op.recomputed_by & only)) continue;
     n += forward ? op.fwd_kernels : op.bwd_kernels;
   }
   return n;
 }
 
 double SumOps(const StepConfig& cfg, const GemmCalibration& cal, const std::vector<KernelOp>& ops,
-              bool forward, bool selective_only = false) {
+              bool forward, uint32_t only = 0) {
   double total = 0;
   for (const KernelOp& op : ops) {
-    if (selective_only && !op.selective_recompute) continue;
+    if (only != 0 && !(op.recomputed_by & only)) continue;
     total += OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
   }
   return total;
@@ -115,6 +116,8 @@ struct LayerCost {
   double fwd = 0, bwd = 0, recompute = 0;   // compute
   double fwd_kernels = 0, bwd_kernels = 0;  // backward includes the recomputed kernels
   double tp_fwd = 0, tp_bwd = 0, cp_fwd = 0, cp_bwd = 0, ep_fwd = 0, ep_bwd = 0;
+  // Exposed forward collectives that recomputation re-runs in the backward.
+  double tp_re = 0, cp_re = 0, ep_re = 0;
 };
 
 double OpSeconds(const StepConfig& cfg, const GemmCalibration& cal,
@@ -250,13 +253,15 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
   LayerCost lc;
   lc.fwd = SumOps(cfg, gemm, ops, true);
   lc.bwd = SumOps(cfg, gemm, ops, false);
+  const uint32_t mods = c.recomputed_modules();
   if (c.recompute == Recompute::kFull) lc.recompute = lc.fwd;
-  if (c.recompute == Recompute::kSelective) lc.recompute = SumOps(cfg, gemm, ops, true, true);
+  if (mods != 0) lc.recompute = SumOps(cfg, gemm, ops, true, mods);
   lc.fwd_kernels = SumKernels(ops, true);
-  lc.bwd_kernels =
-      SumKernels(ops, false) + (c.recompute == Recompute::kFull        ? lc.fwd_kernels
-                                : c.recompute == Recompute::kSelective ? SumKernels(ops, true, true)
-                                                                       : 0.0);
+  lc.bwd_kernels = SumKernels(ops, false) + (c.recompute == Recompute::kFull ? lc.fwd_kernels
+                                             : mods != 0 ? SumKernels(ops, true, mods)
+                                                         : 0.0);
+  // Forward collectives' raw seconds per group [TP, CP, EP], all and those recomputed.
+  double fwd_raw[3] = {0, 0, 0}, re_raw[3] = {0, 0, 0};
   double ag[2] = {0, 0}, rs[2] = {0, 0};  // TP all-gathers / reduce-scatters, [fwd, bwd]
   EpOverlapParts ep_parts;                // EP collectives by node (moe_a2a_overlap)
   for (const TpCollective& col : LayerTpCollectives(m, c.split(), c.micro_batch, kind)) {
@@ -269,6 +274,9 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
       t = std::max(0.0, t - OpSeconds(cfg, gemm, ops, col.overlaps_op, col.forward));
     }
     const int dir = col.forward ? 0 : 1;
+    const int g = col.group == CommGroup::kCp ? 1 : col.group == CommGroup::kEp ? 2 : 0;
+    if (col.forward) fwd_raw[g] += t;
+    if (col.forward && (col.recomputed_by & mods)) re_raw[g] += t;
     switch (col.group) {
       case CommGroup::kTp:
       case CommGroup::kEtp:
@@ -322,22 +330,29 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     lc.bwd += b.compute_penalty + chunk_cost_b;
     if (c.recompute == Recompute::kFull) lc.recompute += f.compute_penalty + chunk_cost_f;
   }
+  // Recomputed collectives are exposed as the forward's are: full recomputation re-runs them
+  // all; selective modules their share of the forward's raw time.
+  auto share = [&](int g) { return fwd_raw[g] > 0 ? re_raw[g] / fwd_raw[g] : 0.0; };
+  const bool full = c.recompute == Recompute::kFull;
+  lc.tp_re = lc.tp_fwd * (full ? 1.0 : share(0));
+  lc.cp_re = lc.cp_fwd * (full ? 1.0 : share(1));
+  lc.ep_re = lc.ep_fwd * (full ? 1.0 : share(2));
   return lc;
 }
 
 // Adds `w` times one layer's compute and exposed TP/CP/EP time to `to` (a ChunkCost or its
-// per-layer ChunkCost::Layer, which share these fields); full recomputation re-runs the forward
+// per-layer ChunkCost::Layer, which share these fields); recomputation re-runs forward
 // collectives in the backward.
 template <typename Costs>
-void AddLayerCost(const LayerCost& lc, double w, double tp_recompute, Costs* to) {
+void AddLayerCost(const LayerCost& lc, double w, Costs* to) {
   to->fwd_compute_s += w * lc.fwd;
   to->bwd_compute_s += w * (lc.bwd + lc.recompute);
   to->fwd_tp_s += w * lc.tp_fwd;
-  to->bwd_tp_s += w * (lc.tp_bwd + tp_recompute * lc.tp_fwd);
+  to->bwd_tp_s += w * (lc.tp_bwd + lc.tp_re);
   to->fwd_cp_s += w * lc.cp_fwd;
-  to->bwd_cp_s += w * (lc.cp_bwd + tp_recompute * lc.cp_fwd);
+  to->bwd_cp_s += w * (lc.cp_bwd + lc.cp_re);
   to->fwd_ep_s += w * lc.ep_fwd;
-  to->bwd_ep_s += w * (lc.ep_bwd + tp_recompute * lc.ep_fwd);
+  to->bwd_ep_s += w * (lc.ep_bwd + lc.ep_re);
 }
 
 // Adds the layers of `range` to the chunk's totals `k`, one cost per kind (kind_cost, by
@@ -347,21 +362,25 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
                     const ChunkLayers& range, ChunkCost* chunk, double* n_moe_out,
                     double* moe_fwd_kernels_out, double* moe_fwd_s_out) {
   const ModelSpec& m = cfg.model;
-  const ParallelConfig& c = cfg.parallel;
   ChunkCost& k = *chunk;
-  const double tp_recompute = c.recompute == Recompute::kFull ? 1.0 : 0.0;
   // Adds `lc` to the chunk's totals `n` times, and its share to the per-layer average `one`.
   // (`one` gets n times the cost when its class has several kinds, else the cost itself.)
   auto add = [&](const LayerCost& lc, double n, ChunkCost::Layer& one, double w) {
-    AddLayerCost(lc, w, tp_recompute, &one);
-    AddLayerCost(lc, n, tp_recompute, &k);
+    AddLayerCost(lc, w, &one);
+    AddLayerCost(lc, n, &k);
     k.fwd_kernels += n * lc.fwd_kernels;
     k.bwd_kernels += n * lc.bwd_kernels;
   };
-  // Layers of each kind in this chunk.
+  // Layers of each kind in this chunk, and of those the ones recomputation re-runs (all of
+  // them, except under full recomputation's block method).
   std::vector<double> count(size_t(parallelism::kLayerKindCount), 0.0);
+  std::vector<double> rerun(count.size(), 0.0);
   for (int l = range.first_layer; l < range.first_layer + range.layers; ++l) {
     count[size_t(LayerKindAt(m, l).index())] += 1;
+    const bool full = cfg.parallel.recompute == Recompute::kFull;
+    if (!full || cfg.parallel.RecomputesLayer(l - range.first_layer)) {
+      rerun[size_t(LayerKindAt(m, l).index())] += 1;
+    }
   }
   int moe_kinds = 0, dense_kinds = 0;
   for (const LayerKind& kind : parallelism::DistinctLayerKinds(m)) {
@@ -375,7 +394,14 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
     const LayerCost& lc = kind_cost[size_t(kind.index())];
     const bool moe_kind = kind.moe && m.moe.enabled();
     const double w = (moe_kind ? moe_kinds : dense_kinds) == 1 ? 1.0 : n;
-    add(lc, n, moe_kind ? k.moe : k.dense, w);
+    const double re = rerun[size_t(kind.index())];
+    add(lc, re, moe_kind ? k.moe : k.dense, w * re / n);
+    if (re < n) {  // layers outside the block method's checkpoints: nothing re-run
+      LayerCost kept = lc;
+      kept.recompute = kept.tp_re = kept.cp_re = kept.ep_re = 0;
+      kept.bwd_kernels -= lc.fwd_kernels;
+      add(kept, n - re, moe_kind ? k.moe : k.dense, w * (n - re) / n);
+    }
     (moe_kind ? n_moe : n_dense) += n;
     if (moe_kind) {
       moe_fwd_kernels += w * lc.fwd_kernels;

@@ -31,7 +31,7 @@ class Pipeline {
     std::string name;
     double fwd_s = 0, bwd_s = 0;
     double fwd_flops = 0, bwd_flops = 0;
-    bool selective = false;
+    uint32_t recomputed_by = 0;         // parallelism::RecomputeModule bits
     sim::TraceArgs fwd_args, bwd_args;  // the op's roofline (parallelism/roofline.h)
   };
   struct Send {  // a pipeline send: from executor src to dst's inbox[idx]
@@ -73,6 +73,7 @@ class Pipeline {
     double bytes = 0;
     int count = 1, ranks = 1, track = 0;
     bool forward = true;
+    bool recomputed = false;  // a forward collective selective recomputation re-runs
     std::string algorithm, protocol;
     double estimate_s = 0;
   };

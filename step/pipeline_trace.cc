@@ -61,7 +61,7 @@ void Pipeline::InitTrace() {
       ops_out.push_back({op.name, OpTimeSeconds(cfg.gpu, cfg.compute, op, true, &cal),
                          OpTimeSeconds(cfg.gpu, cfg.compute, op, false, &cal),
                          op.fwd_matmul_flops + op.fwd_other_flops,
-                         op.bwd_matmul_flops + op.bwd_other_flops, op.selective_recompute,
+                         op.bwd_matmul_flops + op.bwd_other_flops, op.recomputed_by,
                          RooflineArgs(RooflineOf(cfg.gpu, cfg.compute, op, true, &cal)),
                          RooflineArgs(RooflineOf(cfg.gpu, cfg.compute, op, false, &cal))});
     }
@@ -92,6 +92,7 @@ void Pipeline::InitTrace() {
       lc.ranks = int(group.size());
       lc.track = TrackOf(col.group);
       lc.forward = col.forward;
+      lc.recomputed = col.forward && (col.recomputed_by & c.recomputed_modules()) != 0;
       Result<comm::CollectiveEstimate> est = comm::EstimateCollective(
           *st_->topo, {lc.op, comm::Algo::kAuto, group, uint64_t(col.bytes)});
       if (est.ok()) {
@@ -104,12 +105,7 @@ void Pipeline::InitTrace() {
   }
   ranges_ = parallelism::ChunkLayerRanges(cfg.model, c);
   for (const parallelism::ChunkLayers& r : ranges_) {
-    double bytes = 0;
-    for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
-      bytes += parallelism::LayerActivationBytes(cfg.model, c.split(), c.recompute, c.micro_batch,
-                                                 parallelism::LayerKindAt(cfg.model, l));
-    }
-    chunk_act_bytes_.push_back(bytes);
+    chunk_act_bytes_.push_back(parallelism::ChunkActivationBytes(cfg.model, c, r));
   }
   for (size_t i = 0; i < st_->execs.size(); ++i) {
     const parallelism::MemoryBreakdown m =
@@ -218,7 +214,7 @@ void Pipeline::LayerSlices(const Executor& e, const Task& t, int64_t a, int64_t 
       std::vector<const LayerCollective*> colls;
       double weight = 0;
       for (const LayerCollective& col : moe ? moe_colls_ : layer_colls_) {
-        const bool runs = fwd ? col.forward : !col.forward || full_recompute;
+        const bool runs = fwd ? col.forward : !col.forward || full_recompute || col.recomputed;
         if (col.track != track || !runs) continue;
         colls.push_back(&col);
         weight += col.estimate_s;
@@ -276,9 +272,17 @@ void Pipeline::KernelSlices(const Executor& e, const Task& t, int layer, int64_t
     for (const KernelTime& k : ops) put(k.name, k.fwd_s, k.fwd_flops, k.fwd_args);
     return;
   }
+  // Full recomputation re-runs this layer unless the block method leaves it out.
+  bool full = false;
+  if (recompute == parallelism::Recompute::kFull) {
+    for (const parallelism::ChunkLayers& r : ranges_) {
+      if (layer >= r.first_layer && layer < r.first_layer + r.layers) {
+        full = st_->c.RecomputesLayer(layer - r.first_layer);
+      }
+    }
+  }
   for (const KernelTime& k : ops) {
-    if (recompute == parallelism::Recompute::kFull ||
-        (recompute == parallelism::Recompute::kSelective && k.selective)) {
+    if (full || (k.recomputed_by & st_->c.recomputed_modules()) != 0) {
       put("recompute " + k.name, k.fwd_s, k.fwd_flops, k.fwd_args);
     }
   }

@@ -39,7 +39,9 @@ void FillMetrics(const StepConfig& cfg, int gpus, StepResult* res) {
   const ParallelConfig& c = cfg.parallel;
   const double n = gpus;
   res->model_flops = ModelFlopsPerIteration(cfg.model, c.global_batch);
-  res->hardware_flops = HardwareFlopsPerIteration(cfg.model, c.global_batch, c.recompute);
+  res->hardware_flops =
+      HardwareFlopsPerIteration(cfg.model, c.global_batch, c.recompute, c.recompute_modules,
+                                FullyRecomputedFraction(cfg.model, c));
   res->tokens_per_s = double(c.global_batch) * cfg.model.seq_len / res->time_s;
   res->tflops_per_gpu = res->hardware_flops / (res->time_s * n) / 1e12;
   res->mfu = res->model_flops / (res->time_s * n * cfg.gpu.peak_flops);

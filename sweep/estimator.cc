@@ -346,7 +346,8 @@ Result<StepEstimate> EstimateStep(const step::StepConfig& cfg, EstimatorCache* c
   TRAINSIM_RETURN_IF_ERROR(EstimateDataParallel(e, &est));
   const double n = layout.num_gpus();
   est.mfu = par::ModelFlopsPerIteration(m, c.global_batch) / (est.time_s * n * cfg.gpu.peak_flops);
-  est.hfu = par::HardwareFlopsPerIteration(m, c.global_batch, c.recompute) /
+  est.hfu = par::HardwareFlopsPerIteration(m, c.global_batch, c.recompute, c.recompute_modules,
+                                           par::FullyRecomputedFraction(m, c)) /
             (est.time_s * n * cfg.gpu.peak_flops);
   return est;
 }

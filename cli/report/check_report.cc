@@ -199,6 +199,23 @@ std::string ArchitectureLines(const pb::Model& m) {
   return lines;
 }
 
+// The recompute mode with what it re-runs: the selective modules, or full's method.
+std::string RecomputeText(const pb::Parallelism& p) {
+  std::string recompute = pb::Parallelism::Recompute_Name(p.recompute());
+  if (p.recompute() == pb::Parallelism::SELECTIVE) {
+    std::string modules;
+    for (const std::string& name : p.recompute_modules())
+      modules += (modules.empty() ? "" : ", ") + name;
+    recompute += " (" + (modules.empty() ? std::string("core_attn, the default") : modules) + ")";
+  } else if (p.recompute() == pb::Parallelism::FULL) {
+    const int n = p.has_recompute_num_layers() ? p.recompute_num_layers() : 1;
+    recompute += p.recompute_method() == pb::Parallelism::BLOCK
+                     ? " (block: the first " + std::to_string(n) + " layers of each chunk)"
+                     : " (uniform: groups of " + std::to_string(n) + " layers)";
+  }
+  return recompute;
+}
+
 }  // namespace
 
 std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
@@ -268,10 +285,10 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
       : r.virtual_stages > 1
           ? "interleaved 1F1B (" + std::to_string(r.virtual_stages) + " chunks per rank)"
           : "1F1B";
-  out += CheckLine("Schedule", schedule + ", recompute " +
-                                   pb::Parallelism::Recompute_Name(p.recompute()) +
-                                   ", sequence parallel " + OnOff(p.sequence_parallel()) +
-                                   ", ZeRO-" + std::to_string(p.zero_stage()));
+  const std::string recompute = RecomputeText(p);
+  out += CheckLine("Schedule", schedule + ", recompute " + recompute + ", sequence parallel " +
+                                   OnOff(p.sequence_parallel()) + ", ZeRO-" +
+                                   std::to_string(p.zero_stage()));
 
   out += "Training\n";
   if (r.total_steps) {

@@ -112,6 +112,13 @@ std::string LayoutText(const step::StepConfig& c) {
        std::to_string(p.num_micro_batches()) + " per pipeline, global batch " +
        std::to_string(p.global_batch);
   s += ", recompute " + par::RecomputeName(p.recompute);
+  if (p.recompute == par::Recompute::kSelective) {
+    s += " (" + par::RecomputeModuleNames(p.recompute_modules) + ")";
+  } else if (p.recompute == par::Recompute::kFull &&
+             (p.recompute_block || p.recompute_num_layers > 1)) {
+    s += std::string(p.recompute_block ? " (block, " : " (uniform, ") +
+         std::to_string(p.recompute_num_layers) + " layers)";
+  }
   if (p.sequence_parallel) s += ", SP";
   if (p.zero_stage > 0) s += ", ZeRO-" + std::to_string(p.zero_stage);
   if (c.model.flash_attention) s += ", flash attention";

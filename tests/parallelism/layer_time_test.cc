@@ -41,7 +41,7 @@ LayerTimes Predict(bool sp, Recompute recompute) {
     fwd += OpTimeSeconds(gpu, p, op, true);
     bwd += OpTimeSeconds(gpu, p, op, false);
     if (recompute == Recompute::kFull ||
-        (recompute == Recompute::kSelective && op.selective_recompute)) {
+        (recompute == Recompute::kSelective && (op.recomputed_by & kRecomputeCoreAttn))) {
       recompute_s += OpTimeSeconds(gpu, p, op, true);
     }
   }

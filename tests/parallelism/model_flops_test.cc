@@ -199,8 +199,14 @@ TEST(ModelFlopsTest, HardwareFlopsAddFlashRecomputeAndFullForward) {
   // The flash kernel's backward recomputes QKᵀ (2·s²·q per layer and sequence, full square).
   const double flash = B * L * 2 * s * s * q;
   EXPECT_NEAR(HardwareFlopsPerIteration(m, 2, Recompute::kNone), model + flash, model * 1e-12);
-  // Selective recompute has no materialised core to redo under flash.
-  EXPECT_NEAR(HardwareFlopsPerIteration(m, 2, Recompute::kSelective), model + flash, model * 1e-12);
+  // Selective recompute of the core (core_attn, the default module) re-runs the flash kernel's
+  // forward: QKᵀ and AV, 2·2·s²·q per layer and sequence in the full-square convention.
+  const double core = B * L * 2 * 2 * s * s * q;
+  EXPECT_NEAR(HardwareFlopsPerIteration(m, 2, Recompute::kSelective), model + flash + core,
+              model * 1e-12);
+  // With no module that runs a matrix product, selective adds nothing.
+  EXPECT_NEAR(HardwareFlopsPerIteration(m, 2, Recompute::kSelective, kRecomputeLayernorm),
+              model + flash, model * 1e-12);
   // Full recompute: one more forward of the layers: a third of the model count less the
   // logits (2·s·h·V per sequence forward), which are not recomputed.
   const double layers_fwd = model / 3 - B * 2 * s * 8192 * 128256;
