@@ -149,6 +149,11 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
       a->Add("--bf16");
       a->Add("--fp8-format", "hybrid");
       break;
+    case pb::FP4:  // Transformer Engine NVFP4 GEMMs over bf16 master weights
+      a->Add("--bf16");
+      a->Add("--fp4-format", "e2m1");
+      a->Add("--fp4-recipe", "nvfp4");
+      break;
     default:
       a->notes.push_back("TF32: Megatron's default fp32 parameters, no precision flag");
   }

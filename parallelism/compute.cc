@@ -71,6 +71,12 @@ double CastBytesPerElement(Fp8Recipe r) {
       return 2 + 2 + 1 + 1;
     case Fp8Recipe::kMxfp8:
       return 2 + 2 * (1 + 1.0 / 32);
+    case Fp8Recipe::kNvfp4:
+      // An amax read for the per-tensor fp32 scale, then row- and column-wise E2M1 copies
+      // (half a byte each) with an E4M3 scale per 16 elements; the random Hadamard transform of
+      // the weight-gradient operands and stochastic rounding run inside the cast (TE's NVFP4
+      // quantizer), no extra pass.
+      return 2 + 2 + 2 * (0.5 + 1.0 / 16);
   }
   return 4;
 }
@@ -124,11 +130,13 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
       const double b = double(op.batch), m = double(op.m), n = double(op.n), k = double(op.k);
       const double peak = MatmulPeakFlops(gpu, p, op);
       const bool fp8 = RunsInFp8(p, op);
-      // FP8 operands are 1 byte (the 16-bit result is written as before): A and B's share of
-      // the traffic halves.
+      // FP8 operands are 1 byte, NVFP4's half a byte and a scale per 16 (the 16-bit result is
+      // written as before).
       if (fp8) {
         const double ab = b * (m * k + k * n), c = b * m * n;
-        bytes = (forward ? 1.0 : 2.0) * (ab * 1.0 + c * 2.0);
+        const bool fp4 = p.fp8_recipe == Fp8Recipe::kNvfp4 && op.kind == OpKind::kGemm;
+        const double operand = fp4 ? 0.5 + 1.0 / 16 : 1.0;
+        bytes = (forward ? 1.0 : 2.0) * (ab * operand + c * 2.0);
       }
       const double cast = Fp8CastSeconds(gpu, p, op, forward);
       const int st = op.streams;

@@ -42,6 +42,7 @@ struct GpuSpec {
   double peak_bf16_flops = 312e12;  // dense BF16/FP16: attention's peak in an FP8 model
   double peak_fp8_flops = 0;        // dense FP8 (E4M3/E5M2); 0: not supported (Ampere)
   double peak_mxfp8_flops = 0;      // dense MXFP8 (Blackwell's block-scaled FP8); 0: none
+  double peak_nvfp4_flops = 0;      // dense NVFP4 (Blackwell's block-scaled FP4); 0: none
   double hbm_bytes_per_s = 2.039e12;
   double memory_bytes = 80e9;
 };
@@ -54,6 +55,9 @@ enum class Fp8Recipe {
   kDelayed,  // DelayedScaling: per-tensor scale from the amax history; amax taken in the cast
   kCurrent,  // Float8CurrentScaling: per-tensor amax of the tensor itself, one more read pass
   kMxfp8,    // MXFP8BlockScaling (Blackwell): an E8M0 scale per 32 elements, in the cast
+  // NVFP4BlockScaling (Blackwell; scenario precision FP4): E2M1 values with an E4M3 scale per
+  // 16 elements and an fp32 scale per tensor from its amax; the GEMMs run at the FP4 peak.
+  kNvfp4,
 };
 
 // Fused-attention implementation (Megatron-Core --attention-backend).

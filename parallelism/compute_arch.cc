@@ -130,6 +130,10 @@ double MatmulPeakFlops(const GpuSpec& gpu, const ComputeParams& p, const KernelO
     if (p.fp8_recipe == Fp8Recipe::kMxfp8 && gpu.peak_mxfp8_flops > 0) {
       return gpu.peak_mxfp8_flops;
     }
+    // NVFP4 is for the linear layers; FP8 attention under it stays FP8.
+    if (p.fp8_recipe == Fp8Recipe::kNvfp4 && op.kind == OpKind::kGemm && gpu.peak_nvfp4_flops > 0) {
+      return gpu.peak_nvfp4_flops;
+    }
     if (gpu.peak_fp8_flops > 0) return gpu.peak_fp8_flops;
   }
   if (p.precision == Precision::kFp8 && gpu.peak_bf16_flops > 0) return gpu.peak_bf16_flops;

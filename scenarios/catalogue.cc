@@ -102,6 +102,8 @@ double PeakTflops(const pb::GpuSpec& gpu, pb::Precision precision) {
       return gpu.fp8_tflops();
     case pb::TF32:
       return gpu.tf32_tflops();
+    case pb::FP4:
+      return gpu.fp4_tflops();
     default:
       return 0;
   }

@@ -214,7 +214,8 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
     spec.moe.first_dense_layers = e.first_dense_layers();
     spec.moe.capacity_factor = e.capacity_factor();
     spec.moe.load_imbalance = e.has_load_imbalance() ? e.load_imbalance() : 1.0;
-    spec.moe.fp8 = m.precision() == pb::FP8;
+    spec.moe.fp8 =
+        m.precision() == pb::FP8 || m.precision() == pb::FP4;  // low-precision GEMM padding
     spec.moe.router_padding = e.router_padding_for_quantization();
   }
   spec.hybrid_pattern = m.hybrid_pattern();
@@ -285,10 +286,13 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   // buffer and the DP reduction are 4 bytes per parameter.
   // FP8 (Transformer Engine) keeps bf16/fp32 master weights and the same fp32 main gradients
   // (only the GEMM inputs are cast to FP8), so its gradients are 4 bytes too.
-  if (m.precision() == pb::BF16 || m.precision() == pb::FP8) c.memory.grad_bytes_per_param = 4;
+  if (m.precision() == pb::BF16 || m.precision() == pb::FP8 || m.precision() == pb::FP4) {
+    c.memory.grad_bytes_per_param = 4;
+  }
   // The calibration's GEMM input type for the precision (TF32 has none: nothing matches).
   c.gemm_dtype = m.precision() == pb::FP16   ? "fp16"
                  : m.precision() == pb::FP8  ? "fp8"
+                 : m.precision() == pb::FP4  ? "fp4"
                  : m.precision() == pb::TF32 ? "tf32"
                                              : "bf16";
 
@@ -365,19 +369,22 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   const bool blackwell =
       arch.arch == par::GpuArch::kBlackwell || arch.arch == par::GpuArch::kBlackwellUltra;
   c.gpu.peak_mxfp8_flops = blackwell ? c.gpu.peak_fp8_flops : 0.0;
+  c.gpu.peak_nvfp4_flops = r.gpu.fp4_tflops() * 1e12;
   c.gpu.hbm_bytes_per_s = r.gpu.hbm_gbyte_per_s() * 1e9;
   c.gpu.memory_bytes = double(r.gpu.hbm_bytes());
   Result<double> headroom = MemoryHeadroomBytes(s.cluster().memory_headroom(), c.gpu.memory_bytes);
   if (!headroom.ok()) return headroom.status();
   c.memory.headroom_bytes = *headroom;
-  c.compute.precision = m.precision() == pb::FP8    ? par::Precision::kFp8
-                        : m.precision() == pb::FP16 ? par::Precision::kFp16
-                        : m.precision() == pb::TF32 ? par::Precision::kTf32
+  // FP4 runs as TE's low-precision GEMM path with the NVFP4 recipe (par::Fp8Recipe::kNvfp4).
+  c.compute.precision = m.precision() == pb::FP8 || m.precision() == pb::FP4 ? par::Precision::kFp8
+                        : m.precision() == pb::FP16                          ? par::Precision::kFp16
+                        : m.precision() == pb::TF32                          ? par::Precision::kTf32
                                                     : par::Precision::kBf16;
   // TE casts each weight to FP8 on a step's first micro-batch and reuses it (Megatron-Core
   // passes is_first_microbatch): micro-batches per step = global batch / (micro-batch · DP).
   const int64_t per_step = std::max<int64_t>(1, int64_t(r.dp) * p.micro_batch());
-  c.compute.fp8_recipe = m.fp8_recipe() == pb::Model::MXFP8     ? par::Fp8Recipe::kMxfp8
+  c.compute.fp8_recipe = m.precision() == pb::FP4               ? par::Fp8Recipe::kNvfp4
+                         : m.fp8_recipe() == pb::Model::MXFP8   ? par::Fp8Recipe::kMxfp8
                          : m.fp8_recipe() == pb::Model::CURRENT ? par::Fp8Recipe::kCurrent
                                                                 : par::Fp8Recipe::kDelayed;
   c.compute.fp8_attention = m.fp8_attention();

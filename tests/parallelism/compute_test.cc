@@ -432,6 +432,29 @@ TEST(Fp8Test, Mxfp8RunsAtItsOwnPeakWhereTheGpuHasOne) {
   EXPECT_EQ(MatmulPeakFlops(Gpu("H100"), p, op), 1978.9e12);  // no MXFP8: the FP8 peak
 }
 
+TEST(Fp8Test, Nvfp4GemmsRunAtTheFp4PeakAndCastHalfByteCopies) {
+  GpuSpec gb200 = Gpu("GB200");
+  gb200.peak_nvfp4_flops = 10000e12;  // GB200 NVL72 datasheet: 720 PFLOPS dense FP4 / 72
+  ComputeParams fp8, fp4;
+  fp8.precision = fp4.precision = Precision::kFp8;
+  fp8.fp8_recipe = Fp8Recipe::kMxfp8;
+  fp4.fp8_recipe = Fp8Recipe::kNvfp4;
+  const KernelOp op = Gemm("attn_out", 8192, 8192, 8192);
+  EXPECT_EQ(MatmulPeakFlops(gb200, fp4, op), 10000e12);
+  EXPECT_EQ(MatmulPeakFlops(Gpu("H100"), fp4, op), 1978.9e12);  // no FP4 peak: FP8's
+  // The output layer stays BF16; attention follows fp8_attention at the FP8 peak.
+  EXPECT_EQ(MatmulPeakFlops(gb200, fp4, Gemm("logits", 8192, 8192, 8192)), 2500e12);
+  // A large compute-bound GEMM: same efficiency at twice the peak, so half the matrix time
+  // (the casts are the rest: amax 2, read 2, row- and column-wise E2M1 copies with an E4M3
+  // scale per 16 elements, 2 · (0.5 + 1/16) B per element).
+  const double bw = AchievableHbmBytesPerS(gb200), elems = 8192.0 * 8192;
+  EXPECT_NEAR(Fp8CastSeconds(gb200, fp4, op, false),
+              fp4.kernel_overhead_s + elems * (2 + 2 + 2 * (0.5 + 1.0 / 16)) / bw, 1e-12);
+  const double m8 = OpTimeSeconds(gb200, fp8, op, false) - Fp8CastSeconds(gb200, fp8, op, false);
+  const double m4 = OpTimeSeconds(gb200, fp4, op, false) - Fp8CastSeconds(gb200, fp4, op, false);
+  EXPECT_NEAR(m4 / m8, 0.5, 0.01);
+}
+
 TEST(Fp8Test, Fp8AttentionRunsAtFourFifthsOfItsBf16Efficiency) {
   // FA3 paper: 740 of 989 TFLOP/s in BF16, ~1,200 of 1,979 in FP8: 0.81 of the fraction.
   const GpuSpec h100 = Gpu("H100");
