@@ -230,6 +230,9 @@ namespace {
 // Exactness tolerances, relative: rounding of the filling's subtractions.
 constexpr double kSaturated = 1e-9;
 constexpr double kSameRate = 1e-9;
+// SolveInterned's pair tables hold classes² entries: a step's solves have a handful of classes
+// (buckets of a few stages, split parts); a pipelined tree's segment can have hundreds.
+constexpr size_t kPairClasses = 48;
 }  // namespace
 
 void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
@@ -334,6 +337,13 @@ void MaxMinSolver::SolveInterned(const std::vector<ClassView>& classes,
                                  std::vector<std::vector<uint32_t>>* loose) {
   const size_t real = capacity_Bps.size();
   const size_t n = classes.size();
+  // Pairs cost O(classes²): past this many classes the plain filling is cheaper.
+  size_t num_classes = 0;
+  for (const ClassView& c : classes) num_classes += c.members != nullptr;
+  if (num_classes > kPairClasses) {
+    SolveClasses(classes, capacity_Bps, rates, loose);
+    return;
+  }
   EnsureLinks(real + n);
   if (stamp_.size() < real) {
     stamp_.resize(real, 0);
@@ -351,17 +361,25 @@ void MaxMinSolver::SolveInterned(const std::vector<ClassView>& classes,
     red_links_.resize(n);
     red_counts_.resize(n);
   }
-  // The pairs' shared links, once per pair.
-  pair_shared_.assign(n * n, nullptr);
-  pair_first_.assign(n * n, 0);
+  // The classes, and the pairs' shared links, once per pair.
+  cls_.clear();
+  size_t single_links = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (classes[i].members == nullptr) continue;
-    for (size_t j = i + 1; j < n; ++j) {
-      if (classes[j].members == nullptr) continue;
-      const auto [shared, first] = SharedLinks(classes[i].members, classes[j].members);
-      pair_shared_[i * n + j] = pair_shared_[j * n + i] = shared;
-      pair_first_[i * n + j] = first;
-      pair_first_[j * n + i] = !first;
+    if (classes[i].members != nullptr) {
+      cls_.push_back(static_cast<uint32_t>(i));
+    } else {
+      single_links += classes[i].links.size();
+    }
+  }
+  const size_t nc = cls_.size();
+  pair_shared_.assign(nc * nc, nullptr);
+  pair_first_.assign(nc * nc, 0);
+  for (size_t a = 0; a < nc; ++a) {
+    for (size_t b = a + 1; b < nc; ++b) {
+      const auto [shared, first] = SharedLinks(classes[cls_[a]].members, classes[cls_[b]].members);
+      pair_shared_[a * nc + b] = pair_shared_[b * nc + a] = shared;
+      pair_first_[a * nc + b] = first;
+      pair_first_[b * nc + a] = !first;
     }
   }
   // Each class's reduced view: the links another class or a single flow also crosses, with its
@@ -373,36 +391,55 @@ void MaxMinSolver::SolveInterned(const std::vector<ClassView>& classes,
       for (LinkId l : classes[i].links) stamp_[static_cast<size_t>(l)] = tag;
     }
   }
-  for (size_t i = 0; i < n; ++i) {
+  const uint32_t singles_tag = tag;  // stamp_ == tag so far: on a single flow's path
+  for (size_t a = 0; a < nc; ++a) {
+    const size_t i = cls_[a];
     const FlowClass* c = classes[i].members;
-    if (c == nullptr) continue;
     const uint32_t mine = ++tag_;
     std::vector<LinkId>& links = red_links_[i];
     std::vector<uint32_t>& counts = red_counts_[i];
     links.clear();
     counts.clear();
-    auto add = [&](LinkId l, uint32_t count) {
-      const size_t li = static_cast<size_t>(l);
-      if (mark_[li] == mine) return;
-      mark_[li] = mine;
-      stamp_[li] = tag;
-      links.push_back(l);
-      counts.push_back(count);
-    };
-    for (size_t j = 0; j < n; ++j) {
-      const Shared* shared = pair_shared_[i * n + j];
-      if (shared == nullptr) continue;
-      const auto& mine_counts =
-          pair_first_[i * n + j] ? shared->counts_first : shared->counts_second;
-      for (size_t e = 0; e < shared->links.size(); ++e) add(shared->links[e], mine_counts[e]);
-    }
-    for (size_t j = 0; j < n; ++j) {
-      if (classes[j].members != nullptr) continue;
-      for (LinkId l : classes[j].links) {
-        const auto at = std::lower_bound(c->links.begin(), c->links.end(), l);
-        if (at != c->links.end() && *at == l) add(l, c->counts[size_t(at - c->links.begin())]);
+    // Before the pairs: stamp_ still tells the singles' links apart.
+    if (single_links > 0) {
+      // Whichever is cheaper: each single link looked up in the class, or the class's links
+      // checked against the singles' stamps.
+      if (single_links * 16 < c->links.size()) {
+        for (size_t j = 0; j < n; ++j) {
+          if (classes[j].members != nullptr) continue;
+          for (LinkId l : classes[j].links) {
+            const auto at = std::lower_bound(c->links.begin(), c->links.end(), l);
+            if (at == c->links.end() || *at != l || mark_[size_t(l)] == mine) continue;
+            mark_[size_t(l)] = mine;
+            links.push_back(l);
+            counts.push_back(c->counts[size_t(at - c->links.begin())]);
+          }
+        }
+      } else {
+        for (size_t e = 0; e < c->links.size(); ++e) {
+          const size_t li = static_cast<size_t>(c->links[e]);
+          if (stamp_[li] != singles_tag) continue;
+          mark_[li] = mine;
+          links.push_back(c->links[e]);
+          counts.push_back(c->counts[e]);
+        }
       }
     }
+    for (size_t b = 0; b < nc; ++b) {
+      const Shared* shared = pair_shared_[a * nc + b];
+      if (shared == nullptr) continue;
+      const auto& own = pair_first_[a * nc + b] ? shared->counts_first : shared->counts_second;
+      for (size_t e = 0; e < shared->links.size(); ++e) {
+        const size_t li = static_cast<size_t>(shared->links[e]);
+        if (mark_[li] == mine) continue;
+        mark_[li] = mine;
+        links.push_back(shared->links[e]);
+        counts.push_back(own[e]);
+      }
+    }
+  }
+  for (size_t a = 0; a < nc; ++a) {
+    for (LinkId l : red_links_[cls_[a]]) stamp_[static_cast<size_t>(l)] = tag;
   }
   for (size_t i = 0; i < n; ++i) {
     const FlowClass* c = classes[i].members;

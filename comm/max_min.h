@@ -129,7 +129,8 @@ class MaxMinSolver {
   // SolveInterned's caches and scratch.
   std::unordered_map<const FlowClass*, ClassData> class_data_;
   std::unordered_map<std::pair<const FlowClass*, const FlowClass*>, Shared, PairHash> shared_;
-  std::vector<const Shared*> pair_shared_;  // per (i, j) of a solve
+  std::vector<uint32_t> cls_;               // a solve's classes (indices of its unknowns)
+  std::vector<const Shared*> pair_shared_;  // per pair (a, b) of cls_
   std::vector<uint8_t> pair_first_;
   std::vector<uint32_t> mark_;   // per link: the tag of the class whose reduced view holds it
   std::vector<double> ratio_;    // per link: scratch of DataOf
