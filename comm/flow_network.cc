@@ -40,6 +40,13 @@ FlowId MakeId(uint32_t slot, uint32_t generation) {
   return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(slot) + 1);
 }
 uint32_t SlotOf(FlowId id) { return static_cast<uint32_t>((id & 0xffffffffu) - 1); }
+// FNV-1a over a class's member paths (Intern's key).
+uint64_t ClassHash(const FlowClass& c) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t b : c.member_begin) h = (h ^ b) * 1099511628211ull;
+  for (LinkId l : c.member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  return h;
+}
 // Marks a class's entry in the memo key's lengths (a path is far shorter than 2^31 links).
 constexpr uint32_t kClassBit = uint32_t{1} << 31;
 
@@ -222,6 +229,14 @@ void FlowNetwork::ClearMemos() {
   memo_index_.clear();
   memo_links_ = 0;
   last_memo_ = SIZE_MAX;
+  // The solver keeps data per class address: it forgets them here, and every class it may see
+  // from now on is interned (kept alive) until the next clear, the active flows' ones included.
+  solver_.ForgetClasses();
+  // (Kept as they are: an equal class interned earlier stays a distinct object.)
+  for (uint32_t slot : active_) {
+    if (flows_[slot].cls != nullptr)
+      interned_.emplace(ClassHash(*flows_[slot].cls), flows_[slot].cls);
+  }
 }
 
 size_t FlowNetwork::FindOrSolve() {
@@ -262,7 +277,7 @@ size_t FlowNetwork::FindOrSolve() {
     }
   }
   Memo m;
-  solver_.SolveClasses(solver_views_, capacity_Bps_, &m.rates, &m.loose);
+  solver_.SolveInterned(solver_views_, capacity_Bps_, &m.rates, &m.loose);
   for (size_t i = 0; i < m.loose.size(); ++i) {
     // A class none of whose members is held would split into itself (only rounding could do
     // that); it is kept whole.
@@ -301,9 +316,7 @@ FlowNetwork::SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loo
 }
 
 std::shared_ptr<const FlowClass> FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t b : c->member_begin) h = (h ^ b) * 1099511628211ull;
-  for (LinkId l : c->member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  const uint64_t h = ClassHash(*c);
   auto [first, last] = interned_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     if (it->second->member_begin == c->member_begin &&

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <queue>
 #include <utility>
@@ -182,24 +183,26 @@ void MaxMinSolver::FillByHeap(const std::vector<ClassView>& classes, std::vector
   FillByHeapWith(rates, [&](uint32_t k, double share) { Freeze(classes[k], share); });
 }
 
-void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
-                                const std::vector<double>& capacity_Bps, std::vector<double>* rates,
-                                std::vector<std::vector<uint32_t>>* loose) {
-  const size_t num_links = capacity_Bps.size();
+void MaxMinSolver::EnsureLinks(size_t num_links) {
+  // count_ is all zero between solves, so growing keeps it so.
   if (count_.size() < num_links) {
-    cap_.assign(num_links, 0.0);
-    count_.assign(num_links, 0);
-    begin_.assign(num_links, 0);
-    cursor_.assign(num_links, 0);
+    cap_.resize(num_links, 0.0);
+    count_.resize(num_links, 0);
+    begin_.resize(num_links, 0);
+    cursor_.resize(num_links, 0);
   }
-  if (top_.size() < num_links) top_.assign(num_links, 0.0);
-  const size_t n = classes.size();
+  if (top_.size() < num_links) top_.resize(num_links, 0.0);
+}
+
+void MaxMinSolver::SetUpAndFill(const std::vector<ClassView>& views,
+                                const std::vector<double>& capacity_Bps,
+                                std::vector<double>* rates) {
+  const size_t real = capacity_Bps.size();
+  const size_t n = views.size();
   rates->assign(n, 0.0);
-  loose->resize(n);
-  for (auto& l : *loose) l.clear();
   // count_[l]: member crossings of l; cursor_[l]: classes crossing it.
   touched_.clear();
-  for (const ClassView& c : classes) {
+  for (const ClassView& c : views) {
     for (size_t i = 0; i < c.links.size(); ++i) {
       const size_t li = static_cast<size_t>(c.links[i]);
       if (count_[li] == 0) {  // every weight is >= 1, so 0 means "not touched yet"
@@ -212,20 +215,37 @@ void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
   }
   for (LinkId l : touched_) {
     const size_t li = static_cast<size_t>(l);
-    cap_[li] = std::max(0.0, capacity_Bps[li]);
+    cap_[li] = li < real ? std::max(0.0, capacity_Bps[li]) : virtual_cap_[li - real];
     top_[li] = 0.0;
   }
   frozen_.assign(n, 0);
   if (n <= kScanClasses) {
-    FillByScan(classes, rates);
+    FillByScan(views, rates);
   } else {
-    FillByHeap(classes, rates);
+    FillByHeap(views, rates);
   }
+}
+
+namespace {
+// Exactness tolerances, relative: rounding of the filling's subtractions.
+constexpr double kSaturated = 1e-9;
+constexpr double kSameRate = 1e-9;
+// SolveInterned's pair tables hold classes² entries: a step's solves have a handful of classes
+// (buckets of a few stages, split parts); a pipelined tree's segment can have hundreds.
+constexpr size_t kPairClasses = 48;
+}  // namespace
+
+void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
+                                const std::vector<double>& capacity_Bps, std::vector<double>* rates,
+                                std::vector<std::vector<uint32_t>>* loose) {
+  EnsureLinks(capacity_Bps.size());
+  const size_t n = classes.size();
+  loose->resize(n);
+  for (auto& l : *loose) l.clear();
+  SetUpAndFill(classes, capacity_Bps, rates);
   // Exactness: a member is held at its class's rate r by a bottleneck, a link on its path left
   // with (relatively) no capacity on which no flow gets more than r. Without one, per-flow
-  // filling would raise it further. Relative tolerances: rounding of the subtractions above.
-  constexpr double kSaturated = 1e-9;
-  constexpr double kSameRate = 1e-9;
+  // filling would raise it further.
   for (size_t k = 0; k < n; ++k) {
     const ClassView& c = classes[k];
     if (c.members == nullptr || c.members->size() <= 1) continue;
@@ -238,6 +258,222 @@ void MaxMinSolver::SolveClasses(const std::vector<ClassView>& classes,
         if (cap_[li] <= kSaturated * full && top_[li] <= r * (1 + kSameRate)) {
           held = true;
           break;
+        }
+      }
+      if (!held) (*loose)[k].push_back(static_cast<uint32_t>(m));
+    }
+  }
+  for (LinkId l : touched_) count_[static_cast<size_t>(l)] = 0;
+}
+
+size_t MaxMinSolver::PairHash::operator()(
+    const std::pair<const FlowClass*, const FlowClass*>& p) const {
+  const auto a = reinterpret_cast<uintptr_t>(p.first);
+  const auto b = reinterpret_cast<uintptr_t>(p.second);
+  return std::hash<uintptr_t>()(a * 0x9e3779b97f4a7c15ull ^ b);
+}
+
+void MaxMinSolver::ForgetClasses() {
+  class_data_.clear();
+  shared_.clear();
+}
+
+const MaxMinSolver::ClassData& MaxMinSolver::DataOf(const FlowClass* c,
+                                                    const std::vector<double>& capacity_Bps) {
+  auto [it, fresh] = class_data_.try_emplace(c);
+  ClassData& d = it->second;
+  if (!fresh) return d;
+  if (ratio_.size() < capacity_Bps.size()) ratio_.resize(capacity_Bps.size());
+  d.by_ratio.reserve(c->links.size());
+  for (size_t i = 0; i < c->links.size(); ++i) {
+    const size_t l = static_cast<size_t>(c->links[i]);
+    const double ratio = std::max(0.0, capacity_Bps[l]) / c->counts[i];
+    ratio_[l] = ratio;
+    d.by_ratio.emplace_back(ratio, static_cast<uint32_t>(i));
+  }
+  std::sort(d.by_ratio.begin(), d.by_ratio.end());
+  d.bound = d.by_ratio.empty() ? 0.0 : d.by_ratio.front().first;
+  d.member_ratio.resize(c->member_links.size());
+  for (size_t e = 0; e < c->member_links.size(); ++e) {
+    d.member_ratio[e] = ratio_[static_cast<size_t>(c->member_links[e])];
+  }
+  d.members_at_bound = true;
+  for (size_t m = 0; m < c->size() && d.members_at_bound; ++m) {
+    bool at = false;
+    for (uint32_t e = c->member_begin[m]; e < c->member_begin[m + 1] && !at; ++e) {
+      at = d.member_ratio[e] <= d.bound;
+    }
+    d.members_at_bound = at;
+  }
+  return d;
+}
+
+std::pair<const MaxMinSolver::Shared*, bool> MaxMinSolver::SharedLinks(const FlowClass* a,
+                                                                       const FlowClass* b) {
+  const bool first = !std::less<const FlowClass*>()(b, a);
+  if (!first) std::swap(a, b);
+  auto [it, fresh] = shared_.try_emplace({a, b});
+  Shared& s = it->second;
+  if (fresh) {
+    size_t i = 0, j = 0;
+    while (i < a->links.size() && j < b->links.size()) {
+      if (a->links[i] < b->links[j]) {
+        ++i;
+      } else if (b->links[j] < a->links[i]) {
+        ++j;
+      } else {
+        s.links.push_back(a->links[i]);
+        s.counts_first.push_back(a->counts[i++]);
+        s.counts_second.push_back(b->counts[j++]);
+      }
+    }
+  }
+  return {&s, first};
+}
+
+void MaxMinSolver::SolveInterned(const std::vector<ClassView>& classes,
+                                 const std::vector<double>& capacity_Bps,
+                                 std::vector<double>* rates,
+                                 std::vector<std::vector<uint32_t>>* loose) {
+  const size_t real = capacity_Bps.size();
+  const size_t n = classes.size();
+  // Pairs cost O(classes²): past this many classes the plain filling is cheaper.
+  size_t num_classes = 0;
+  for (const ClassView& c : classes) num_classes += c.members != nullptr;
+  if (num_classes > kPairClasses) {
+    SolveClasses(classes, capacity_Bps, rates, loose);
+    return;
+  }
+  EnsureLinks(real + n);
+  if (stamp_.size() < real) {
+    stamp_.resize(real, 0);
+    mark_.resize(real, 0);
+  }
+  if (tag_ >= UINT32_MAX - n - 1) {  // tags would wrap: start afresh
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    std::fill(mark_.begin(), mark_.end(), 0);
+    tag_ = 0;
+  }
+  const uint32_t tag = ++tag_;
+  loose->resize(n);
+  for (auto& l : *loose) l.clear();
+  if (red_links_.size() < n) {
+    red_links_.resize(n);
+    red_counts_.resize(n);
+  }
+  // The classes, and the pairs' shared links, once per pair.
+  cls_.clear();
+  size_t single_links = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (classes[i].members != nullptr) {
+      cls_.push_back(static_cast<uint32_t>(i));
+    } else {
+      single_links += classes[i].links.size();
+    }
+  }
+  const size_t nc = cls_.size();
+  pair_shared_.assign(nc * nc, nullptr);
+  pair_first_.assign(nc * nc, 0);
+  for (size_t a = 0; a < nc; ++a) {
+    for (size_t b = a + 1; b < nc; ++b) {
+      const auto [shared, first] = SharedLinks(classes[cls_[a]].members, classes[cls_[b]].members);
+      pair_shared_[a * nc + b] = pair_shared_[b * nc + a] = shared;
+      pair_first_[a * nc + b] = first;
+      pair_first_[b * nc + a] = !first;
+    }
+  }
+  // Each class's reduced view: the links another class or a single flow also crosses, with its
+  // crossings of them (each link once), then its private bound as a virtual link.
+  virtual_cap_.assign(n, 0.0);
+  red_views_.assign(classes.begin(), classes.end());
+  for (size_t i = 0; i < n; ++i) {
+    if (classes[i].members == nullptr) {
+      for (LinkId l : classes[i].links) stamp_[static_cast<size_t>(l)] = tag;
+    }
+  }
+  const uint32_t singles_tag = tag;  // stamp_ == tag so far: on a single flow's path
+  for (size_t a = 0; a < nc; ++a) {
+    const size_t i = cls_[a];
+    const FlowClass* c = classes[i].members;
+    const uint32_t mine = ++tag_;
+    std::vector<LinkId>& links = red_links_[i];
+    std::vector<uint32_t>& counts = red_counts_[i];
+    links.clear();
+    counts.clear();
+    // Before the pairs: stamp_ still tells the singles' links apart.
+    if (single_links > 0) {
+      // Whichever is cheaper: each single link looked up in the class, or the class's links
+      // checked against the singles' stamps.
+      if (single_links * 16 < c->links.size()) {
+        for (size_t j = 0; j < n; ++j) {
+          if (classes[j].members != nullptr) continue;
+          for (LinkId l : classes[j].links) {
+            const auto at = std::lower_bound(c->links.begin(), c->links.end(), l);
+            if (at == c->links.end() || *at != l || mark_[size_t(l)] == mine) continue;
+            mark_[size_t(l)] = mine;
+            links.push_back(l);
+            counts.push_back(c->counts[size_t(at - c->links.begin())]);
+          }
+        }
+      } else {
+        for (size_t e = 0; e < c->links.size(); ++e) {
+          const size_t li = static_cast<size_t>(c->links[e]);
+          if (stamp_[li] != singles_tag) continue;
+          mark_[li] = mine;
+          links.push_back(c->links[e]);
+          counts.push_back(c->counts[e]);
+        }
+      }
+    }
+    for (size_t b = 0; b < nc; ++b) {
+      const Shared* shared = pair_shared_[a * nc + b];
+      if (shared == nullptr) continue;
+      const auto& own = pair_first_[a * nc + b] ? shared->counts_first : shared->counts_second;
+      for (size_t e = 0; e < shared->links.size(); ++e) {
+        const size_t li = static_cast<size_t>(shared->links[e]);
+        if (mark_[li] == mine) continue;
+        mark_[li] = mine;
+        links.push_back(shared->links[e]);
+        counts.push_back(own[e]);
+      }
+    }
+  }
+  for (size_t a = 0; a < nc; ++a) {
+    for (LinkId l : red_links_[cls_[a]]) stamp_[static_cast<size_t>(l)] = tag;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const FlowClass* c = classes[i].members;
+    if (c == nullptr) continue;
+    const ClassData& d = DataOf(c, capacity_Bps);
+    for (const auto& [ratio, at] : d.by_ratio) {
+      if (stamp_[static_cast<size_t>(c->links[at])] == tag) continue;
+      virtual_cap_[i] = ratio;
+      red_links_[i].push_back(static_cast<LinkId>(real + i));
+      red_counts_[i].push_back(1);
+      break;
+    }
+    red_views_[i] = {red_links_[i], red_counts_[i], c};
+  }
+  SetUpAndFill(red_views_, capacity_Bps, rates);
+  // The exactness check of SolveClasses. A link no other unknown crosses (not stamped) carries
+  // only its class: it is saturated when the class's rate reaches its ratio.
+  for (size_t k = 0; k < n; ++k) {
+    const FlowClass* c = classes[k].members;
+    if (c == nullptr || c->size() <= 1) continue;
+    const double r = (*rates)[k];
+    const ClassData& d = DataOf(c, capacity_Bps);
+    // At its standalone bound, every link at that ratio is saturated by this class alone (no
+    // other flow can get more on it), and every member crosses one.
+    if (d.members_at_bound && r >= d.bound * (1 - kSameRate)) continue;
+    for (size_t m = 0; m < c->size(); ++m) {
+      bool held = false;
+      for (uint32_t e = c->member_begin[m]; e < c->member_begin[m + 1] && !held; ++e) {
+        const size_t li = static_cast<size_t>(c->member_links[e]);
+        if (stamp_[li] == tag) {
+          held = cap_[li] <= kSaturated * std::max(0.0, capacity_Bps[li]) &&
+                 top_[li] <= r * (1 + kSameRate);
+        } else {
+          held = r >= d.member_ratio[e] * (1 - kSaturated);
         }
       }
       if (!held) (*loose)[k].push_back(static_cast<uint32_t>(m));

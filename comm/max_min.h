@@ -15,6 +15,17 @@
 // ("loose"); the caller splits them off into a class of their own and solves again, so the
 // result is always the per-flow max-min solution (docs/step-simulation.md, "Flow classes").
 //
+// Reduced solves (SolveInterned): a class of a few hundred members crosses thousands of links,
+// but only two kinds matter to the filling: links another unknown also crosses ("shared"), and
+// the class's private link of smallest capacity ÷ crossings (its private bound: a link only one
+// class crosses has a constant share until that class freezes, so only its smallest can ever
+// freeze it). SolveInterned keeps, per class, its links sorted by that ratio and, per pair of
+// classes, their shared links (both depend only on the classes and the capacities, so they are
+// computed once), and fills over the shared links plus one virtual link per class carrying its
+// private bound: the same filling steps, the same rates, in time proportional to the shared
+// links instead of every crossing. The exactness check is the same; for a class at its
+// standalone bound whose every member crosses a link at that bound it needs no member walk.
+//
 // Invariants: deterministic (ties between equal shares broken by link id); a link of capacity 0
 // freezes its flows at rate 0; scratch memory is reused between calls.
 #ifndef TRAINSIM_COMM_MAX_MIN_H_
@@ -23,6 +34,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "comm/topology.h"
@@ -66,7 +79,39 @@ class MaxMinSolver {
   void SolveClasses(const std::vector<ClassView>& classes, const std::vector<double>& capacity_Bps,
                     std::vector<double>* rates, std::vector<std::vector<uint32_t>>* loose);
 
+  // SolveClasses, reduced (above) and with the same result up to the order of equal shares
+  // (rates equal within rounding). REQUIRES: every class view's links/counts are its members'
+  // (c.links, c.counts of *c.members), and every class and `capacity_Bps` stay unchanged until
+  // ForgetClasses() — the solver keeps data per class address (FlowNetwork interns its classes
+  // and forgets them whenever a capacity changes).
+  void SolveInterned(const std::vector<ClassView>& classes, const std::vector<double>& capacity_Bps,
+                     std::vector<double>* rates, std::vector<std::vector<uint32_t>>* loose);
+  void ForgetClasses();
+
  private:
+  // Per class, for the capacities it was first seen with.
+  struct ClassData {
+    std::vector<std::pair<double, uint32_t>> by_ratio;  // (capacity ÷ crossings, index) ascending
+    double bound = 0;                  // by_ratio's smallest ratio: the class's rate alone
+    bool members_at_bound = false;     // every member crosses a link at that ratio
+    std::vector<double> member_ratio;  // per entry of member_links: its link's ratio
+  };
+  // Links two classes share, with each one's crossings of them.
+  struct Shared {
+    std::vector<LinkId> links;
+    std::vector<uint32_t> counts_first, counts_second;  // of the pair's first and second class
+  };
+  struct PairHash {
+    size_t operator()(const std::pair<const FlowClass*, const FlowClass*>& p) const;
+  };
+  const ClassData& DataOf(const FlowClass* c, const std::vector<double>& capacity_Bps);
+  // The pair's Shared, and whether `a` is its first class.
+  std::pair<const Shared*, bool> SharedLinks(const FlowClass* a, const FlowClass* b);
+  // Counts, capacities and classes per link over `views` (links >= capacity_Bps.size() are
+  // virtual: capacity virtual_cap_[l - capacity_Bps.size()]); then the filling.
+  void SetUpAndFill(const std::vector<ClassView>& views, const std::vector<double>& capacity_Bps,
+                    std::vector<double>* rates);
+  void EnsureLinks(size_t num_links);
   void FillByScan(const std::vector<ClassView>& classes, std::vector<double>* rates);
   void FillByHeap(const std::vector<ClassView>& classes, std::vector<double>* rates);
   template <typename FreezeFn>
@@ -81,6 +126,20 @@ class MaxMinSolver {
   std::vector<LinkId> touched_;
   std::vector<uint8_t> frozen_;
   std::vector<double> top_;  // per link: the largest rate frozen on it (SolveClasses)
+  // SolveInterned's caches and scratch.
+  std::unordered_map<const FlowClass*, ClassData> class_data_;
+  std::unordered_map<std::pair<const FlowClass*, const FlowClass*>, Shared, PairHash> shared_;
+  std::vector<uint32_t> cls_;               // a solve's classes (indices of its unknowns)
+  std::vector<const Shared*> pair_shared_;  // per pair (a, b) of cls_
+  std::vector<uint8_t> pair_first_;
+  std::vector<uint32_t> mark_;   // per link: the tag of the class whose reduced view holds it
+  std::vector<double> ratio_;    // per link: scratch of DataOf
+  std::vector<uint32_t> stamp_;  // per link: the tag of the last class or solve that marked it
+  uint32_t tag_ = 0;
+  std::vector<std::vector<LinkId>> red_links_;
+  std::vector<std::vector<uint32_t>> red_counts_;
+  std::vector<ClassView> red_views_;
+  std::vector<double> virtual_cap_;
 };
 
 }  // namespace trainsim::comm

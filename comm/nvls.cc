@@ -52,6 +52,9 @@ void Add(TransferSchedule* s, Leg leg, int src, int dst, uint64_t payload, int c
     t.src_gpu = src;
     t.dst_gpu = dst;
     t.payload_bytes = payload;
+    // Symmetric by construction: every GPU's (or head's) leg of one kind in a segment, so one
+    // flow class per leg kind (max_min.h; the solver splits members that would not share a rate).
+    t.flow_class = static_cast<int>(leg);
     s->transfers.push_back(t);
   }
 }

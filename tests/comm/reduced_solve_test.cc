@@ -1,0 +1,123 @@
+// MaxMinSolver::SolveInterned (comm/max_min.h, "Reduced solves") fills only the links two
+// unknowns share plus one private bound per class; it must give SolveClasses's rates and loose
+// members. Expectations: SolveClasses on the same input (the unreduced progressive filling,
+// itself checked against hand-derived rates in flow_class_test.cc) and hand-derived rates.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "comm/max_min.h"
+#include "gtest/gtest.h"
+
+namespace trainsim::comm {
+namespace {
+
+std::shared_ptr<const FlowClass> ClassOf(const std::vector<std::vector<LinkId>>& paths) {
+  std::vector<std::span<const LinkId>> spans(paths.begin(), paths.end());
+  return MakeFlowClass(spans);
+}
+
+ClassView ViewOf(const FlowClass& c) { return {c.links, c.counts, &c}; }
+
+TEST(ReducedSolveTest, PrivateBoundsAndASharedLinkGiveTheHandDerivedRates) {
+  // Class A: members on private links 0 and 1 (10 B/s each), both through shared link 4; class
+  // B: members on private links 2, 3 (40 B/s) through 4 too; link 4 carries 60 B/s. A is held
+  // at 10 by its private links; B gets (60 − 2·10)/2 = 20 on link 4, below its private 40.
+  const auto a = ClassOf({{0, 4}, {1, 4}});
+  const auto b = ClassOf({{2, 4}, {3, 4}});
+  const std::vector<double> cap = {10, 10, 40, 40, 60};
+  MaxMinSolver solver;
+  std::vector<double> rates;
+  std::vector<std::vector<uint32_t>> loose;
+  solver.SolveInterned({ViewOf(*a), ViewOf(*b)}, cap, &rates, &loose);
+  ASSERT_EQ(rates.size(), 2u);
+  EXPECT_DOUBLE_EQ(rates[0], 10);
+  EXPECT_DOUBLE_EQ(rates[1], 20);
+  EXPECT_TRUE(loose[0].empty());
+  EXPECT_TRUE(loose[1].empty());
+}
+
+TEST(ReducedSolveTest, MembersNotHeldAreReportedLooseAsByTheFullSolve) {
+  // flow_class_test's case: members on links 0, 1, 2 (12 B/s), a single flow on link 1: the
+  // class freezes at 6 and members 0 and 2 are loose.
+  const auto c = ClassOf({{0}, {1}, {2}});
+  const std::vector<LinkId> single = {1};
+  const std::vector<double> cap = {12, 12, 12};
+  MaxMinSolver solver;
+  std::vector<double> rates;
+  std::vector<std::vector<uint32_t>> loose;
+  solver.SolveInterned({ViewOf(*c), {single, {}, nullptr}}, cap, &rates, &loose);
+  EXPECT_DOUBLE_EQ(rates[0], 6);
+  EXPECT_DOUBLE_EQ(rates[1], 6);
+  EXPECT_EQ(loose[0], (std::vector<uint32_t>{0, 2}));
+}
+
+// Random classes and single flows over a small link set (so they overlap), random capacities
+// (a few equal, a few 0): the reduced solve equals the full one.
+TEST(ReducedSolveTest, RandomSetsMatchTheFullSolve) {
+  std::mt19937_64 rng(20);
+  constexpr int kLinks = 40;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<double> cap(kLinks);
+    for (double& x : cap) {
+      const int kind = static_cast<int>(rng() % 10);
+      x = kind == 0 ? 0.0 : (kind < 4 ? 100.0 : 10.0 + static_cast<double>(rng() % 200));
+    }
+    const int n = 1 + static_cast<int>(rng() % 24);  // both fills: scan (<= 16) and heap
+    std::vector<std::shared_ptr<const FlowClass>> classes;
+    std::vector<std::vector<LinkId>> singles;
+    std::vector<ClassView> views;
+    singles.reserve(n);
+    for (int k = 0; k < n; ++k) {
+      auto path = [&] {
+        std::vector<LinkId> p;
+        const int len = 1 + static_cast<int>(rng() % 4);
+        while (static_cast<int>(p.size()) < len) {
+          const LinkId l = static_cast<LinkId>(rng() % kLinks);
+          if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
+        }
+        return p;
+      };
+      if (rng() % 3 == 0) {
+        singles.push_back(path());
+        views.push_back({singles.back(), {}, nullptr});
+      } else {
+        std::vector<std::vector<LinkId>> members(2 + rng() % 5);
+        for (auto& m : members) m = path();
+        classes.push_back(ClassOf(members));
+        views.push_back(ViewOf(*classes.back()));
+      }
+    }
+    MaxMinSolver full, reduced;
+    std::vector<double> want, got;
+    std::vector<std::vector<uint32_t>> want_loose, got_loose;
+    full.SolveClasses(views, cap, &want, &want_loose);
+    reduced.SolveInterned(views, cap, &got, &got_loose);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_NEAR(got[k], want[k], 1e-9 * std::max(1.0, want[k])) << "trial " << trial;
+      EXPECT_EQ(got_loose[k], want_loose[k]) << "trial " << trial << " unknown " << k;
+    }
+  }
+}
+
+TEST(ReducedSolveTest, ForgottenClassesAreRecomputedForNewCapacities) {
+  // The same class under two capacity sets: after ForgetClasses the bound follows the new one.
+  const auto c = ClassOf({{0}, {1}});
+  MaxMinSolver solver;
+  std::vector<double> rates;
+  std::vector<std::vector<uint32_t>> loose;
+  solver.SolveInterned({ViewOf(*c)}, {8, 8}, &rates, &loose);
+  EXPECT_DOUBLE_EQ(rates[0], 8);
+  solver.ForgetClasses();
+  solver.SolveInterned({ViewOf(*c)}, {5, 8}, &rates, &loose);
+  EXPECT_DOUBLE_EQ(rates[0], 5);
+  EXPECT_EQ(loose[0], (std::vector<uint32_t>{1}));
+}
+
+}  // namespace
+}  // namespace trainsim::comm
