@@ -6,6 +6,7 @@
 
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
+#include "step/comm_sm_share.h"
 #include "step/ep_overlap.h"
 
 namespace trainsim::step {
@@ -115,6 +116,8 @@ struct LayerCost {
   double fwd = 0, bwd = 0, recompute = 0;   // compute
   double fwd_kernels = 0, bwd_kernels = 0;  // backward includes the recomputed kernels
   double tp_fwd = 0, tp_bwd = 0, cp_fwd = 0, cp_bwd = 0, ep_fwd = 0, ep_bwd = 0;
+  // Of fwd, bwd and recompute: compute slowed by the overlapped collectives.
+  double slow_fwd = 0, slow_bwd = 0, slow_recompute = 0;
 };
 
 double OpSeconds(const StepConfig& cfg, const GemmCalibration& cal,
@@ -193,6 +196,30 @@ UbOverlap OverlapTp(double ag_s, double rs_s, double gemm_s, int tp, double sms)
   return o;
 }
 
+// The SM share the overlapped layer collectives of `group` take (step/comm_sm_share.h): the CP
+// ring's send/recv (its peers are tp ranks apart: on other nodes once TP fills a node), the EP
+// all-to-all over its ep_nodes nodes, or DeepEP's own SMs with the FLEX dispatcher.
+double OverlapShare(const StepConfig& cfg, CommGroup group) {
+  const ParallelConfig& c = cfg.parallel;
+  const NcclCtaLimits limits{cfg.nccl_min_ctas, cfg.nccl_max_ctas};
+  const int nics = cfg.topology.nics_per_node;
+  int ctas = 0;
+  if (group == CommGroup::kCp) {
+    ctas = NcclP2pCtas(cfg.gpu.arch, c.tp >= cfg.topology.gpus_per_node, nics, limits);
+  } else if (group == CommGroup::kEp && c.moe_dispatcher == MoeDispatcher::kFlex) {
+    ctas = kDeepEpSms;
+  } else if (group == CommGroup::kEp) {
+    NcclCollectiveShape shape;
+    shape.arch = cfg.gpu.arch;
+    shape.op = comm::Op::kAllToAll;
+    shape.ranks = c.ep;
+    shape.nodes = c.ep_nodes;
+    shape.nics_per_node = nics;
+    ctas = NcclCollectiveCtas(shape, limits);
+  }
+  return SmShare(ctas, cfg.gpu.num_sms);
+}
+
 // Where an op of a MoE layer runs in Megatron-Core's combined 1F1B schedule plan
 // (step/ep_overlap.h): the routed experts between dispatch and combine, the combine node's
 // compute after its all-to-all, or the pre-dispatch node (everything else: attention, norms,
@@ -266,7 +293,12 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     if (!one.ok()) return one.status();
     double t = *one * std::max(1, col.count);
     if (!col.overlaps_op.empty()) {
-      t = std::max(0.0, t - OpSeconds(cfg, gemm, ops, col.overlaps_op, col.forward));
+      // The CP ring's K/V steps beside the attention blocks: the attention loses the SMs of
+      // the send/recv kernel while the exchange runs (step/comm_sm_share.h).
+      const double under = OpSeconds(cfg, gemm, ops, col.overlaps_op, col.forward);
+      const OverlapCost o = OverlapBeside(t, under, OverlapShare(cfg, col.group));
+      (col.forward ? lc.slow_fwd : lc.slow_bwd) += o.slowed;
+      t = o.exposed;
     }
     const int dir = col.forward ? 0 : 1;
     switch (col.group) {
@@ -304,8 +336,21 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     AddEpComputeParts(cfg, gemm, ops, &ep_parts);
     const double ep = lc.ep_fwd + lc.ep_bwd;
     const double exposed = std::min(ep, ExposedEpSeconds(ep_parts));
+    // The all-to-alls' hidden part runs beside the paired compute and takes its SMs.
+    // It ends before the compute it hides under, which then makes up the lost work at full
+    // rate: share × the hidden time (OverlapBeside with comm ≤ compute).
+    const double slowed = (ep - exposed) * OverlapShare(cfg, CommGroup::kEp);
+    lc.slow_fwd += slowed * lc.ep_fwd / ep;
+    lc.slow_bwd += slowed * lc.ep_bwd / ep;
     lc.ep_fwd *= exposed / ep;
     lc.ep_bwd *= exposed / ep;
+  }
+  // The collectives' slowdown is compute time (the recomputed forward re-runs its own).
+  lc.fwd += lc.slow_fwd;
+  lc.bwd += lc.slow_bwd;
+  if (c.recompute == Recompute::kFull) {
+    lc.slow_recompute = lc.slow_fwd;
+    lc.recompute += lc.slow_fwd;
   }
   if (c.tp_comm_overlap && c.tp > 1) {
     // The chunked GEMMs are what hides the communication, and their lower efficiency (each
@@ -318,9 +363,14 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     const UbOverlap b = OverlapTp(ag[1], rs[1], chunked_b, c.tp, sms);
     lc.tp_fwd += f.exposed;
     lc.fwd += f.compute_penalty + chunk_cost_f;
+    lc.slow_fwd += f.compute_penalty;
     lc.tp_bwd += b.exposed;
     lc.bwd += b.compute_penalty + chunk_cost_b;
-    if (c.recompute == Recompute::kFull) lc.recompute += f.compute_penalty + chunk_cost_f;
+    lc.slow_bwd += b.compute_penalty;
+    if (c.recompute == Recompute::kFull) {
+      lc.recompute += f.compute_penalty + chunk_cost_f;
+      lc.slow_recompute += f.compute_penalty;
+    }
   }
   return lc;
 }
@@ -355,6 +405,8 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
   auto add = [&](const LayerCost& lc, double n, ChunkCost::Layer& one, double w) {
     AddLayerCost(lc, w, tp_recompute, &one);
     AddLayerCost(lc, n, tp_recompute, &k);
+    k.fwd_slowed_s += n * lc.slow_fwd;
+    k.bwd_slowed_s += n * (lc.slow_bwd + lc.slow_recompute);
     k.fwd_kernels += n * lc.fwd_kernels;
     k.bwd_kernels += n * lc.bwd_kernels;
   };

@@ -65,6 +65,10 @@ struct ChunkCost {
   // the pass's own time (step/host_overhead.h: 0 unless the pass is launch-bound).
   double fwd_kernels = 0, bwd_kernels = 0;
   double fwd_host_s = 0, bwd_host_s = 0;
+  // The part of fwd/bwd_compute_s that is compute slowed by the layer collectives overlapped
+  // with it (TE userbuffers' TP, the CP ring under attention, overlapped EP all-to-alls), for
+  // the breakdown's "compute slowed by overlapped comm" (step/comm_sm_share.h).
+  double fwd_slowed_s = 0, bwd_slowed_s = 0;
   double fwd_comm_s() const { return fwd_tp_s + fwd_cp_s + fwd_ep_s; }
   double bwd_comm_s() const { return bwd_tp_s + bwd_cp_s + bwd_ep_s; }
   // One dense and one MoE layer's share of the above (the trace draws the pass layer by layer;
