@@ -606,6 +606,27 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
   return b;
 }
 
+Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& topo, comm::Op op,
+                                 const std::vector<int>& group, double bytes) {
+  if (group.size() <= 1 || bytes <= 0) return 0.0;
+  const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group, uint64_t(bytes)};
+  Result<comm::CollectiveEstimate> how = comm::EstimateCollective(topo, spec);
+  if (!how.ok()) return how.status();
+  std::set<int> nodes;
+  for (int g : group) nodes.insert(topo.node_of(g));
+  NcclCollectiveShape shape;
+  shape.arch = cfg.gpu.arch;
+  shape.op = op;
+  shape.algo = how->algo;
+  shape.protocol = how->protocol;
+  shape.ranks = int(group.size());
+  shape.nodes = int(nodes.size());
+  shape.nics_per_node = cfg.topology.nics_per_node;
+  shape.bytes = bytes;
+  return SmShare(NcclCollectiveCtas(shape, {cfg.nccl_min_ctas, cfg.nccl_max_ctas}),
+                 cfg.gpu.num_sms);
+}
+
 double ZeroWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share) {
   return 2.0 * StageParams(cfg, stage).dense * nic_share;
 }
