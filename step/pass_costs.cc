@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
@@ -609,18 +611,36 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
 Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& topo, comm::Op op,
                                  const std::vector<int>& group, double bytes) {
   if (group.size() <= 1 || bytes <= 0) return 0.0;
-  const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group, uint64_t(bytes)};
-  Result<comm::CollectiveEstimate> how = comm::EstimateCollective(topo, spec);
-  if (!how.ok()) return how.status();
-  std::set<int> nodes;
-  for (int g : group) nodes.insert(topo.node_of(g));
+  // The tuner's choice costs as much as timing the collective (every algorithm over the
+  // group), and a sweep asks for the same DP groups across thousands of layouts: memoised per
+  // thread on the topology's shape and the group (its size and ends: the layout's DP and shard
+  // groups are arithmetic progressions), op and size.
+  using Key = std::tuple<const comm::Topology*, int, int, int, int, size_t, int, int, uint64_t>;
+  struct Chosen {
+    comm::Algo algo;
+    comm::Protocol protocol;
+    int nodes;
+  };
+  thread_local std::map<Key, Chosen> chosen;
+  const Key key{&topo,          topo.num_gpus(), topo.gpus_per_node(), cfg.topology.nics_per_node,
+                int(op),        group.size(),    group.front(),        group.back(),
+                uint64_t(bytes)};
+  auto it = chosen.find(key);
+  if (it == chosen.end()) {
+    const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group, uint64_t(bytes)};
+    Result<comm::CollectiveEstimate> how = comm::EstimateCollective(topo, spec);
+    if (!how.ok()) return how.status();
+    std::set<int> nodes;
+    for (int g : group) nodes.insert(topo.node_of(g));
+    it = chosen.emplace(key, Chosen{how->algo, how->protocol, int(nodes.size())}).first;
+  }
   NcclCollectiveShape shape;
   shape.arch = cfg.gpu.arch;
   shape.op = op;
-  shape.algo = how->algo;
-  shape.protocol = how->protocol;
+  shape.algo = it->second.algo;
+  shape.protocol = it->second.protocol;
   shape.ranks = int(group.size());
-  shape.nodes = int(nodes.size());
+  shape.nodes = it->second.nodes;
   shape.nics_per_node = cfg.topology.nics_per_node;
   shape.bytes = bytes;
   return SmShare(NcclCollectiveCtas(shape, {cfg.nccl_min_ctas, cfg.nccl_max_ctas}),
