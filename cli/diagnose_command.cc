@@ -148,7 +148,7 @@ std::string DispatcherName(par::MoeDispatcher d) {
 // A stage's own work: what it computes and the communication it cannot hide, not its waits.
 double BusySeconds(const step::StepBreakdown& b) {
   return b.compute_s + b.exposed_tp_comm_s + b.exposed_cp_comm_s + b.exposed_ep_comm_s +
-         b.exposed_dp_comm_s + b.optimizer_s + b.host_overhead_s;
+         b.exposed_dp_comm_s + b.optimizer_s + b.host_overhead_s + b.compute_slowed_s;
 }
 
 // Pipeline wait is mostly the transfers when the stages are even, and mostly the reported

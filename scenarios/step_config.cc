@@ -312,6 +312,8 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.tp_comm_overlap = p.tp_comm_overlap();
   c.parallel.overlap_param_gather = p.overlap_param_gather();
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
+  c.nccl_min_ctas = p.nccl_min_ctas();
+  c.nccl_max_ctas = p.nccl_max_ctas();
   c.parallel.moe_dispatcher =
       p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? par::MoeDispatcher::kAllGather
       : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? par::MoeDispatcher::kFlex

@@ -350,6 +350,18 @@ Error ValidateExpertAndContext(const pb::Scenario& s) {
                                           " and cp to divide kv_heads " + Str(m.kv_heads()) +
                                           "; use P2P or ALL_GATHER");
   }
+  // NCCL accepts 1..MAXCHANNELS (64 since NCCL 2.23, step/comm_sm_share.h); 0 = unset.
+  if (auto e = Range("parallelism.nccl_min_ctas", p.nccl_min_ctas(), 0, 64, "nccl_min_ctas")) {
+    return e;
+  }
+  if (auto e = Range("parallelism.nccl_max_ctas", p.nccl_max_ctas(), 0, 64, "nccl_max_ctas")) {
+    return e;
+  }
+  if (p.nccl_max_ctas() > 0 && p.nccl_min_ctas() > p.nccl_max_ctas()) {
+    return Err("parallelism.nccl_min_ctas", "nccl_min_ctas " + Str(p.nccl_min_ctas()) +
+                                                " must not exceed nccl_max_ctas " +
+                                                Str(p.nccl_max_ctas()));
+  }
   if (auto e = Range("parallelism.shard_group", p.shard_group(), 0, gpus, "shard_group")) return e;
   if (p.shard_group() > 0 && p.dp() % p.shard_group() != 0) {
     return Err("parallelism.shard_group", "shard_group " + Str(p.shard_group()) +

@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "step/comm_sm_share.h"
+
 namespace trainsim::step {
 
 GradientSync::GradientSync(StepState* state) : st_(state) {
@@ -18,6 +20,34 @@ GradientSync::GradientSync(StepState* state) : st_(state) {
     ch.expert_group = st_->layout->ExpertDpGroup(gpu);
     ch.plan = PlanGradientBuckets(st_->cfg, s, st_->nic_share);
     ch.produced.assign(st_->replicas.size(), 0);
+  }
+  fsdp_share_.assign(st_->execs.size(), 0.0);
+}
+
+double GradientSync::ShareOf(const comm::CollectiveSpec& spec,
+                             const comm::CollectiveEstimate& how) {
+  auto [it, fresh] = nodes_of_.emplace(spec.gpus, 0);
+  if (fresh) {
+    std::set<int> nodes;
+    for (int g : spec.gpus) nodes.insert(st_->topo->node_of(g));
+    it->second = int(nodes.size());
+  }
+  NcclCollectiveShape shape;
+  shape.arch = st_->cfg.gpu.arch;
+  shape.op = spec.op;
+  shape.algo = how.algo;
+  shape.protocol = how.protocol;
+  shape.ranks = int(spec.gpus.size());
+  shape.nodes = it->second;
+  shape.nics_per_node = st_->cfg.topology.nics_per_node;
+  shape.bytes = double(spec.bytes);
+  const NcclCtaLimits limits{st_->cfg.nccl_min_ctas, st_->cfg.nccl_max_ctas};
+  return SmShare(NcclCollectiveCtas(shape, limits), st_->cfg.gpu.num_sms);
+}
+
+void GradientSync::AddStageShare(int stage, double share) {
+  for (size_t r = 0; r < st_->replicas.size(); ++r) {
+    st_->AddCommShare(int(r) * st_->c.pp + stage, share);
   }
 }
 
@@ -86,16 +116,28 @@ void GradientSync::BeforePass(int ei, double pass_s, std::function<void(double)>
   }
   const double extra = std::max(0.0, rest_s - pass_s);
   Result<comm::CollectiveEstimate> r =
-      StartCollective(first, [this, ei, now, extra, bytes = first.bytes, ranks = first.gpus.size(),
-                              then = std::move(then)] {
+      StartCollective(first, [this, ei, now, extra, rest_s, bytes = first.bytes,
+                              ranks = first.gpus.size(), then = std::move(then)] {
         Executor& x = st_->exec(ei);
         const double t_now = st_->now();
+        // The prefetched gathers run beside the pass for rest_s, on the first one's channels.
+        const double share = fsdp_share_[size_t(ei)];
+        if (rest_s <= 0) st_->AddCommShare(ei, -share);
+        if (rest_s > 0) {
+          st_->engine.Schedule(StepState::Delay(rest_s),
+                               [this, ei, share] { st_->AddCommShare(ei, -share); });
+        }
         x.b.exposed_dp_comm_s += t_now - now + extra;
         st_->trace.Slice(x.gpu, kTrackDp, "fsdp all_gather", "dp", now, t_now - now,
                          {{"bytes", int64_t(bytes)}, {"ranks", int64_t(ranks)}});
         then(extra);
       });
-  if (!r.ok()) st_->error = r.status();
+  if (!r.ok()) {
+    st_->error = r.status();
+    return;
+  }
+  fsdp_share_[size_t(ei)] = ShareOf(first, *r);
+  st_->AddCommShare(ei, fsdp_share_[size_t(ei)]);
 }
 
 void GradientSync::ComputeDone(int ei) {
@@ -159,9 +201,17 @@ void GradientSync::RunBucket(int stage, int part, double start) {
     RunBucket(stage, part + 1, start);
     return;
   }
-  Result<comm::CollectiveEstimate> r =
-      StartCollective(spec, [this, stage, part, start] { RunBucket(stage, part + 1, start); });
-  if (!r.ok()) st_->error = r.status();
+  Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, part, start] {
+    AddStageShare(stage, -channels_[size_t(stage)].share);
+    RunBucket(stage, part + 1, start);
+  });
+  if (!r.ok()) {
+    st_->error = r.status();
+    return;
+  }
+  // The bucket's channels leave the stage's backward (or whatever it computes) fewer SMs.
+  ch.share = ShareOf(spec, *r);
+  AddStageShare(stage, ch.share);
 }
 
 // A stage's replicas are reduced when all their backwards are done and every bucket of the
@@ -276,10 +326,17 @@ void GradientSync::GatherWeights(int stage, double now) {
                      {{"bytes", int64_t(dense)},
                       {"expert_bytes", int64_t(expert)},
                       {"ranks", int64_t(channels_[size_t(stage)].group.size())}});
-    double end = t;
-    if (st_->c.overlap_param_gather) end = std::max(now, t - st_->forward_s[size_t(stage)]);
+    double end = t, slowed = 0;
+    if (st_->c.overlap_param_gather) {
+      // The next step's first forward runs beside the gathers, slowed by their SMs; the step
+      // is charged what the forward and the gathers together take beyond that forward.
+      const OverlapCost o = OverlapBeside(t - now, st_->forward_s[size_t(stage)],
+                                          channels_[size_t(stage)].gather_share);
+      slowed = o.slowed;
+      end = now + o.exposed + o.slowed;
+    }
     for (size_t rr = 0; rr < st_->replicas.size(); ++rr) {
-      Finish(int(rr) * st_->c.pp + stage, end);
+      Finish(int(rr) * st_->c.pp + stage, end, slowed);
     }
   };
   auto run_expert = [this, stage, expert, finish_all] {
@@ -291,7 +348,12 @@ void GradientSync::GatherWeights(int stage, double now) {
                               channels_[size_t(stage)].expert_group, uint64_t(expert)};
     Result<comm::CollectiveEstimate> r =
         StartCollective(spec, [this, finish_all] { finish_all(st_->now()); });
-    if (!r.ok()) st_->error = r.status();
+    if (!r.ok()) {
+      st_->error = r.status();
+      return;
+    }
+    Channel& c = channels_[size_t(stage)];
+    c.gather_share = std::max(c.gather_share, ShareOf(spec, *r));
   };
   if (dense <= 0) {
     run_expert();
@@ -299,13 +361,18 @@ void GradientSync::GatherWeights(int stage, double now) {
   }
   comm::CollectiveSpec spec{comm::Op::kAllGather, comm::Algo::kAuto, ch.group, uint64_t(dense)};
   Result<comm::CollectiveEstimate> r = StartCollective(spec, run_expert);
-  if (!r.ok()) st_->error = r.status();
+  if (!r.ok()) {
+    st_->error = r.status();
+    return;
+  }
+  ch.gather_share = ShareOf(spec, *r);
 }
 
 // Time after its optimizer (waiting for the ZeRO weight all-gather) is exposed DP communication.
-void GradientSync::Finish(int ei, double end) {
+void GradientSync::Finish(int ei, double end, double slowed) {
   Executor& e = st_->exec(ei);
-  e.b.exposed_dp_comm_s += end - e.opt_end_s;
+  e.b.compute_slowed_s += slowed;
+  e.b.exposed_dp_comm_s += end - e.opt_end_s - slowed;
   e.end_s = end;
   e.finished = true;
 }

@@ -8,6 +8,8 @@
 // ZeRO-3 gathers a chunk's weights before each of its passes. A collective whose group spans
 // more than StepConfig::flow_collective_max_nodes nodes is one closed-form event on the
 // network's current capacities instead of flows (docs/step-simulation.md says what that loses).
+// Every collective that runs while the stage computes takes the SMs of its NCCL channels from
+// it (StepState::AddCommShare).
 #ifndef TRAINSIM_STEP_GRADIENT_SYNC_H_
 #define TRAINSIM_STEP_GRADIENT_SYNC_H_
 
@@ -54,6 +56,8 @@ class GradientSync {
     bool running = false;
     size_t done = 0;
     int optimizer_done = 0;
+    double share = 0;         // SM share of the bucket collective in flight
+    double gather_share = 0;  // of the ZeRO weight all-gather
   };
 
   Result<comm::CollectiveEstimate> StartCollective(const comm::CollectiveSpec& spec,
@@ -66,7 +70,11 @@ class GradientSync {
   void ReduceTiedEmbedding();
   void Barrier();
   void OptimizerDone(int ei);
-  void Finish(int ei, double end);
+  void Finish(int ei, double end, double slowed = 0);
+  // The SM share the collective `spec`, run as `how`, takes (step/comm_sm_share.h); adds it to
+  // every executor of `stage` (the GPUs of its group that are simulated).
+  double ShareOf(const comm::CollectiveSpec& spec, const comm::CollectiveEstimate& how);
+  void AddStageShare(int stage, double share);
 
   StepState* st_;
   std::vector<Channel> channels_;
@@ -74,8 +82,10 @@ class GradientSync {
   size_t pending_embedding_ = 0;
   std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>
       closed_form_cache_;
-  std::map<std::vector<int>, int> span_of_;  // nodes a collective group spans
-  comm::CollectivePlanCache plans_;          // every bucket of a stage repeats its collectives
+  std::map<std::vector<int>, int> span_of_;   // nodes a collective group spans
+  std::map<std::vector<int>, int> nodes_of_;  // the same for every group (the SM share's)
+  std::vector<double> fsdp_share_;            // per executor: its FSDP gather's SM share
+  comm::CollectivePlanCache plans_;           // every bucket of a stage repeats its collectives
   int closed_form_collectives_ = 0;
   int closed_form_max_nodes_ = 0;
 };

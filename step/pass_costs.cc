@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
+#include "step/comm_sm_share.h"
 #include "step/ep_overlap.h"
 
 namespace trainsim::step {
@@ -118,6 +121,8 @@ struct LayerCost {
   double tp_fwd = 0, tp_bwd = 0, cp_fwd = 0, cp_bwd = 0, ep_fwd = 0, ep_bwd = 0;
   // Exposed forward collectives that recomputation re-runs in the backward.
   double tp_re = 0, cp_re = 0, ep_re = 0;
+  // Of fwd, bwd and recompute: compute slowed by the overlapped collectives.
+  double slow_fwd = 0, slow_bwd = 0, slow_recompute = 0;
 };
 
 double OpSeconds(const StepConfig& cfg, const GemmCalibration& cal,
@@ -196,6 +201,30 @@ UbOverlap OverlapTp(double ag_s, double rs_s, double gemm_s, int tp, double sms)
   return o;
 }
 
+// The SM share the overlapped layer collectives of `group` take (step/comm_sm_share.h): the CP
+// ring's send/recv (its peers are tp ranks apart: on other nodes once TP fills a node), the EP
+// all-to-all over its ep_nodes nodes, or DeepEP's own SMs with the FLEX dispatcher.
+double OverlapShare(const StepConfig& cfg, CommGroup group) {
+  const ParallelConfig& c = cfg.parallel;
+  const NcclCtaLimits limits{cfg.nccl_min_ctas, cfg.nccl_max_ctas};
+  const int nics = cfg.topology.nics_per_node;
+  int ctas = 0;
+  if (group == CommGroup::kCp) {
+    ctas = NcclP2pCtas(cfg.gpu.arch, c.tp >= cfg.topology.gpus_per_node, nics, limits);
+  } else if (group == CommGroup::kEp && c.moe_dispatcher == MoeDispatcher::kFlex) {
+    ctas = kDeepEpSms;
+  } else if (group == CommGroup::kEp) {
+    NcclCollectiveShape shape;
+    shape.arch = cfg.gpu.arch;
+    shape.op = comm::Op::kAllToAll;
+    shape.ranks = c.ep;
+    shape.nodes = c.ep_nodes;
+    shape.nics_per_node = nics;
+    ctas = NcclCollectiveCtas(shape, limits);
+  }
+  return SmShare(ctas, cfg.gpu.num_sms);
+}
+
 // Where an op of a MoE layer runs in Megatron-Core's combined 1F1B schedule plan
 // (step/ep_overlap.h): the routed experts between dispatch and combine, the combine node's
 // compute after its all-to-all, or the pre-dispatch node (everything else: attention, norms,
@@ -271,7 +300,12 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     if (!one.ok()) return one.status();
     double t = *one * std::max(1, col.count);
     if (!col.overlaps_op.empty()) {
-      t = std::max(0.0, t - OpSeconds(cfg, gemm, ops, col.overlaps_op, col.forward));
+      // The CP ring's K/V steps beside the attention blocks: the attention loses the SMs of
+      // the send/recv kernel while the exchange runs (step/comm_sm_share.h).
+      const double under = OpSeconds(cfg, gemm, ops, col.overlaps_op, col.forward);
+      const OverlapCost o = OverlapBeside(t, under, OverlapShare(cfg, col.group));
+      (col.forward ? lc.slow_fwd : lc.slow_bwd) += o.slowed;
+      t = o.exposed;
     }
     const int dir = col.forward ? 0 : 1;
     const int g = col.group == CommGroup::kCp ? 1 : col.group == CommGroup::kEp ? 2 : 0;
@@ -312,8 +346,21 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     AddEpComputeParts(cfg, gemm, ops, &ep_parts);
     const double ep = lc.ep_fwd + lc.ep_bwd;
     const double exposed = std::min(ep, ExposedEpSeconds(ep_parts));
+    // The all-to-alls' hidden part runs beside the paired compute and takes its SMs.
+    // It ends before the compute it hides under, which then makes up the lost work at full
+    // rate: share × the hidden time (OverlapBeside with comm ≤ compute).
+    const double slowed = (ep - exposed) * OverlapShare(cfg, CommGroup::kEp);
+    lc.slow_fwd += slowed * lc.ep_fwd / ep;
+    lc.slow_bwd += slowed * lc.ep_bwd / ep;
     lc.ep_fwd *= exposed / ep;
     lc.ep_bwd *= exposed / ep;
+  }
+  // The collectives' slowdown is compute time (the recomputed forward re-runs its own).
+  lc.fwd += lc.slow_fwd;
+  lc.bwd += lc.slow_bwd;
+  if (c.recompute == Recompute::kFull) {
+    lc.slow_recompute = lc.slow_fwd;
+    lc.recompute += lc.slow_fwd;
   }
   if (c.tp_comm_overlap && c.tp > 1) {
     // The chunked GEMMs are what hides the communication, and their lower efficiency (each
@@ -326,9 +373,14 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     const UbOverlap b = OverlapTp(ag[1], rs[1], chunked_b, c.tp, sms);
     lc.tp_fwd += f.exposed;
     lc.fwd += f.compute_penalty + chunk_cost_f;
+    lc.slow_fwd += f.compute_penalty;
     lc.tp_bwd += b.exposed;
     lc.bwd += b.compute_penalty + chunk_cost_b;
-    if (c.recompute == Recompute::kFull) lc.recompute += f.compute_penalty + chunk_cost_f;
+    lc.slow_bwd += b.compute_penalty;
+    if (c.recompute == Recompute::kFull) {
+      lc.recompute += f.compute_penalty + chunk_cost_f;
+      lc.slow_recompute += f.compute_penalty;
+    }
   }
   // Recomputed collectives are exposed as the forward's are: full recomputation re-runs them
   // all; selective modules their share of the forward's raw time.
@@ -368,6 +420,8 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
   auto add = [&](const LayerCost& lc, double n, ChunkCost::Layer& one, double w) {
     AddLayerCost(lc, w, &one);
     AddLayerCost(lc, n, &k);
+    k.fwd_slowed_s += n * lc.slow_fwd;
+    k.bwd_slowed_s += n * (lc.slow_bwd + lc.slow_recompute);
     k.fwd_kernels += n * lc.fwd_kernels;
     k.bwd_kernels += n * lc.bwd_kernels;
   };
@@ -398,7 +452,7 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
     add(lc, re, moe_kind ? k.moe : k.dense, w * re / n);
     if (re < n) {  // layers outside the block method's checkpoints: nothing re-run
       LayerCost kept = lc;
-      kept.recompute = kept.tp_re = kept.cp_re = kept.ep_re = 0;
+      kept.recompute = kept.slow_recompute = kept.tp_re = kept.cp_re = kept.ep_re = 0;
       kept.bwd_kernels -= lc.fwd_kernels;
       add(kept, n - re, moe_kind ? k.moe : k.dense, w * (n - re) / n);
     }
@@ -578,6 +632,45 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
   const int64_t rounds = c.zero_stage >= 2 ? c.num_micro_batches() : 1;
   b.count = (dense_ranks == 1 && expert_ranks == 1) ? 0 : rounds * v * b.per_chunk;
   return b;
+}
+
+Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& topo, comm::Op op,
+                                 const std::vector<int>& group, double bytes) {
+  if (group.size() <= 1 || bytes <= 0) return 0.0;
+  // The tuner's choice costs as much as timing the collective (every algorithm over the
+  // group), and a sweep asks for the same DP groups across thousands of layouts: memoised per
+  // thread on the topology's shape and the group (its size and ends: the layout's DP and shard
+  // groups are arithmetic progressions), op and size.
+  using Key = std::tuple<const comm::Topology*, int, int, int, int, size_t, int, int, uint64_t>;
+  struct Chosen {
+    comm::Algo algo;
+    comm::Protocol protocol;
+    int nodes;
+  };
+  thread_local std::map<Key, Chosen> chosen;
+  const Key key{&topo,          topo.num_gpus(), topo.gpus_per_node(), cfg.topology.nics_per_node,
+                int(op),        group.size(),    group.front(),        group.back(),
+                uint64_t(bytes)};
+  auto it = chosen.find(key);
+  if (it == chosen.end()) {
+    const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group, uint64_t(bytes)};
+    Result<comm::CollectiveEstimate> how = comm::EstimateCollective(topo, spec);
+    if (!how.ok()) return how.status();
+    std::set<int> nodes;
+    for (int g : group) nodes.insert(topo.node_of(g));
+    it = chosen.emplace(key, Chosen{how->algo, how->protocol, int(nodes.size())}).first;
+  }
+  NcclCollectiveShape shape;
+  shape.arch = cfg.gpu.arch;
+  shape.op = op;
+  shape.algo = it->second.algo;
+  shape.protocol = it->second.protocol;
+  shape.ranks = int(group.size());
+  shape.nodes = it->second.nodes;
+  shape.nics_per_node = cfg.topology.nics_per_node;
+  shape.bytes = bytes;
+  return SmShare(NcclCollectiveCtas(shape, {cfg.nccl_min_ctas, cfg.nccl_max_ctas}),
+                 cfg.gpu.num_sms);
 }
 
 double ZeroWeightGatherBytes(const StepConfig& cfg, int stage, int nic_share) {

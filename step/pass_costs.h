@@ -65,6 +65,10 @@ struct ChunkCost {
   // the pass's own time (step/host_overhead.h: 0 unless the pass is launch-bound).
   double fwd_kernels = 0, bwd_kernels = 0;
   double fwd_host_s = 0, bwd_host_s = 0;
+  // The part of fwd/bwd_compute_s that is compute slowed by the layer collectives overlapped
+  // with it (TE userbuffers' TP, the CP ring under attention, overlapped EP all-to-alls), for
+  // the breakdown's "compute slowed by overlapped comm" (step/comm_sm_share.h).
+  double fwd_slowed_s = 0, bwd_slowed_s = 0;
   double fwd_comm_s() const { return fwd_tp_s + fwd_cp_s + fwd_ep_s; }
   double bwd_comm_s() const { return bwd_tp_s + bwd_cp_s + bwd_ep_s; }
   // One dense and one MoE layer's share of the above (the trace draws the pass layer by layer;
@@ -146,6 +150,11 @@ Zero3Gather Zero3PassGather(const StepConfig& cfg, int stage, int nic_share);
 // hybrid sharding the ranks holding the same shard in the other groups (else empty).
 std::vector<int> DenseShardGroup(const parallelism::Layout& layout, int gpu);
 std::vector<int> ShardReplicaGroup(const parallelism::Layout& layout, int gpu);
+// The SM share a data-parallel collective of `bytes` over `group` takes from the compute beside
+// it (step/comm_sm_share.h), with the algorithm comm's tuner picks on the idle topology: what
+// the step simulation charges, for the sweep's closed-form estimator. 0 for a group of one.
+Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& topo, comm::Op op,
+                                 const std::vector<int>& group, double bytes);
 // PP > 1: the tied word embedding's gradient all-reduce between the first and last stage.
 double TiedEmbeddingBytes(const StepConfig& cfg, int nic_share);
 // The optimizer step of one GPU of `stage` at full speed.

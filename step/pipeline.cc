@@ -129,9 +129,12 @@ void Pipeline::RunTask(int ei, double gather_s) {
   const double cp = t.forward ? k.fwd_cp_s : k.bwd_cp_s;
   const double ep = t.forward ? k.fwd_ep_s : k.bwd_ep_s;
   const double host = t.forward ? k.fwd_host_s : k.bwd_host_s;
+  // The layer collectives' slowdown of this pass's compute (ChunkCost::fwd_slowed_s).
+  const double slowed = (t.forward ? k.fwd_slowed_s : k.bwd_slowed_s) * e.slow;
   const double start = st_->now();
   e.b.host_overhead_s += host;
-  e.b.compute_s += compute;
+  e.b.compute_s += compute - slowed;
+  e.b.compute_slowed_s += slowed;
   e.b.exposed_tp_comm_s += tp;
   e.b.exposed_cp_comm_s += cp;
   e.b.exposed_ep_comm_s += ep;
@@ -152,10 +155,10 @@ void Pipeline::RunTask(int ei, double gather_s) {
   }
   // Gradient buckets of this chunk become final during its last backward (overlap) or in
   // every backward (ZeRO-2/3).
-  const bool last_b = !t.forward && t.micro_batch == st_->m - 1;
-  if (!t.forward && sync_->reduces() && st_->c.overlap_dp && (last_b || st_->c.zero_stage >= 2)) {
+  // The last one is ready when the task ends (SettleTask), after any slowdown.
+  if (MakesBuckets(t)) {
     const int n = sync_->buckets_per_chunk(e.stage);
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i + 1 < n; ++i) {
       const double at = dur * (i + 1) / n;
       st_->engine.Schedule(StepState::Delay(at),
                            [this, s = e.stage, r = e.replica] { sync_->BucketReady(s, r); });
@@ -165,7 +168,44 @@ void Pipeline::RunTask(int ei, double gather_s) {
     st_->error = StepState::TooLong(dur);
     return;
   }
-  st_->engine.Schedule(StepState::Delay(dur), [this, ei, t, j] { TaskDone(ei, t, j); });
+  // Collectives in flight beside the task (the DP reduction, FSDP's prefetched gathers) slow
+  // the share of it that computes (docs/step-simulation.md).
+  st_->SetComputeRate(e, dur > 0 ? compute / dur : 0.0);
+  st_->engine.Schedule(StepState::Delay(dur), [this, ei, t, j] { SettleTask(ei, t, j, 0); });
+}
+
+// At the task's end, and at the end of each extension of `extended` seconds: the compute owes
+// the work the collectives beside it took (Executor::lost_s) less what the extension, computing
+// at full rate but for the collectives still in flight, made up. It is extended by what it
+// owes at the SMs left to it now, until nothing is owed; then the task is done.
+void Pipeline::SettleTask(int ei, Task t, int j, double extended) {
+  Executor& e = st_->exec(ei);
+  st_->Accrue(e);
+  const double owed = e.owed_s + e.lost_s - extended;
+  e.lost_s = 0;
+  e.owed_s = 0;
+  // Below the engine's 1 ns tick an extension would not advance the clock.
+  if (owed > 1e-9) {
+    const double share = std::min(e.comm_share, st_->max_comm_share());
+    const sim::Time d = StepState::Delay(owed / (1 - share));
+    if (d > sim::Time::Zero()) {
+      st_->SetComputeRate(e, 1.0);
+      e.owed_s = owed;
+      e.b.compute_slowed_s += d.seconds();
+      st_->trace.Slice(e.gpu, kTrackCompute, "slowed by overlapped comm", "compute", st_->now(),
+                       d.seconds(), {{"micro_batch", t.micro_batch}, {"sm_share", share}});
+      st_->engine.Schedule(d, [this, ei, t, j, len = d.seconds()] { SettleTask(ei, t, j, len); });
+      return;
+    }
+  }
+  st_->SetComputeRate(e, 0.0);
+  if (MakesBuckets(t)) sync_->BucketReady(e.stage, e.replica);
+  TaskDone(ei, t, j);
+}
+
+bool Pipeline::MakesBuckets(const Task& t) const {
+  const bool last_b = !t.forward && t.micro_batch == st_->m - 1;
+  return !t.forward && sync_->reduces() && st_->c.overlap_dp && (last_b || st_->c.zero_stage >= 2);
 }
 
 void Pipeline::TaskDone(int ei, Task t, int j) {

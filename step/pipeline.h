@@ -53,6 +53,9 @@ class Pipeline {
   void KernelSlices(const Executor& e, const parallelism::Task& t, int layer, int64_t start_ns,
                     int64_t end_ns);
   void MemorySample(int ei, double delta_bytes);
+  void SettleTask(int ei, parallelism::Task t, int j, double extended);
+  // Whether the backward task t makes gradient buckets ready as it runs.
+  bool MakesBuckets(const parallelism::Task& t) const;
   void TaskDone(int ei, parallelism::Task t, int j);
   void StartSend(size_t s);
   void Advance(int ei);

@@ -63,6 +63,10 @@ struct StepConfig {
   // host's launch and per-step overheads (step/host_overhead.h).
   InputPipelineSpec input;
   HostOverheadSpec host;
+  // NCCL_MIN/MAX_NCHANNELS (NCCL_MIN/MAX_CTAS) as the job sets them: bounds on the CTAs an
+  // overlapped collective takes from the compute (step/comm_sm_share.h). 0 = NCCL's default.
+  int nccl_min_ctas = 0;
+  int nccl_max_ctas = 0;
 };
 
 // What a step took from its calibration (all zero/empty without one).
@@ -108,10 +112,14 @@ struct StepBreakdown {
   // The GPU waiting for the host: passes whose kernel launches outlast their kernels, and the
   // per-step framework time (step/host_overhead.h).
   double host_overhead_s = 0;
+  // Compute slowed by overlapped communication: the time the compute lost to the SMs that
+  // NCCL's kernels (and TE's userbuffers) occupy while they run beside it (step/comm_sm_share.h).
+  // compute_s is the compute at the full GPU's rate.
+  double compute_slowed_s = 0;
   double total_s() const {
     return compute_s + exposed_tp_comm_s + exposed_cp_comm_s + exposed_ep_comm_s +
            exposed_dp_comm_s + pp_wait_s + bubble_s + optimizer_s + other_s + input_stall_s +
-           host_overhead_s;
+           host_overhead_s + compute_slowed_s;
   }
 };
 

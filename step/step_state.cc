@@ -51,6 +51,27 @@ StepState::StepState(const StepConfig& config, const comm::Topology* topology,
   }
 }
 
+void StepState::Accrue(Executor& e) {
+  const double t = now();
+  if (e.comm_share > 0 && e.compute_rate > 0) {
+    e.lost_s += std::min(e.comm_share, max_comm_share()) * e.compute_rate * (t - e.accrued_at);
+  }
+  e.accrued_at = t;
+}
+
+void StepState::AddCommShare(int ei, double share) {
+  Executor& e = exec(ei);
+  Accrue(e);
+  e.comm_share += share;
+  // Shares are added and removed in pairs; what rounding leaves of the sum is no collective.
+  if (e.comm_share < 1e-12) e.comm_share = 0;
+}
+
+void StepState::SetComputeRate(Executor& e, double rate) {
+  Accrue(e);
+  e.compute_rate = rate;
+}
+
 double StepState::step_end() const {
   double end = 0;
   for (const Executor& e : execs) end = std::max(end, e.end_s);

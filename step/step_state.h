@@ -104,6 +104,13 @@ struct Executor {
     double produced_s = 0;  // when the producer finished computing it (the send started)
   };
   std::vector<Msg> inbox;  // [direction][chunk][micro-batch]
+  // Compute slowed by overlapped collectives (StepState::Accrue): the SM share the
+  // collectives in flight on this GPU take, the share of its time the running task computes
+  // (0 when idle), the work the compute has lost since accrued_at, and, while a task is
+  // extended to make up lost work, the work still owed.
+  double comm_share = 0;
+  double compute_rate = 0;
+  double lost_s = 0, accrued_at = 0, owed_s = 0;
   StepBreakdown b;
   double compute_done_s = -1, reduced_s = -1, opt_end_s = 0, end_s = 0;
   bool finished = false;
@@ -138,6 +145,14 @@ struct StepState {
   Status error;
 
   double now() const { return engine.now().seconds(); }
+  // Adds to e.lost_s the compute work lost since e.accrued_at: ∫ share · rate dt (both are
+  // constant between calls, which every change of either makes first).
+  void Accrue(Executor& e);
+  // A collective taking `share` of executor ei's SMs starts (+share) or ends (−share).
+  void AddCommShare(int ei, double share);
+  void SetComputeRate(Executor& e, double rate);
+  // The most of a GPU's SMs collectives can hold: all but one (comm_sm_share.h SmShare).
+  double max_comm_share() const { return cfg.gpu.num_sms > 1 ? 1.0 - 1.0 / cfg.gpu.num_sms : 0.0; }
   Executor& exec(int i) { return execs[size_t(i)]; }
   double step_end() const;
   // The breakdown of one executor, with the time after it finished until the step ended as

@@ -9,6 +9,7 @@
 #include "parallelism/layout.h"
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
+#include "step/comm_sm_share.h"
 #include "step/pass_costs.h"
 #include "sweep/pipeline_replay.h"
 
@@ -127,6 +128,31 @@ Status EstimatePasses(Estimate& e) {
   // ZeRO-3 / FSDP: each pass waits for its chunk's first layer's gather over DP × CP; the other
   // layers' gathers are prefetched under the pass (as simulated, step/gradient_sync.h).
   std::vector<double> gather_first(size_t(e.p), 0.0), gather_rest(size_t(e.p), 0.0);
+  // The SMs the prefetched gathers and (ZeRO-2/3) each backward's bucket reductions take from
+  // the pass beside them (step/comm_sm_share.h), and those reductions' time per backward.
+  std::vector<double> gather_share(size_t(e.p), 0.0), bucket_share(size_t(e.p), 0.0);
+  std::vector<double> bucket_s(size_t(e.p), 0.0), bucket_under(size_t(e.p), 0.0);
+  for (int s = 0; s < e.p && e.c.overlap_dp && e.c.zero_stage >= 2; ++s) {
+    const int gpu = e.layout.GpuOf({0, s, 0});
+    const step::GradientBuckets b = step::PlanGradientBuckets(cfg, s, e.nic_share);
+    const std::vector<int> group = step::DenseShardGroup(e.layout, gpu);
+    const std::vector<int> replicas = step::ShardReplicaGroup(e.layout, gpu);
+    // The dense part, then with hybrid sharding the shard's all-reduce across the groups.
+    const std::pair<comm::Op, double> parts[] = {
+        {b.op, b.bytes}, {comm::Op::kAllReduce, b.bytes / double(group.size())}};
+    double lost = 0;
+    for (int i = 0; i < 2; ++i) {
+      const std::vector<int>& g = i == 0 ? group : replicas;
+      Result<double> t = e.cache->CollectiveSeconds(e.topo, parts[i].first, g, parts[i].second);
+      Result<double> share =
+          step::DpCollectiveShare(cfg, e.topo, parts[i].first, g, parts[i].second);
+      if (!t.ok() || !share.ok()) return !t.ok() ? t.status() : share.status();
+      bucket_s[size_t(s)] += *t * b.per_chunk;
+      lost += *t * b.per_chunk * *share;
+    }
+    bucket_share[size_t(s)] = bucket_s[size_t(s)] > 0 ? lost / bucket_s[size_t(s)] : 0.0;
+    bucket_under[size_t(s)] = double(b.per_chunk - 1) / b.per_chunk;
+  }
   if (e.c.zero_stage >= 3 && e.c.dp * e.c.cp > 1) {
     const int layers = std::max(1, int(std::lround(double(cfg.model.num_layers) / e.vstages)));
     for (int s = 0; s < e.p; ++s) {
@@ -144,6 +170,10 @@ Status EstimatePasses(Estimate& e) {
       if (!experts.ok()) return experts.status();
       gather_first[size_t(s)] = *first;
       gather_rest[size_t(s)] = *rest + *experts;
+      Result<double> share =
+          step::DpCollectiveShare(cfg, e.topo, comm::Op::kAllGather, group, bytes.dense / layers);
+      if (!share.ok()) return share.status();
+      gather_share[size_t(s)] = *share;
     }
   }
   e.zero3_gather = gather_first;
@@ -152,8 +182,15 @@ Status EstimatePasses(Estimate& e) {
     const step::ChunkCost& k = e.costs[size_t(j)];
     const size_t s = size_t(j % e.p);
     const double fwd = k.fwd_compute_s + k.fwd_comm_s(), bwd = k.bwd_compute_s + k.bwd_comm_s();
-    const double fwd_all = fwd + std::max(0.0, gather_rest[s] - fwd);
-    const double bwd_all = bwd + std::max(0.0, gather_rest[s] - bwd);
+    // Only the pass's compute loses SMs, not its exposed layer collectives (as simulated).
+    const double cf = fwd > 0 ? k.fwd_compute_s / fwd : 0, cb = bwd > 0 ? k.bwd_compute_s / bwd : 0;
+    const step::OverlapCost f = step::OverlapBeside(gather_rest[s], fwd, cf * gather_share[s]);
+    const step::OverlapCost b = step::OverlapBeside(gather_rest[s], bwd, cb * gather_share[s]);
+    const double fwd_all = fwd + f.slowed + f.exposed;
+    // The first bucket is ready 1/n into the backward, so the reductions run under the rest.
+    const double bwd_all =
+        bwd + b.slowed + b.exposed +
+        step::OverlapBeside(bucket_s[s], bwd * bucket_under[s], cb * bucket_share[s]).slowed;
     e.passes[size_t(j)].fwd_s = fwd_all + gather_first[s];
     e.passes[size_t(j)].bwd_s = bwd_all + gather_first[s];
     e.passes[size_t(j)].bwd_compute_s = bwd_all;
@@ -263,6 +300,20 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
   const par::ParallelConfig& c = e.c;
   double barrier = 0;
   double after_barrier = 0;
+  // Without ZeRO-2/3 the buckets reduce under each stage's last backwards, which lose their
+  // SMs (step/comm_sm_share.h); a backward's end releases the previous stage's, so the loss
+  // accumulates towards the first stage.
+  std::vector<double> slowed(size_t(e.p) + 1, 0.0);
+  for (int s = e.p - 1; s >= 0 && c.overlap_dp && c.zero_stage < 2; --s) {
+    const std::vector<int> group = step::DenseShardGroup(e.layout, e.layout.GpuOf({0, s, 0}));
+    const step::GradientBuckets b = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
+    Result<double> t = e.cache->CollectiveSeconds(e.topo, b.op, group, b.bytes);
+    Result<double> share = step::DpCollectiveShare(e.cfg, e.topo, b.op, group, b.bytes);
+    if (!t.ok() || !share.ok()) return !t.ok() ? t.status() : share.status();
+    const double under = e.v * e.passes[size_t(s)].bwd_compute_s;
+    slowed[size_t(s)] =
+        slowed[size_t(s) + 1] + step::OverlapBeside(*t * double(b.count), under, *share).slowed;
+  }
   for (int s = 0; s < e.p; ++s) {
     const double done = e.compute_done[size_t(s)];
     double reduced = done;
@@ -283,7 +334,7 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
       const double per_bucket = *t + *t_rep + *t_exp;
       double t_free = 0;
       for (double r : BucketReadyTimes(e, s, buckets)) t_free = std::max(t_free, r) + per_bucket;
-      reduced = std::max(done, t_free);
+      reduced = std::max(done + slowed[size_t(s)], t_free);
     }
     barrier = std::max(barrier, reduced);
     const double opt = step::OptimizerSeconds(e.cfg, s);
@@ -301,7 +352,12 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
       if (c.overlap_param_gather) {
         double fwd = 0;
         for (int j = s; j < e.vstages; j += e.p) fwd += e.passes[size_t(j)].fwd_s;
-        gather = std::max(0.0, gather - fwd);
+        Result<double> share =
+            step::DpCollectiveShare(e.cfg, e.topo, comm::Op::kAllGather, dp_group,
+                                    step::ZeroWeightGatherBytes(e.cfg, s, e.nic_share));
+        if (!share.ok()) return share.status();
+        const step::OverlapCost o = step::OverlapBeside(gather, fwd, *share);
+        gather = o.slowed + o.exposed;
       }
       tail += gather;
     }

@@ -44,7 +44,8 @@ nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
           {"optimizer", b.optimizer_s},
           {"other", b.other_s},
           {"input_stall", b.input_stall_s},
-          {"host_overhead", b.host_overhead_s}};
+          {"host_overhead", b.host_overhead_s},
+          {"compute_slowed_by_comm", b.compute_slowed_s}};
 }
 
 nlohmann::json StepJson(const step::StepResult& r) {
@@ -178,6 +179,7 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
     out << ShareRow(label, Fmt("%10.3f s", v), v, r.time_s, "  %5.1f%%");
   };
   row("compute", b.compute_s);
+  if (b.compute_slowed_s > 0) row("comm-slowed compute", b.compute_slowed_s);
   row("exposed TP comm", b.exposed_tp_comm_s);
   if (b.exposed_cp_comm_s > 0) row("exposed CP comm", b.exposed_cp_comm_s);
   if (b.exposed_ep_comm_s > 0) row("exposed EP comm", b.exposed_ep_comm_s);

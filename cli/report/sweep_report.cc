@@ -116,7 +116,8 @@ nlohmann::ordered_json EvalJson(const std::vector<sweep::SweepProblem>& problems
                       {"optimizer_s", b.optimizer_s},
                       {"other_s", b.other_s},
                       {"input_stall_s", b.input_stall_s},
-                      {"host_overhead_s", b.host_overhead_s}};
+                      {"host_overhead_s", b.host_overhead_s},
+                      {"compute_slowed_by_comm_s", b.compute_slowed_s}};
   }
   j["busy_fraction"] = e.busy_fraction;
   j["gpu_watts"] = e.gpu_watts;

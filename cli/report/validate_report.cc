@@ -61,14 +61,17 @@ nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
           {"pp_wait_s", b.pp_wait_s},
           {"bubble_s", b.bubble_s},
           {"optimizer_s", b.optimizer_s},
-          {"other_s", b.other_s}};
+          {"other_s", b.other_s},
+          {"compute_slowed_by_comm_s", b.compute_slowed_s}};
 }
 
 // "compute 71% TP 3% CP 0% EP 9% DP 1% PP 2% bubble 12% opt 1%" of the report GPU's step.
 std::string BreakdownLine(const step::StepBreakdown& b) {
   const double total = b.total_s();
   auto pct = [total](double part) { return Fmt("%.0f%%", total > 0 ? 100 * part / total : 0); };
-  return "compute " + pct(b.compute_s) + "  TP " + pct(b.exposed_tp_comm_s) + "  CP " +
+  const std::string slowed =
+      b.compute_slowed_s > 0 ? "  slowed by comm " + pct(b.compute_slowed_s) : "";
+  return "compute " + pct(b.compute_s) + slowed + "  TP " + pct(b.exposed_tp_comm_s) + "  CP " +
          pct(b.exposed_cp_comm_s) + "  EP " + pct(b.exposed_ep_comm_s) + "  DP " +
          pct(b.exposed_dp_comm_s) + "  PP wait " + pct(b.pp_wait_s) + "  bubble " +
          pct(b.bubble_s) + "  optimizer " + pct(b.optimizer_s + b.other_s);
