@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -197,6 +198,44 @@ Status Distribute(Communicator* comm, const std::vector<size_t>& indices,
   }
   return Status::Ok();
 }
+
+// Estimator caches for concurrent estimates: a lease takes a free cache (or makes one) and
+// gives it back when it ends, so there are at most as many caches as threads, and each is used
+// by one thread at a time.
+class EstimatorCachePool {
+ public:
+  class Lease {
+   public:
+    explicit Lease(EstimatorCachePool* pool) : pool_(pool), cache_(pool->Take()) {}
+    ~Lease() { pool_->Give(cache_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    EstimatorCache* get() const { return cache_; }
+
+   private:
+    EstimatorCachePool* pool_;
+    EstimatorCache* cache_;
+  };
+
+ private:
+  EstimatorCache* Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) {
+      owned_.push_back(std::make_unique<EstimatorCache>());
+      return owned_.back().get();
+    }
+    EstimatorCache* c = free_.back();
+    free_.pop_back();
+    return c;
+  }
+  void Give(EstimatorCache* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(c);
+  }
+  std::mutex mu_;
+  std::vector<std::unique_ptr<EstimatorCache>> owned_;
+  std::vector<EstimatorCache*> free_;
+};
 
 // Fills the derived metrics from a step time.
 void Finalise(const SweepProblem& problem, const GoodputEstimate& g, Evaluation* e) {
@@ -508,11 +547,15 @@ Result<SweepResult> EstimateAll(const SweepProblem& problem, int hardware,
   }
   const std::string label =
       problem.hardware_name.empty() ? std::string("sweep") : "sweep " + problem.hardware_name;
-  // One thread: the estimator's cache is not thread-safe, and estimates take 0.1 ms each.
-  EstimatorCache cache;
-  TRAINSIM_RETURN_IF_ERROR(Distribute(comm, all, &res.evaluations, options.progress, label, 1,
-                                      [&](const Evaluation& in) {
-                                        Evaluation e = EvaluateLayout(problem, in.layout, &cache);
+  // On options.threads threads, each estimate with a cache of its own from the pool (an
+  // estimator cache is not thread-safe); a cached value is a pure function of its key, so the
+  // results do not depend on which cache, or thread, timed a layout.
+  EstimatorCachePool caches;
+  TRAINSIM_RETURN_IF_ERROR(Distribute(comm, all, &res.evaluations, options.progress, label,
+                                      options.threads, [&](const Evaluation& in) {
+                                        EstimatorCachePool::Lease cache(&caches);
+                                        Evaluation e =
+                                            EvaluateLayout(problem, in.layout, cache.get());
                                         e.index = in.index;
                                         return e;
                                       }));

@@ -222,8 +222,9 @@ struct SweepOptions {
   int64_t trials = 0;
   // Axes of the Pareto front.
   std::pair<Objective, Objective> pareto = {Objective::kTime, Objective::kCost};
-  // Threads per rank for the step-simulation confirmations (sim::ParallelFor; results by
-  // index, so the output does not depend on it). 1 = the calling thread only.
+  // Threads per rank for the ranking's estimates and the step-simulation confirmations
+  // (sim::ParallelFor; results by index, each estimate with an estimator cache no other thread
+  // uses at the time, so the output does not depend on it). 1 = the calling thread only.
   int threads = 1;
 };
 
