@@ -71,6 +71,27 @@ Result<double> EstimatorCache::CollectiveSeconds(const comm::Topology& topo, com
   return s;
 }
 
+EstimatorCache* EstimatorCachePool::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.empty()) {
+    owned_.push_back(std::make_unique<EstimatorCache>());
+    return owned_.back().get();
+  }
+  EstimatorCache* cache = free_.back();
+  free_.pop_back();
+  return cache;
+}
+
+void EstimatorCachePool::Give(EstimatorCache* cache) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(cache);
+}
+
+size_t EstimatorCachePool::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return owned_.size();
+}
+
 namespace {
 
 // What the parts of one estimate share.
