@@ -176,28 +176,47 @@ using PeakPoints = std::vector<std::vector<std::vector<int>>>;  // [rank][point]
 
 PeakPoints BuildPeakCandidates(PipelineSchedule schedule, int pp, int v, int64_t m) {
   const auto orders = BuildSchedule(schedule, pp, v, m);
+  const size_t n = static_cast<size_t>(v);
   PeakPoints per_rank(static_cast<size_t>(pp));
   for (int r = 0; r < pp; ++r) {
-    std::vector<int> counts(static_cast<size_t>(v), 0);
-    std::vector<std::vector<int>> points;
+    // The in-flight counts after each forward, flat (point k at [k·v, (k+1)·v)), and their sums.
+    std::vector<int> counts(n, 0), flat;
+    std::vector<int64_t> sums;
+    int64_t sum = 0;
     for (const Task& t : orders[size_t(r)]) {
       counts[size_t(t.chunk)] += t.forward ? 1 : -1;
-      if (t.forward) points.push_back(counts);
-    }
-    std::sort(points.begin(), points.end());
-    points.erase(std::unique(points.begin(), points.end()), points.end());
-    auto dominated = [&](const std::vector<int>& a) {
-      for (const std::vector<int>& b : points) {
-        if (&a == &b || a == b) continue;
-        bool ge = true;
-        for (size_t i = 0; i < a.size() && ge; ++i) ge = b[i] >= a[i];
-        if (ge) return true;
+      sum += t.forward ? 1 : -1;
+      if (t.forward) {
+        flat.insert(flat.end(), counts.begin(), counts.end());
+        sums.push_back(sum);
       }
-      return false;
-    };
-    for (const std::vector<int>& a : points) {
-      if (!dominated(a)) per_rank[size_t(r)].push_back(a);
     }
+    // The maximal points (no other point is at least as large in every chunk): a point that
+    // another one dominates has a smaller sum, and so does the maximal point above that one, so
+    // visiting points by decreasing sum and checking each against the maximal points found so
+    // far finds them all (a repeat of a maximal point is dominated by its first copy).
+    std::vector<size_t> order(sums.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return sums[a] > sums[b]; });
+    std::vector<std::vector<int>> maximal;
+    for (size_t k : order) {
+      const int* a = flat.data() + k * n;
+      bool dominated = false;
+      for (const std::vector<int>& b : maximal) {
+        bool ge = true;
+        for (size_t i = 0; i < n && ge; ++i) ge = b[i] >= a[i];
+        if (ge) {
+          dominated = true;
+          break;
+        }
+      }
+      if (!dominated) maximal.emplace_back(a, a + n);
+    }
+    // In lexicographic order, as the candidates have always been listed (the peak is a maximum
+    // over them, so the order changes no number).
+    std::sort(maximal.begin(), maximal.end());
+    per_rank[size_t(r)] = std::move(maximal);
   }
   return per_rank;
 }
