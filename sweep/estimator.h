@@ -37,11 +37,15 @@ struct StepEstimate {
 };
 
 // Memoises topologies (per TopologySpec nodes count) and closed-form collective times, so a sweep
-// evaluates thousands of layouts without rebuilding them. Not thread-safe: one thread at a time
-// (EstimatorCachePool below hands them out).
+// evaluates thousands of layouts without rebuilding them. Thread-safe, one for all of a sweep's
+// threads: each value is computed once (a thread that needs a value another is computing waits
+// for it), so threads neither repeat the costly closed forms of large groups nor see different
+// numbers — every value is a pure function of its key.
 class EstimatorCache {
  public:
   EstimatorCache() = default;
+  EstimatorCache(const EstimatorCache&) = delete;
+  EstimatorCache& operator=(const EstimatorCache&) = delete;
   // The topology for `spec` (built once per distinct node count; the other fields must be the
   // same for every call on one cache).
   Result<const comm::Topology*> TopologyFor(const comm::TopologySpec& spec);
@@ -51,38 +55,15 @@ class EstimatorCache {
                                    const std::vector<int>& gpus, double bytes);
 
  private:
-  std::map<int, std::unique_ptr<comm::Topology>> topologies_;
-  std::map<std::tuple<const comm::Topology*, int, int, int, int, uint64_t>, double> collectives_;
-};
-
-// Estimator caches for concurrent estimates (sim::ParallelFor): a Lease takes a free cache, or
-// makes one, and gives it back when it ends, so there are at most as many caches as threads
-// and each is used by one thread at a time. A cached value is a pure function of its key, so
-// an estimate does not depend on which cache it was given. All caches of one pool must serve
-// one topology spec (TopologyFor). Thread-safe.
-class EstimatorCachePool {
- public:
-  class Lease {
-   public:
-    explicit Lease(EstimatorCachePool* pool) : pool_(pool), cache_(pool->Take()) {}
-    ~Lease() { pool_->Give(cache_); }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    EstimatorCache* get() const { return cache_; }
-
-   private:
-    EstimatorCachePool* pool_;
-    EstimatorCache* cache_;
+  struct Entry {
+    std::once_flag once;
+    Status status;
+    double seconds = 0;
   };
-  // Caches made so far (at most the number of concurrent leases there ever were).
-  size_t size() const;
-
- private:
-  EstimatorCache* Take();
-  void Give(EstimatorCache* cache);
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<EstimatorCache>> owned_;
-  std::vector<EstimatorCache*> free_;
+  std::mutex mu_;  // guards the two maps (entries are filled once, outside it)
+  std::map<int, std::unique_ptr<comm::Topology>> topologies_;
+  std::map<std::tuple<const comm::Topology*, int, int, int, int, uint64_t>, std::unique_ptr<Entry>>
+      collectives_;
 };
 
 // Estimates one healthy step. Validates the layout (as SimulateStep does) but not memory.

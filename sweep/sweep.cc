@@ -562,15 +562,12 @@ Result<SweepResult> EstimateAll(const SweepProblem& problem, int hardware,
   }
   const std::string label =
       problem.hardware_name.empty() ? std::string("sweep") : "sweep " + problem.hardware_name;
-  // On options.threads threads, each estimate with a cache of its own from the pool (an
-  // estimator cache is not thread-safe); a cached value is a pure function of its key, so the
-  // results do not depend on which cache, or thread, timed a layout.
-  EstimatorCachePool caches;
+  // On options.threads threads, sharing one estimator cache (thread-safe; each value computed
+  // once, a pure function of its key, so the results do not depend on which thread timed what).
+  EstimatorCache cache;
   TRAINSIM_RETURN_IF_ERROR(Distribute(comm, all, &res.evaluations, options.progress, label,
                                       options.threads, [&](const Evaluation& in) {
-                                        EstimatorCachePool::Lease cache(&caches);
-                                        Evaluation e =
-                                            EvaluateLayout(problem, in.layout, cache.get());
+                                        Evaluation e = EvaluateLayout(problem, in.layout, &cache);
                                         e.index = in.index;
                                         return e;
                                       }));

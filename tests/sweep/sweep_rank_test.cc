@@ -9,6 +9,7 @@
 
 #include "parallelism/model.h"
 #include "scenarios/step_config.h"
+#include "sim/parallel.h"
 #include "sweep/sweep.h"
 
 namespace trainsim::sweep {
@@ -193,16 +194,37 @@ TEST(SweepRankTest, ThreadsGiveTheSameResultBitForBit) {
   }
 }
 
-TEST(SweepRankTest, EstimatorCachePoolHandsEachCacheToOneLeaseAtATime) {
-  EstimatorCachePool pool;
-  {
-    EstimatorCachePool::Lease first(&pool);
-    EstimatorCachePool::Lease second(&pool);
-    EXPECT_NE(first.get(), second.get());
-    EXPECT_EQ(pool.size(), 2u);
+TEST(SweepRankTest, EstimatorCacheGivesEveryThreadTheValueOneThreadComputes) {
+  // Four threads ask for the same and for different collectives, each key several times; every
+  // answer equals a fresh single-threaded cache's, bit for bit.
+  SweepProblem problem = Problem();
+  comm::TopologySpec spec = problem.base.topology;
+  spec.nodes = 4;
+  EstimatorCache shared, fresh;
+  Result<const comm::Topology*> topo = shared.TopologyFor(spec);
+  Result<const comm::Topology*> topo_fresh = fresh.TopologyFor(spec);
+  ASSERT_TRUE(topo.ok() && topo_fresh.ok());
+  auto group = [](int k) {  // 2, 4, 8, 16 GPUs, stride 1 or 2
+    std::vector<int> g;
+    for (int i = 0; i < (2 << (k % 4)); ++i) g.push_back(i * (1 + k / 4 % 2));
+    return g;
+  };
+  constexpr int kKeys = 16, kCalls = 64;
+  std::vector<double> got(kCalls, -1);
+  ASSERT_TRUE(sim::ParallelFor(kCalls, 4, [&](int64_t i) {
+                Result<double> s = shared.CollectiveSeconds(**topo, comm::Op::kAllReduce,
+                                                            group(int(i % kKeys)), 64e6);
+                if (!s.ok()) return s.status();
+                got[size_t(i)] = *s;
+                return Status::Ok();
+              }).ok());
+  for (int i = 0; i < kCalls; ++i) {
+    Result<double> want =
+        fresh.CollectiveSeconds(**topo_fresh, comm::Op::kAllReduce, group(i % kKeys), 64e6);
+    ASSERT_TRUE(want.ok());
+    EXPECT_GT(*want, 0);
+    EXPECT_TRUE(Same(got[size_t(i)], *want)) << i;
   }
-  EstimatorCachePool::Lease again(&pool);  // a returned cache is reused, not a third made
-  EXPECT_EQ(pool.size(), 2u);
 }
 
 // Under flash attention selective recomputation has no kernel to recompute, so the step
