@@ -223,8 +223,9 @@ struct SweepOptions {
   // Axes of the Pareto front.
   std::pair<Objective, Objective> pareto = {Objective::kTime, Objective::kCost};
   // Threads per rank for the ranking's estimates and the step-simulation confirmations
-  // (sim::ParallelFor; results by index, each estimate with an estimator cache no other thread
-  // uses at the time, so the output does not depend on it). 1 = the calling thread only.
+  // (sim::ParallelFor; results by index, the estimates sharing one thread-safe EstimatorCache
+  // whose values are pure functions of their keys, so the output does not depend on it).
+  // 1 = the calling thread only.
   int threads = 1;
 };
 
