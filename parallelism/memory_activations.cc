@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <tuple>
 #include <vector>
 
@@ -186,49 +188,83 @@ double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_paralle
 namespace {
 
 // One rank's peak over its task order (see StageActivationBytes).
-// The schedule's candidate peaks for one rank: the in-flight count of each chunk after every
+// The schedule's candidate peaks, per rank: the in-flight count of each chunk after every
 // forward, keeping only vectors no other one dominates (a dominated point can never be the
 // peak, whatever the chunks' sizes). The live activation bytes at their peak are then the
-// largest dot product with the chunks' bytes. Memoised per (schedule, pp, v, m, rank): a sweep
-// checks the memory of hundreds of thousands of layouts over a few dozen schedules, and
-// building and walking the schedule each time was most of a large sweep's time.
-const std::vector<std::vector<int>>& PeakCandidates(PipelineSchedule schedule, int pp, int v,
-                                                    int64_t m, int stage) {
-  using Key = std::tuple<int, int, int, int64_t>;
-  thread_local std::map<Key, std::vector<std::vector<std::vector<int>>>> cache;
-  const Key key{int(schedule), pp, v, m};
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    // Bounds memory over long sweeps: an entry is a few non-dominated count vectors per rank,
-    // and a sweep's layouts use a few thousand (schedule, pp, v, micro-batches) keys at most.
-    if (cache.size() > 4096) cache.clear();
-    const auto orders = BuildSchedule(schedule, pp, v, m);
-    std::vector<std::vector<std::vector<int>>> per_rank(static_cast<size_t>(pp));
-    for (int r = 0; r < pp; ++r) {
-      std::vector<int> counts(static_cast<size_t>(v), 0);
-      std::vector<std::vector<int>> points;
-      for (const Task& t : orders[size_t(r)]) {
-        counts[size_t(t.chunk)] += t.forward ? 1 : -1;
-        if (t.forward) points.push_back(counts);
-      }
-      std::sort(points.begin(), points.end());
-      points.erase(std::unique(points.begin(), points.end()), points.end());
-      auto dominated = [&](const std::vector<int>& a) {
-        for (const std::vector<int>& b : points) {
-          if (&a == &b || a == b) continue;
-          bool ge = true;
-          for (size_t i = 0; i < a.size() && ge; ++i) ge = b[i] >= a[i];
-          if (ge) return true;
-        }
-        return false;
-      };
-      for (const std::vector<int>& a : points) {
-        if (!dominated(a)) per_rank[size_t(r)].push_back(a);
+// largest dot product with the chunks' bytes.
+using PeakPoints = std::vector<std::vector<std::vector<int>>>;  // [rank][point][chunk]
+
+PeakPoints BuildPeakCandidates(PipelineSchedule schedule, int pp, int v, int64_t m) {
+  const auto orders = BuildSchedule(schedule, pp, v, m);
+  const size_t n = static_cast<size_t>(v);
+  PeakPoints per_rank(static_cast<size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    // The in-flight counts after each forward, flat (point k at [k·v, (k+1)·v)), and their sums.
+    std::vector<int> counts(n, 0), flat;
+    std::vector<int64_t> sums;
+    int64_t sum = 0;
+    for (const Task& t : orders[size_t(r)]) {
+      counts[size_t(t.chunk)] += t.forward ? 1 : -1;
+      sum += t.forward ? 1 : -1;
+      if (t.forward) {
+        flat.insert(flat.end(), counts.begin(), counts.end());
+        sums.push_back(sum);
       }
     }
-    it = cache.emplace(key, std::move(per_rank)).first;
+    // The maximal points (no other point is at least as large in every chunk): a point that
+    // another one dominates has a smaller sum, and so does the maximal point above that one, so
+    // visiting points by decreasing sum and checking each against the maximal points found so
+    // far finds them all (a repeat of a maximal point is dominated by its first copy).
+    std::vector<size_t> order(sums.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return sums[a] > sums[b]; });
+    std::vector<std::vector<int>> maximal;
+    for (size_t k : order) {
+      const int* a = flat.data() + k * n;
+      bool dominated = false;
+      for (const std::vector<int>& b : maximal) {
+        bool ge = true;
+        for (size_t i = 0; i < n && ge; ++i) ge = b[i] >= a[i];
+        if (ge) {
+          dominated = true;
+          break;
+        }
+      }
+      if (!dominated) maximal.emplace_back(a, a + n);
+    }
+    // In lexicographic order, as the candidates have always been listed (the peak is a maximum
+    // over them, so the order changes no number).
+    std::sort(maximal.begin(), maximal.end());
+    per_rank[size_t(r)] = std::move(maximal);
   }
-  return it->second[size_t(stage)];
+  return per_rank;
+}
+
+// Memoised per (schedule, pp, v, m) in one cache for the whole process, shared by the threads
+// of a sweep (sim::ParallelFor starts new threads per call, so per-thread caches rebuilt every
+// entry in every thread): a sweep checks the memory of hundreds of thousands of layouts over a
+// few dozen schedules, and building and walking the schedule each time was most of a large
+// sweep's time. An entry is a pure function of its key, so which thread built it changes
+// nothing; two threads missing the same key both build it and the first stored is kept.
+std::shared_ptr<const PeakPoints> PeakCandidates(PipelineSchedule schedule, int pp, int v,
+                                                 int64_t m) {
+  using Key = std::tuple<int, int, int, int64_t>;
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<const PeakPoints>> cache;
+  const Key key{int(schedule), pp, v, m};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto built = std::make_shared<const PeakPoints>(BuildPeakCandidates(schedule, pp, v, m));
+  std::lock_guard<std::mutex> lock(mu);
+  // Bounds memory over long sweeps: an entry is a few non-dominated count vectors per rank,
+  // and a sweep's layouts use a few thousand (schedule, pp, v, micro-batches) keys at most.
+  // Holders of a dropped entry keep it alive (shared_ptr).
+  if (cache.size() > 4096) cache.clear();
+  return cache.emplace(key, std::move(built)).first->second;
 }
 
 // Per layer: its kind, and each kind's activation bytes (by LayerKind::index()); computed once
@@ -270,7 +306,7 @@ double StoredBytes(const ParallelConfig& c, const LayerKindBytes& kinds, int i, 
 
 double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
                            const std::vector<ChunkLayers>& ranges, const LayerKindBytes& kinds,
-                           const MemoryParams& p) {
+                           const PeakPoints& peaks, const MemoryParams& p) {
   const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
   // Which kinds this rank holds.
   std::vector<LayerKind> held;
@@ -288,8 +324,7 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
   double act = 0;
-  for (const std::vector<int>& n :
-       PeakCandidates(c.schedule, c.pp, v, c.num_micro_batches(), stage)) {
+  for (const std::vector<int>& n : peaks[size_t(stage)]) {
     double live = 0;
     for (int chunk = 0; chunk < v; ++chunk) live += n[size_t(chunk)] * chunk_bytes[size_t(chunk)];
     act = std::max(act, live);
@@ -337,9 +372,12 @@ std::vector<double> ActivationBytesPerStage(const ModelSpec& m, const ParallelCo
                                             const MemoryParams& p) {
   const std::vector<ChunkLayers> ranges = ChunkLayerRanges(m, c);
   const LayerKindBytes kinds = KindBytes(m, c);
+  const int v = c.schedule == PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1;
+  const std::shared_ptr<const PeakPoints> peaks =
+      PeakCandidates(c.schedule, c.pp, v, c.num_micro_batches());
   std::vector<double> out;
   for (int stage = 0; stage < c.pp; ++stage) {
-    out.push_back(RankActivationBytes(m, c, stage, ranges, kinds, p));
+    out.push_back(RankActivationBytes(m, c, stage, ranges, kinds, *peaks, p));
   }
   return out;
 }

@@ -42,6 +42,8 @@ struct Pass {
 }  // namespace
 
 Result<const comm::Topology*> EstimatorCache::TopologyFor(const comm::TopologySpec& spec) {
+  // Built under the lock: once per node count, and every estimate needs it first.
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = topologies_.find(spec.nodes);
   if (it != topologies_.end()) return it->second.get();
   Result<comm::Topology> t = comm::Topology::Build(spec);
@@ -58,18 +60,26 @@ Result<double> EstimatorCache::CollectiveSeconds(const comm::Topology& topo, com
   const int stride = gpus[1] - gpus[0];
   bool arithmetic = true;
   for (size_t i = 1; i < gpus.size(); ++i) arithmetic &= gpus[i] - gpus[i - 1] == stride;
-  const auto key =
-      std::make_tuple(&topo, int(op), gpus[0], int(gpus.size()), stride, uint64_t(bytes));
-  if (arithmetic) {
-    auto it = collectives_.find(key);
-    if (it != collectives_.end()) return it->second;
-  }
   const comm::CollectiveSpec spec{op, comm::Algo::kAuto, gpus, uint64_t(bytes)};
-  Result<comm::CollectiveEstimate> est = comm::EstimateCollective(topo, spec);
-  if (!est.ok()) return est.status();
-  const double s = est->time.seconds();
-  if (arithmetic) collectives_[key] = s;
-  return s;
+  auto compute = [&](Status* status, double* seconds) {
+    Result<comm::CollectiveEstimate> est = comm::EstimateCollective(topo, spec);
+    *status = est.ok() ? Status::Ok() : est.status();
+    *seconds = est.ok() ? est->time.seconds() : 0.0;
+  };
+  Entry uncached;
+  Entry* entry = &uncached;
+  if (arithmetic) {
+    const auto key =
+        std::make_tuple(&topo, int(op), gpus[0], int(gpus.size()), stride, uint64_t(bytes));
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_ptr<Entry>& slot = collectives_[key];
+    if (!slot) slot = std::make_unique<Entry>();
+    entry = slot.get();  // entries are never erased, so the pointer outlives the lock
+  }
+  // The first caller computes; one that comes while it does waits for its value.
+  std::call_once(entry->once, compute, &entry->status, &entry->seconds);
+  if (!entry->status.ok()) return entry->status;
+  return entry->seconds;
 }
 
 namespace {

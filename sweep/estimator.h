@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <tuple>
 #include <vector>
 
@@ -36,10 +37,15 @@ struct StepEstimate {
 };
 
 // Memoises topologies (per TopologySpec nodes count) and closed-form collective times, so a sweep
-// evaluates thousands of layouts without rebuilding them. Not thread-safe; one per thread.
+// evaluates thousands of layouts without rebuilding them. Thread-safe, one for all of a sweep's
+// threads: each value is computed once (a thread that needs a value another is computing waits
+// for it), so threads neither repeat the costly closed forms of large groups nor see different
+// numbers — every value is a pure function of its key.
 class EstimatorCache {
  public:
   EstimatorCache() = default;
+  EstimatorCache(const EstimatorCache&) = delete;
+  EstimatorCache& operator=(const EstimatorCache&) = delete;
   // The topology for `spec` (built once per distinct node count; the other fields must be the
   // same for every call on one cache).
   Result<const comm::Topology*> TopologyFor(const comm::TopologySpec& spec);
@@ -49,8 +55,15 @@ class EstimatorCache {
                                    const std::vector<int>& gpus, double bytes);
 
  private:
+  struct Entry {
+    std::once_flag once;
+    Status status;
+    double seconds = 0;
+  };
+  std::mutex mu_;  // guards the two maps (entries are filled once, outside it)
   std::map<int, std::unique_ptr<comm::Topology>> topologies_;
-  std::map<std::tuple<const comm::Topology*, int, int, int, int, uint64_t>, double> collectives_;
+  std::map<std::tuple<const comm::Topology*, int, int, int, int, uint64_t>, std::unique_ptr<Entry>>
+      collectives_;
 };
 
 // Estimates one healthy step. Validates the layout (as SimulateStep does) but not memory.

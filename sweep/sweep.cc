@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include "checkpoint/checkpoint_model.h"
 #include "comm/topology.h"
 #include "parallelism/memory.h"
+#include "parallelism/model.h"
 #include "run/monte_carlo.h"
 #include "sim/parallel.h"
 #include "sim/progress.h"
@@ -491,6 +493,58 @@ Evaluation ConfirmLayout(const SweepProblem& problem, const Evaluation& in) {
 
 namespace {
 
+// True when selective recomputation recomputes nothing for this layout: no kernel of any of the
+// model's layer kinds is marked for it (parallelism/model.cc marks only the materialised
+// attention's score kernels; flash attention keeps no scores, Dao et al. 2022). The step
+// simulation then times recompute selective exactly as recompute none (step/pass_costs.cc adds
+// a sum over no kernels, 0.0, to the backward), and only the memory differs, which the ranking
+// checked already.
+bool SelectiveRecomputesNothing(const par::ModelSpec& m, const par::ParallelConfig& p) {
+  for (const par::LayerKind& kind : par::DistinctLayerKinds(m)) {
+    for (const par::KernelOp& op : par::LayerOps(m, p.split(), p.micro_batch, kind)) {
+      if (op.selective_recompute) return false;
+    }
+  }
+  return true;
+}
+
+// What the step simulation of a layout depends on: the layout tuple, with recompute selective
+// read as none where it recomputes nothing. Layouts with one key share one simulation.
+auto SimulationKey(const SweepProblem& problem, const Candidate& c) {
+  Candidate k = c;
+  if (k.parallel.recompute == par::Recompute::kSelective &&
+      SelectiveRecomputesNothing(problem.base.model, k.parallel)) {
+    k.parallel.recompute = par::Recompute::kNone;
+  }
+  return Tuple(k);
+}
+
+// `in` confirmed by the simulation of `sim` (same SimulationKey): what ConfirmLayout would give.
+Evaluation ConfirmedAs(const SweepProblem& problem, const Evaluation& in, const Evaluation& sim) {
+  Evaluation e = in;
+  if (!sim.confirmed) {
+    e.rejected = true;
+    e.fits = false;
+    e.reason = sim.reason;
+    return e;
+  }
+  Result<GoodputEstimate> g = ExpectedGoodput(problem.run, problem.parameters, in.layout.gpus,
+                                              problem.base.topology.gpus_per_node);
+  if (!g.ok()) {  // the same as for `sim`, which passed; kept as a guard
+    e.rejected = true;
+    e.fits = false;
+    e.reason = "expected ETTR: " + g.status().message();
+    return e;
+  }
+  e.step_time_s = sim.step_time_s;
+  e.mfu = sim.mfu;
+  e.busy_fraction = sim.busy_fraction;
+  e.breakdown = sim.breakdown;
+  e.confirmed = true;
+  Finalise(problem, *g, &e);
+  return e;
+}
+
 // Enumerates and estimates one problem (hardware `hardware`); FailedPrecondition when nothing
 // fits, naming the binding constraint and what relaxes it.
 Result<SweepResult> EstimateAll(const SweepProblem& problem, int hardware,
@@ -508,10 +562,11 @@ Result<SweepResult> EstimateAll(const SweepProblem& problem, int hardware,
   }
   const std::string label =
       problem.hardware_name.empty() ? std::string("sweep") : "sweep " + problem.hardware_name;
-  // One thread: the estimator's cache is not thread-safe, and estimates take 0.1 ms each.
+  // On options.threads threads, sharing one estimator cache (thread-safe; each value computed
+  // once, a pure function of its key, so the results do not depend on which thread timed what).
   EstimatorCache cache;
-  TRAINSIM_RETURN_IF_ERROR(Distribute(comm, all, &res.evaluations, options.progress, label, 1,
-                                      [&](const Evaluation& in) {
+  TRAINSIM_RETURN_IF_ERROR(Distribute(comm, all, &res.evaluations, options.progress, label,
+                                      options.threads, [&](const Evaluation& in) {
                                         Evaluation e = EvaluateLayout(problem, in.layout, &cache);
                                         e.index = in.index;
                                         return e;
@@ -607,6 +662,7 @@ Status ConfirmUntilStable(const std::vector<SweepProblem>& problems, const Sweep
   constexpr int kMaxConfirmRounds = 64;
   std::vector<Evaluation>& evals = res->evaluations;
   std::vector<bool> tried(evals.size(), false);
+  std::map<decltype(Tuple(Candidate{})), size_t> simulated;  // SimulationKey → layout simulated
   res->confirmed = 0;
   for (int round = 0; round < kMaxConfirmRounds; ++round) {
     std::vector<size_t> picked = RankDistinct(evals, options.objective, false);
@@ -626,10 +682,26 @@ Status ConfirmUntilStable(const std::vector<SweepProblem>& problems, const Sweep
     }
     if (confirm.empty()) break;
     res->confirm_rounds = round + 1;
-    for (size_t i : confirm) tried[i] = true;
+    // One simulation per SimulationKey (the lowest index, in this round or an earlier one);
+    // the layouts that share it are confirmed by its result.
+    std::vector<size_t> simulate;
+    std::vector<std::pair<size_t, size_t>> shared;  // (layout, the layout simulated for it)
+    for (size_t i : confirm) {
+      tried[i] = true;
+      const SweepProblem& problem = problems[size_t(evals[i].layout.hardware)];
+      auto [it, fresh] = simulated.emplace(SimulationKey(problem, evals[i].layout), i);
+      if (fresh) {
+        simulate.push_back(i);
+      } else {
+        shared.emplace_back(i, it->second);
+      }
+    }
     TRAINSIM_RETURN_IF_ERROR(Distribute(
-        comm, confirm, &evals, options.progress, "confirm", options.threads,
+        comm, simulate, &evals, options.progress, "confirm", options.threads,
         [&](const Evaluation& in) { return ConfirmLayout(problems[in.layout.hardware], in); }));
+    for (const auto& [i, sim] : shared) {
+      evals[i] = ConfirmedAs(problems[size_t(evals[i].layout.hardware)], evals[i], evals[sim]);
+    }
     res->confirmed += int64_t(confirm.size());
   }
   return Status::Ok();

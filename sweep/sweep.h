@@ -222,8 +222,10 @@ struct SweepOptions {
   int64_t trials = 0;
   // Axes of the Pareto front.
   std::pair<Objective, Objective> pareto = {Objective::kTime, Objective::kCost};
-  // Threads per rank for the step-simulation confirmations (sim::ParallelFor; results by
-  // index, so the output does not depend on it). 1 = the calling thread only.
+  // Threads per rank for the ranking's estimates and the step-simulation confirmations
+  // (sim::ParallelFor; results by index, the estimates sharing one thread-safe EstimatorCache
+  // whose values are pure functions of their keys, so the output does not depend on it).
+  // 1 = the calling thread only.
   int threads = 1;
 };
 

@@ -182,6 +182,24 @@ TEST(SweepCommandTest, GpuTypesRankedByEnergyDrawTheirPowerFromTheCatalogue) {
   }
 }
 
+TEST(SweepCommandTest, ThreeThreadsPrintExactlyWhatOneThreadPrints) {
+  // The ranking's estimates and the confirmations both run on --threads; the text and the JSON
+  // (every number of every printed row, with the CSV's per-layout estimates) do not change.
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{{}, {"--json"}}) {
+    std::vector<std::string> args = {"sweep", kSmall, "--top", "4"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<std::string> one_args = args, three_args = args;
+    one_args.insert(one_args.end(), {"--threads", "1"});
+    three_args.insert(three_args.end(), {"--threads", "3"});
+    RunResult one = RunCommand({}, one_args);
+    RunResult three = RunCommand({}, three_args);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    ASSERT_EQ(three.exit_code, 0) << three.err;
+    EXPECT_EQ(three.out, one.out);
+  }
+}
+
 TEST(SweepCommandTest, TwoMpiRanksPrintExactlyWhatOneProcessPrints) {
   const std::string mpiexec = TRAINSIM_MPIEXEC;
   if (mpiexec.empty() || ::access(mpiexec.c_str(), X_OK) != 0) {

@@ -9,6 +9,7 @@
 
 #include "parallelism/model.h"
 #include "scenarios/step_config.h"
+#include "sim/parallel.h"
 #include "sweep/sweep.h"
 
 namespace trainsim::sweep {
@@ -153,20 +154,126 @@ TEST(SweepRankTest, TwoGpuTypesRankTogetherEachWithItsOwnBoardPower) {
   for (size_t i : r->pareto) EXPECT_EQ(r->evaluations[i].layout.hardware, 0);
 }
 
+// Every number the ranking and the confirmations produce, compared bit for bit.
+void ExpectSameEvaluation(const Evaluation& a, const Evaluation& b) {
+  const std::string at = DescribeLayout(a.layout);
+  EXPECT_EQ(at, DescribeLayout(b.layout));
+  EXPECT_EQ(a.rejected, b.rejected) << at;
+  EXPECT_EQ(a.reason, b.reason) << at;
+  EXPECT_EQ(a.fits, b.fits) << at;
+  EXPECT_EQ(a.confirmed, b.confirmed) << at;
+  for (auto field : {&Evaluation::memory_bytes_per_gpu, &Evaluation::memory_shortfall_bytes,
+                     &Evaluation::step_time_s, &Evaluation::estimated_step_time_s, &Evaluation::mfu,
+                     &Evaluation::expected_ettr, &Evaluation::checkpoint_interval_s,
+                     &Evaluation::time_to_train_s, &Evaluation::gpu_hours, &Evaluation::cost_usd,
+                     &Evaluation::busy_fraction, &Evaluation::gpu_watts, &Evaluation::energy_kwh,
+                     &Evaluation::energy_cost_usd}) {
+    EXPECT_TRUE(Same(a.*field, b.*field)) << at;
+  }
+  for (auto field : {&step::StepBreakdown::compute_s, &step::StepBreakdown::exposed_dp_comm_s,
+                     &step::StepBreakdown::pp_wait_s, &step::StepBreakdown::bubble_s}) {
+    EXPECT_TRUE(Same(a.breakdown.*field, b.breakdown.*field)) << at;
+  }
+  EXPECT_EQ(a.equivalents, b.equivalents) << at;
+}
+
 TEST(SweepRankTest, ThreadsGiveTheSameResultBitForBit) {
   LocalCommunicator comm;
   SweepOptions one{Objective::kTime, 4, false}, three = one;
   three.threads = 3;
-  Result<SweepResult> a = RunSweep(Problem(), one, &comm);
-  Result<SweepResult> b = RunSweep(Problem(), three, &comm);
+  // Two GPU counts: the ranking's estimates on three threads use several estimator caches,
+  // each building its own topologies (and the memory model its per-thread caches).
+  SweepProblem problem = Problem();
+  problem.gpu_counts = {16, 32};
+  Result<SweepResult> a = RunSweep(problem, one, &comm);
+  Result<SweepResult> b = RunSweep(problem, three, &comm);
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->evaluations.size(), b->evaluations.size());
   EXPECT_EQ(a->top, b->top);
   EXPECT_EQ(a->pareto, b->pareto);
+  EXPECT_EQ(a->evaluated, b->evaluated);
+  EXPECT_EQ(a->confirmed, b->confirmed);
   for (size_t i = 0; i < a->evaluations.size(); ++i) {
-    EXPECT_TRUE(Same(a->evaluations[i].step_time_s, b->evaluations[i].step_time_s)) << i;
-    EXPECT_EQ(a->evaluations[i].confirmed, b->evaluations[i].confirmed) << i;
+    ExpectSameEvaluation(a->evaluations[i], b->evaluations[i]);
   }
+}
+
+TEST(SweepRankTest, EstimatorCacheGivesEveryThreadTheValueOneThreadComputes) {
+  // Four threads ask for the same and for different collectives, each key several times; every
+  // answer equals a fresh single-threaded cache's, bit for bit.
+  SweepProblem problem = Problem();
+  comm::TopologySpec spec = problem.base.topology;
+  spec.nodes = 4;
+  EstimatorCache shared, fresh;
+  Result<const comm::Topology*> topo = shared.TopologyFor(spec);
+  Result<const comm::Topology*> topo_fresh = fresh.TopologyFor(spec);
+  ASSERT_TRUE(topo.ok() && topo_fresh.ok());
+  auto group = [](int k) {  // 2, 4, 8, 16 GPUs, stride 1 or 2
+    std::vector<int> g;
+    for (int i = 0; i < (2 << (k % 4)); ++i) g.push_back(i * (1 + k / 4 % 2));
+    return g;
+  };
+  constexpr int kKeys = 16, kCalls = 64;
+  std::vector<double> got(kCalls, -1);
+  ASSERT_TRUE(sim::ParallelFor(kCalls, 4, [&](int64_t i) {
+                Result<double> s = shared.CollectiveSeconds(**topo, comm::Op::kAllReduce,
+                                                            group(int(i % kKeys)), 64e6);
+                if (!s.ok()) return s.status();
+                got[size_t(i)] = *s;
+                return Status::Ok();
+              }).ok());
+  for (int i = 0; i < kCalls; ++i) {
+    Result<double> want =
+        fresh.CollectiveSeconds(**topo_fresh, comm::Op::kAllReduce, group(i % kKeys), 64e6);
+    ASSERT_TRUE(want.ok());
+    EXPECT_GT(*want, 0);
+    EXPECT_TRUE(Same(got[size_t(i)], *want)) << i;
+  }
+}
+
+// Under flash attention selective recomputation has no kernel to recompute, so the step
+// simulation of recompute selective is that of recompute none (the sweep simulates one and
+// confirms both with it): the same step bit for bit, whichever the sweep simulated.
+TEST(SweepRankTest, SelectiveRecomputeUnderFlashAttentionSimulatesAsNone) {
+  SweepProblem problem = Problem();
+  step::StepConfig none = problem.base, selective = problem.base;
+  for (step::StepConfig* c : {&none, &selective}) {
+    c->topology.nodes = 2;
+    c->parallel.tp = 2;
+    c->parallel.pp = 2;
+    c->parallel.dp = 4;
+    c->parallel.micro_batch = 2;
+  }
+  none.parallel.recompute = par::Recompute::kNone;
+  selective.parallel.recompute = par::Recompute::kSelective;
+  Result<step::StepResult> a = step::SimulateStep(none), b = step::SimulateStep(selective);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().message() << b.status().message();
+  EXPECT_TRUE(Same(a->time_s, b->time_s));
+  EXPECT_TRUE(Same(a->mfu, b->mfu));
+  EXPECT_TRUE(Same(a->breakdown.compute_s, b->breakdown.compute_s));
+  EXPECT_EQ(a->flows, b->flows);
+  // And the sweep: the selective layouts it confirms by sharing their twin's simulation equal
+  // those of a sweep that tries selective only (each simulated itself).
+  LocalCommunicator comm;
+  SweepOptions o{Objective::kTime, 3, false};
+  Result<SweepResult> both = RunSweep(problem, o, &comm);
+  problem.recompute_modes = {par::Recompute::kSelective};
+  Result<SweepResult> alone = RunSweep(problem, o, &comm);
+  ASSERT_TRUE(both.ok() && alone.ok());
+  int compared = 0;
+  for (const Evaluation& s : alone->evaluations) {
+    if (!s.confirmed) continue;
+    for (const Evaluation& t : both->evaluations) {
+      if (t.confirmed && !LayoutLess(s.layout, t.layout) && !LayoutLess(t.layout, s.layout)) {
+        EXPECT_TRUE(Same(s.step_time_s, t.step_time_s)) << DescribeLayout(s.layout);
+        EXPECT_TRUE(Same(s.mfu, t.mfu)) << DescribeLayout(s.layout);
+        EXPECT_TRUE(Same(s.busy_fraction, t.busy_fraction)) << DescribeLayout(s.layout);
+        EXPECT_TRUE(Same(s.breakdown.pp_wait_s, t.breakdown.pp_wait_s));
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 3);
 }
 
 TEST(SweepRankTest, ParetoAxesAreTwoDifferentObjectives) {
