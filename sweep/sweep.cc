@@ -494,15 +494,15 @@ Evaluation ConfirmLayout(const SweepProblem& problem, const Evaluation& in) {
 namespace {
 
 // True when selective recomputation recomputes nothing for this layout: no kernel of any of the
-// model's layer kinds is marked for it (parallelism/model.cc marks only the materialised
-// attention's score kernels; flash attention keeps no scores, Dao et al. 2022). The step
-// simulation then times recompute selective exactly as recompute none (step/pass_costs.cc adds
-// a sum over no kernels, 0.0, to the backward), and only the memory differs, which the ranking
-// checked already.
+// model's layer kinds is re-run by its modules (KernelOp::recomputed_by; e.g. "layernorm" on a
+// dense model, whose norms are fused into the linears; a module's collectives are re-run only
+// with its kernels). The step simulation then times recompute selective exactly as recompute
+// none (step/pass_costs.cc adds a sum over no kernels, 0.0, to the backward), and only the
+// memory differs, which the ranking checked already.
 bool SelectiveRecomputesNothing(const par::ModelSpec& m, const par::ParallelConfig& p) {
   for (const par::LayerKind& kind : par::DistinctLayerKinds(m)) {
     for (const par::KernelOp& op : par::LayerOps(m, p.split(), p.micro_batch, kind)) {
-      if (op.selective_recompute) return false;
+      if (op.recomputed_by & p.recompute_modules) return false;
     }
   }
   return true;

@@ -234,7 +234,8 @@ TEST(SweepRankTest, EstimatorCacheGivesEveryThreadTheValueOneThreadComputes) {
 // Under flash attention selective recomputation has no kernel to recompute, so the step
 // simulation of recompute selective is that of recompute none (the sweep simulates one and
 // confirms both with it): the same step bit for bit, whichever the sweep simulated.
-TEST(SweepRankTest, SelectiveRecomputeUnderFlashAttentionSimulatesAsNone) {
+TEST(SweepRankTest, SelectiveRecomputeThatRerunsNothingSimulatesAsNone) {
+  // Problem()'s selective list is the norms only, fused into the linears of a dense model.
   SweepProblem problem = Problem();
   step::StepConfig none = problem.base, selective = problem.base;
   for (step::StepConfig* c : {&none, &selective}) {
@@ -252,6 +253,12 @@ TEST(SweepRankTest, SelectiveRecomputeUnderFlashAttentionSimulatesAsNone) {
   EXPECT_TRUE(Same(a->mfu, b->mfu));
   EXPECT_TRUE(Same(a->breakdown.compute_s, b->breakdown.compute_s));
   EXPECT_EQ(a->flows, b->flows);
+  // The attention core, by contrast, re-runs the flash kernel's forward: not the same step.
+  step::StepConfig core = selective;
+  core.parallel.recompute_modules = par::kRecomputeCoreAttn;
+  Result<step::StepResult> c = step::SimulateStep(core);
+  ASSERT_TRUE(c.ok());
+  EXPECT_GT(c->time_s, a->time_s);
   // And the sweep: the selective layouts it confirms by sharing their twin's simulation equal
   // those of a sweep that tries selective only (each simulated itself).
   LocalCommunicator comm;
