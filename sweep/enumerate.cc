@@ -105,6 +105,18 @@ std::vector<int> ShardGroups(const SweepProblem& problem, int z, int tp, int cp,
   return out;
 }
 
+// Selective recomputation of the attention core alone (Megatron-Core's default module) over a
+// fused flash kernel: it re-runs the kernel's forward to save its fp32 log-sum-exp, 4 bytes per
+// query and head, well under 1% of a layer's activations; Megatron-Core warns that it is not
+// needed (TransformerConfig: "For fused attention, you have no need to set 'core_attn'"). Such
+// a layout is its "none" twin, slower: not worth a row when "none" is tried too.
+bool SelectiveIsOnlyTheFusedCore(const SweepProblem& problem) {
+  const auto& modes = problem.recompute_modes;
+  return problem.base.model.flash_attention &&
+         problem.base.parallel.recompute_modules == par::kRecomputeCoreAttn &&
+         std::find(modes.begin(), modes.end(), par::Recompute::kNone) != modes.end();
+}
+
 // The techniques (micro-batch, schedule, recompute, SP, ZeRO, shard group) of one degree split.
 void AddTechniques(const SweepProblem& problem, int n, int tp, int cp, int pp, int dp, int ep,
                    int etp, std::vector<Candidate>* out) {
@@ -113,6 +125,7 @@ void AddTechniques(const SweepProblem& problem, int n, int tp, int cp, int pp, i
   for (int mb : problem.micro_batches) {
     for (const Sched& sc : scheds) {
       for (par::Recompute rc : problem.recompute_modes) {
+        if (rc == par::Recompute::kSelective && SelectiveIsOnlyTheFusedCore(problem)) continue;
         for (bool sp : problem.sequence_parallel) {
           if (sp && tp == 1) continue;  // nothing to split
           for (int z : problem.zero_stages) {
