@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <span>
@@ -30,6 +31,31 @@ TEST(MaxMinClassesTest, AggregatesMemberCrossingsPerLink) {
   EXPECT_EQ(c->size(), 3u);
   EXPECT_EQ(c->links, (std::vector<LinkId>{1, 2, 3}));
   EXPECT_EQ(c->counts, (std::vector<uint32_t>{3, 1, 1}));
+}
+
+TEST(MaxMinClassesTest, LargeClassesListEachLinkOnceInOrderWithItsCrossings) {
+  // 3,000 members of 4 random links each (ids up to 5,000,000: three radix digits), against a
+  // count kept by hand.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<LinkId> link(0, 5'000'000);
+  std::vector<std::vector<LinkId>> paths(3000);
+  std::map<LinkId, uint32_t> expected;
+  for (auto& p : paths) {
+    for (int i = 0; i < 4; ++i) {
+      p.push_back(i == 0 ? LinkId(i) : link(rng));  // every member crosses link 0 too
+      ++expected[p.back()];
+    }
+  }
+  std::vector<std::span<const LinkId>> members(paths.begin(), paths.end());
+  const auto c = MakeFlowClass(members);
+  ASSERT_EQ(c->links.size(), expected.size());
+  size_t i = 0;
+  for (const auto& [id, n] : expected) {
+    EXPECT_EQ(c->links[i], id);
+    EXPECT_EQ(c->counts[i], n);
+    ++i;
+  }
+  EXPECT_EQ(c->counts[0], 3000u);
 }
 
 TEST(MaxMinClassesTest, SymmetricClassGetsThePerFlowRateAndNoLooseMember) {
