@@ -642,15 +642,13 @@ Result<CollectiveTiming> EstimateCollectiveCalibrated(const Topology& topology,
                                                       const Calibration* calibration) {
   TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
   if (calibration && spec.bytes <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    std::set<int> nodes;
-    for (int g : spec.gpus) nodes.insert(topology.node_of(g));
+    const int nodes = topology.NodesSpanned(spec.gpus);
     const std::vector<Algo> candidates =
         spec.algo == Algo::kAuto ? AlgorithmsFor(spec.op) : std::vector<Algo>{spec.algo};
     std::optional<CollectiveTiming> best;
     for (Algo a : candidates) {
       std::optional<sim::Time> t = calibration->CollectiveTime(
-          spec.op, a, static_cast<int>(spec.gpus.size()), static_cast<int64_t>(spec.bytes),
-          static_cast<int>(nodes.size()));
+          spec.op, a, static_cast<int>(spec.gpus.size()), static_cast<int64_t>(spec.bytes), nodes);
       if (t && (!best || *t < best->time)) best = CollectiveTiming{*t, a, std::nullopt, true};
     }
     if (best) return *best;

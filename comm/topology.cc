@@ -186,6 +186,14 @@ Result<Topology> Topology::Build(const TopologySpec& spec) {
   return t;
 }
 
+int Topology::NodesSpanned(const std::vector<int>& gpus) const {
+  std::vector<int> nodes;
+  nodes.reserve(gpus.size());
+  for (int g : gpus) nodes.push_back(node_of(g));
+  std::sort(nodes.begin(), nodes.end());
+  return int(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+}
+
 int Topology::nic_of(int gpu) const {
   // Spread GPUs evenly over the node's NICs: GPU l uses NIC floor(l · nics / gpus).
   return static_cast<int>(static_cast<int64_t>(local_index(gpu)) * spec_.nics_per_node /

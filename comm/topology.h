@@ -119,6 +119,8 @@ class Topology {
   int num_nodes() const { return spec_.nodes; }
   int gpus_per_node() const { return spec_.gpus_per_node; }
   int node_of(int gpu) const { return gpu / spec_.gpus_per_node; }
+  // Distinct nodes the GPUs `gpus` sit on.
+  int NodesSpanned(const std::vector<int>& gpus) const;
   int local_index(int gpu) const { return gpu % spec_.gpus_per_node; }
   // The NIC index within its node that `gpu` uses (its rail when rail-optimised).
   int nic_of(int gpu) const;

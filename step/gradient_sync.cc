@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <utility>
 
 #include "step/comm_sm_share.h"
@@ -26,23 +25,14 @@ GradientSync::GradientSync(StepState* state) : st_(state) {
 
 double GradientSync::ShareOf(const comm::CollectiveSpec& spec,
                              const comm::CollectiveEstimate& how) {
-  auto [it, fresh] = nodes_of_.emplace(spec.gpus, 0);
-  if (fresh) {
-    std::set<int> nodes;
-    for (int g : spec.gpus) nodes.insert(st_->topo->node_of(g));
-    it->second = int(nodes.size());
-  }
-  NcclCollectiveShape shape;
-  shape.arch = st_->cfg.gpu.arch;
-  shape.op = spec.op;
-  shape.algo = how.algo;
-  shape.protocol = how.protocol;
-  shape.ranks = int(spec.gpus.size());
-  shape.nodes = it->second;
-  shape.nics_per_node = st_->cfg.topology.nics_per_node;
-  shape.bytes = double(spec.bytes);
-  const NcclCtaLimits limits{st_->cfg.nccl_min_ctas, st_->cfg.nccl_max_ctas};
-  return SmShare(NcclCollectiveCtas(shape, limits), st_->cfg.gpu.num_sms);
+  return CollectiveSmShare(st_->cfg, spec.op, how.algo, how.protocol, int(spec.gpus.size()),
+                           SpanOf(spec.gpus), double(spec.bytes));
+}
+
+int GradientSync::SpanOf(const std::vector<int>& gpus) {
+  auto [it, fresh] = span_of_.emplace(gpus, 0);
+  if (fresh) it->second = st_->topo->NodesSpanned(gpus);
+  return it->second;
 }
 
 void GradientSync::AddStageShare(int stage, double share) {
@@ -63,13 +53,7 @@ Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::Colle
   if (spec.gpus.size() <= size_t(std::max(max_nodes, 0))) {
     return comm::RunCollective(&st_->net, spec, on_done, &plans_);
   }
-  auto [span_it, fresh] = span_of_.emplace(spec.gpus, 0);
-  if (fresh) {
-    std::set<int> nodes;
-    for (int g : spec.gpus) nodes.insert(st_->topo->node_of(g));
-    span_it->second = int(nodes.size());
-  }
-  const int span = span_it->second;
+  const int span = SpanOf(spec.gpus);
   if (span <= max_nodes) return comm::RunCollective(&st_->net, spec, on_done, &plans_);
   auto key = std::make_tuple(spec.gpus, int(spec.op), spec.bytes);
   auto it = closed_form_cache_.find(key);

@@ -60,6 +60,8 @@ class GradientSync {
     double gather_share = 0;  // of the ZeRO weight all-gather
   };
 
+  // Nodes `gpus` span, counted once per group.
+  int SpanOf(const std::vector<int>& gpus);
   Result<comm::CollectiveEstimate> StartCollective(const comm::CollectiveSpec& spec,
                                                    std::function<void()> on_done);
   void Pump(int stage);
@@ -82,10 +84,9 @@ class GradientSync {
   size_t pending_embedding_ = 0;
   std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>
       closed_form_cache_;
-  std::map<std::vector<int>, int> span_of_;   // nodes a collective group spans
-  std::map<std::vector<int>, int> nodes_of_;  // the same for every group (the SM share's)
-  std::vector<double> fsdp_share_;            // per executor: its FSDP gather's SM share
-  comm::CollectivePlanCache plans_;           // every bucket of a stage repeats its collectives
+  std::map<std::vector<int>, int> span_of_;  // nodes a collective group spans (SpanOf)
+  std::vector<double> fsdp_share_;           // per executor: its FSDP gather's SM share
+  comm::CollectivePlanCache plans_;          // every bucket of a stage repeats its collectives
   int closed_form_collectives_ = 0;
   int closed_form_max_nodes_ = 0;
 };

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 #include <tuple>
 
 #include "parallelism/memory.h"
@@ -58,9 +57,7 @@ comm::Op ToCommOp(TpCollectiveKind k) {
 CalibratedTpTimer::CalibratedTpTimer(const comm::Topology* topo, std::vector<int> group,
                                      const comm::Calibration* calibration)
     : topo_(topo), group_(std::move(group)), cal_(calibration) {
-  std::set<int> nodes;
-  for (int g : group_) nodes.insert(topo_->node_of(g));
-  nodes_ = int(nodes.size());
+  nodes_ = topo_->NodesSpanned(group_);
 }
 
 Result<double> CalibratedTpTimer::Seconds(comm::Op op, double bytes) {
@@ -214,13 +211,9 @@ double OverlapShare(const StepConfig& cfg, CommGroup group) {
   } else if (group == CommGroup::kEp && c.moe_dispatcher == MoeDispatcher::kFlex) {
     ctas = kDeepEpSms;
   } else if (group == CommGroup::kEp) {
-    NcclCollectiveShape shape;
-    shape.arch = cfg.gpu.arch;
-    shape.op = comm::Op::kAllToAll;
-    shape.ranks = c.ep;
-    shape.nodes = c.ep_nodes;
-    shape.nics_per_node = nics;
-    ctas = NcclCollectiveCtas(shape, limits);
+    // All-to-all: NCCL's p2p channels, whatever the algorithm field and size say.
+    return CollectiveSmShare(cfg, comm::Op::kAllToAll, comm::Algo::kRing, comm::Protocol::kSimple,
+                             c.ep, c.ep_nodes, 0);
   }
   return SmShare(ctas, cfg.gpu.num_sms);
 }
@@ -289,7 +282,8 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
   lc.bwd_kernels = SumKernels(ops, false) + (c.recompute == Recompute::kFull ? lc.fwd_kernels
                                              : mods != 0 ? SumKernels(ops, true, mods)
                                                          : 0.0);
-  // Forward collectives' raw seconds per group [TP, CP, EP], all and those recomputed.
+  // Forward collectives' seconds per group [TP, CP, EP] (beyond any op they run under), all of
+  // them and those the selective modules re-run.
   double fwd_raw[3] = {0, 0, 0}, re_raw[3] = {0, 0, 0};
   double ag[2] = {0, 0}, rs[2] = {0, 0};  // TP all-gathers / reduce-scatters, [fwd, bwd]
   EpOverlapParts ep_parts;                // EP collectives by node (moe_a2a_overlap)
@@ -429,12 +423,11 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
   // them, except under full recomputation's block method).
   std::vector<double> count(size_t(parallelism::kLayerKindCount), 0.0);
   std::vector<double> rerun(count.size(), 0.0);
+  const bool full = cfg.parallel.recompute == Recompute::kFull;
   for (int l = range.first_layer; l < range.first_layer + range.layers; ++l) {
-    count[size_t(LayerKindAt(m, l).index())] += 1;
-    const bool full = cfg.parallel.recompute == Recompute::kFull;
-    if (!full || cfg.parallel.RecomputesLayer(l - range.first_layer)) {
-      rerun[size_t(LayerKindAt(m, l).index())] += 1;
-    }
+    const size_t kind = size_t(LayerKindAt(m, l).index());
+    count[kind] += 1;
+    if (!full || cfg.parallel.RecomputesLayer(l - range.first_layer)) rerun[kind] += 1;
   }
   int moe_kinds = 0, dense_kinds = 0;
   for (const LayerKind& kind : parallelism::DistinctLayerKinds(m)) {
@@ -656,17 +649,21 @@ Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& to
     const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group, uint64_t(bytes)};
     Result<comm::CollectiveEstimate> how = comm::EstimateCollective(topo, spec);
     if (!how.ok()) return how.status();
-    std::set<int> nodes;
-    for (int g : group) nodes.insert(topo.node_of(g));
-    it = chosen.emplace(key, Chosen{how->algo, how->protocol, int(nodes.size())}).first;
+    it = chosen.emplace(key, Chosen{how->algo, how->protocol, topo.NodesSpanned(group)}).first;
   }
+  return CollectiveSmShare(cfg, op, it->second.algo, it->second.protocol, int(group.size()),
+                           it->second.nodes, bytes);
+}
+
+double CollectiveSmShare(const StepConfig& cfg, comm::Op op, comm::Algo algo,
+                         comm::Protocol protocol, int ranks, int nodes, double bytes) {
   NcclCollectiveShape shape;
   shape.arch = cfg.gpu.arch;
   shape.op = op;
-  shape.algo = it->second.algo;
-  shape.protocol = it->second.protocol;
-  shape.ranks = int(group.size());
-  shape.nodes = it->second.nodes;
+  shape.algo = algo;
+  shape.protocol = protocol;
+  shape.ranks = ranks;
+  shape.nodes = nodes;
   shape.nics_per_node = cfg.topology.nics_per_node;
   shape.bytes = bytes;
   return SmShare(NcclCollectiveCtas(shape, {cfg.nccl_min_ctas, cfg.nccl_max_ctas}),

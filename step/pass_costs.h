@@ -155,6 +155,10 @@ std::vector<int> ShardReplicaGroup(const parallelism::Layout& layout, int gpu);
 // the step simulation charges, for the sweep's closed-form estimator. 0 for a group of one.
 Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& topo, comm::Op op,
                                  const std::vector<int>& group, double bytes);
+// The SM share of a collective as NCCL would run it (step/comm_sm_share.h), with the scenario's
+// CTA limits: the algorithm and protocol comm chose, its ranks, the nodes they span, its size.
+double CollectiveSmShare(const StepConfig& cfg, comm::Op op, comm::Algo algo,
+                         comm::Protocol protocol, int ranks, int nodes, double bytes);
 // PP > 1: the tied word embedding's gradient all-reduce between the first and last stage.
 double TiedEmbeddingBytes(const StepConfig& cfg, int nic_share);
 // The optimizer step of one GPU of `stage` at full speed.
