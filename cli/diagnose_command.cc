@@ -22,6 +22,7 @@
 #include "parallelism/roofline.h"
 #include "profile/kineto_profile.h"
 #include "scenarios/session.h"
+#include "step/comm_sm_share.h"
 
 namespace trainsim::cli {
 namespace {
@@ -191,6 +192,28 @@ std::string InputEvidence(const Sim& sim) {
          Fmt(" against %.2f s of GPU work", r.time_s - r.breakdown.input_stall_s);
 }
 
+// The collectives that run beside compute and take SMs from it (step/comm_sm_share.h), and
+// the channel limits the scenario sets.
+std::string CommSlowedEvidence(const step::StepConfig& cfg) {
+  const par::ParallelConfig& c = cfg.parallel;
+  std::vector<std::string> beside;
+  if (c.dp > 1 && c.overlap_dp) beside.push_back("DP gradient buckets under the backward");
+  if (c.dp > 1 && c.zero_stage == 3) beside.push_back("FSDP's gathers and reduce-scatters");
+  if (c.dp > 1 && c.overlap_param_gather) beside.push_back("the parameter all-gather");
+  if (c.cp > 1) beside.push_back("the CP K/V exchange");
+  if (c.ep > 1 && c.moe_a2a_overlap) beside.push_back("the overlapped EP all-to-alls");
+  if (c.ep > 1 && c.moe_dispatcher == par::MoeDispatcher::kFlex) {
+    beside.push_back(Fmt("DeepEP's %g SMs", double(step::kDeepEpSms)));
+  }
+  std::string what = "none";
+  for (size_t i = 0; i < beside.size(); ++i) what = (i ? what + ", " : "") + beside[i];
+  auto limit = [](int n) { return n > 0 ? Fmt("%g", double(n)) : std::string("default"); };
+  return "NCCL kernels hold one SM per channel while compute runs beside them (" + what +
+         Fmt(") on %g SMs", double(cfg.gpu.num_sms)) + "; NCCL_MIN_CTAS " +
+         limit(cfg.nccl_min_ctas) + ", NCCL_MAX_CTAS " + limit(cfg.nccl_max_ctas) +
+         " (parallelism.nccl_min_ctas / nccl_max_ctas; fewer channels also slow the collective)";
+}
+
 std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios::RunOutcome>& run) {
   const step::StepConfig& cfg = sim.step.config;
   const step::StepResult& r = sim.step.result;
@@ -236,6 +259,7 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
                      (cfg.parallel.overlap_dp ? ", gradient reduction overlapped"
                                               : ", gradient reduction after the backward") +
                      (cfg.parallel.overlap_param_gather ? ", param gather overlapped" : "")});
+  out.push_back({"comm-slowed compute", b.compute_slowed_s / t, CommSlowedEvidence(cfg)});
   out.push_back({"exposed PP comm", b.pp_wait_s / t,
                  Fmt("PP %g", cfg.parallel.pp) +
                      (cfg.parallel.p2p_overlapped() ? ", sends overlapped" : ", blocking sends") +

@@ -48,11 +48,13 @@ TEST(DiagnoseCommandTest, LowUtilisationExampleNamesTheInputStallFirst) {
 
 TEST(DiagnoseCommandTest, CausesComeInTheOrderAnExpertChecksThem) {
   const nlohmann::json j = Json({"diagnose", kLow, "--json"});
-  const std::vector<std::string> order = {
-      "input stall",     "host/launch overhead", "memory-bound ops", "small-GEMM inefficiency",
-      "exposed TP comm", "exposed CP comm",      "exposed EP comm",  "exposed DP comm",
-      "exposed PP comm", "pipeline bubble",      "stragglers",       "checkpoint stalls",
-      "failures"};
+  const std::vector<std::string> order = {"input stall",         "host/launch overhead",
+                                          "memory-bound ops",    "small-GEMM inefficiency",
+                                          "exposed TP comm",     "exposed CP comm",
+                                          "exposed EP comm",     "exposed DP comm",
+                                          "comm-slowed compute", "exposed PP comm",
+                                          "pipeline bubble",     "stragglers",
+                                          "checkpoint stalls",   "failures"};
   ASSERT_EQ(j["causes"].size(), order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     EXPECT_EQ(j["causes"][i]["name"], order[i]);
@@ -196,6 +198,29 @@ TEST(RunOpsTest, OpsJsonClassifiesEveryOpAgainstTheRidgePoint) {
 TEST(RunOpsTest, InputStallIsARowOfTheStepBreakdown) {
   const nlohmann::json j = Json({"run", kLow, "--json"});
   EXPECT_GT(j["step"]["breakdown_s"]["input_stall"].get<double>(), 0.0);
+}
+
+// Compute stretched by the SMs overlapped NCCL kernels hold is its own cause, with the share the
+// step breakdown gives it and evidence naming what overlaps (here the DP buckets under the
+// backward and the overlapped parameter gather of the Mixtral example).
+TEST(DiagnoseCommandTest, CommSlowedComputeIsACauseMatchingTheStepBreakdown) {
+  constexpr char kMoe[] = "scenarios/examples/mixtral_8x22b_h100.textproto";
+  const nlohmann::json d = Json({"diagnose", kMoe, "--json", "--no-run"});
+  const nlohmann::json run = Json({"run", kMoe, "--json"});
+  const double slowed = run["step"]["breakdown_s"]["compute_slowed_by_comm"].get<double>();
+  const double step = run["step"]["time_s"].get<double>();
+  ASSERT_GT(slowed, 0.0);
+  bool found = false;
+  for (const auto& c : d["causes"]) {
+    if (c["name"] != "comm-slowed compute") continue;
+    found = true;
+    EXPECT_NEAR(c["share_of_step"].get<double>(), slowed / step, 1e-12);
+    const std::string ev = c["evidence"].get<std::string>();
+    EXPECT_NE(ev.find("DP gradient buckets"), std::string::npos) << ev;
+    EXPECT_NE(ev.find("parameter all-gather"), std::string::npos) << ev;
+    EXPECT_NE(ev.find("132 SMs"), std::string::npos) << ev;  // H100 SXM
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace
