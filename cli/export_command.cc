@@ -157,6 +157,13 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
     default:
       a->notes.push_back("TF32: Megatron's default fp32 parameters, no precision flag");
   }
+  // Main gradients: Megatron-LM turns fp32 accumulation on for bf16 by itself and leaves fp16
+  // gradients in fp16; say so only where the scenario departs from that.
+  if (m.precision() == pb::FP16 && p.grad_reduce_in_fp32()) {
+    a->Add("--accumulate-allreduce-grads-in-fp32");
+  } else if (m.precision() != pb::FP16 && m.precision() != pb::TF32 && !p.grad_reduce_in_fp32()) {
+    a->Add("--grad-reduce-in-bf16");
+  }
 }
 
 void RecomputeArgs(const pb::Parallelism& p, Args* a) {

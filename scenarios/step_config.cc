@@ -278,16 +278,20 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   step::StepConfig c;
   const pb::Model& m = s.model();
   c.model = MakeModelSpec(m);
-  // fp16 mixed precision (Megatron's Float16Optimizer, gradients not accumulated in fp32):
-  // the optimizer step makes fp32 copies of the gradients (parallelism/memory.h).
-  if (m.precision() == pb::FP16) c.memory.step_grad_bytes_per_param = 4;
-  // bf16: Megatron-LM accumulates and all-reduces the gradients in fp32 ("bfloat16 requires
-  // gradient accumulation and all-reduce to be done in fp32", arguments.py), so the gradient
-  // buffer and the DP reduction are 4 bytes per parameter.
-  // FP8 (Transformer Engine) keeps bf16/fp32 master weights and the same fp32 main gradients
-  // (only the GEMM inputs are cast to FP8), so its gradients are 4 bytes too.
-  if (m.precision() == pb::BF16 || m.precision() == pb::FP8 || m.precision() == pb::FP4) {
-    c.memory.grad_bytes_per_param = 4;
+  // Main gradients (parallelism.grad_reduce_in_fp32). Megatron-LM accumulates bf16 gradients
+  // in an fp32 buffer and reduces them in fp32 ("bfloat16 requires gradient accumulation and
+  // all-reduce to be done in fp32", arguments.py): 4 bytes per parameter in memory and on the
+  // wire. FP8 and FP4 (Transformer Engine) cast only the GEMM inputs and keep the same main
+  // gradients. With 16-bit main gradients (fp16's default, --grad-reduce-in-bf16) the buffer
+  // and the reduction are 2 bytes, and the optimizer, which steps fp32 master weights, first
+  // copies its shard's gradients to fp32 (_copy_model_grads_to_main_grads: .float()), 4 bytes
+  // per parameter of the shard (parallelism/memory.h). TF32 trains fp32 parameters: 4 bytes.
+  const bool sixteen_bit = m.precision() == pb::BF16 || m.precision() == pb::FP16 ||
+                           m.precision() == pb::FP8 || m.precision() == pb::FP4;
+  if (sixteen_bit) {
+    const bool fp32_grads = s.parallelism().grad_reduce_in_fp32();
+    c.memory.grad_bytes_per_param = fp32_grads ? 4 : 2;
+    c.memory.step_grad_bytes_per_param = fp32_grads ? 0 : 4;
   }
   // The calibration's GEMM input type for the precision (TF32 has none: nothing matches).
   c.gemm_dtype = m.precision() == pb::FP16   ? "fp16"

@@ -301,6 +301,12 @@ Error ValidateModel(const pb::Scenario& s) {
     }
     if (auto r = Range("model.mla.v_head_dim", a.v_head_dim(), 1, 1 << 12, "v_head_dim")) return r;
   }
+  if (s.parallelism().has_grad_reduce_in_fp32() && !s.parallelism().grad_reduce_in_fp32() &&
+      m.precision() == pb::TF32) {
+    return Err("parallelism.grad_reduce_in_fp32",
+               "false needs 16-bit parameters (precision BF16, FP16, FP8 or FP4); with TF32 the "
+               "parameters and their gradients are fp32");
+  }
   const pb::GpuSpec* gpu = FindGpu(s.cluster().gpu());
   if (PeakTflops(*gpu, m.precision()) <= 0) {
     return Err("model.precision", gpu->name() + " has no " + pb::Precision_Name(m.precision()) +

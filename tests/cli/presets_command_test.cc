@@ -220,6 +220,13 @@ TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttention
       {"export", "megatron", path, "--set", "model.moe.router_padding_for_quantization=true"});
   ASSERT_EQ(padded.exit_code, 0) << padded.err;
   EXPECT_TRUE(ParseFlags(padded.out).count("--moe-router-padding-for-quantization"));
+  // bf16 main gradients: Megatron-LM reduces bf16 gradients in fp32 unless told
+  // --grad-reduce-in-bf16, so the flag appears only when the scenario asks for it.
+  EXPECT_FALSE(flags.count("--grad-reduce-in-bf16"));
+  RunResult bf16_grads =
+      RunTrainsim({"export", "megatron", path, "--set", "parallelism.grad_reduce_in_fp32=false"});
+  ASSERT_EQ(bf16_grads.exit_code, 0) << bf16_grads.err;
+  EXPECT_TRUE(ParseFlags(bf16_grads.out).count("--grad-reduce-in-bf16"));
   // --json gives the same arguments as a list.
   RunResult j = RunTrainsim({"export", "megatron", "--json", path});
   ASSERT_EQ(j.exit_code, 0) << j.err;

@@ -40,6 +40,32 @@ constexpr char kScenario[] = R"pb(
   faults { kind: LINK id: 3 at: "2h" degrade: 0.25 }
 )pb";
 
+// parallelism.grad_reduce_in_fp32 (Megatron's --grad-reduce-in-bf16 /
+// --accumulate-allreduce-grads-in-fp32): 16-bit main gradients are 2 bytes in the buffer and
+// on the wire, and the optimizer stepping fp32 master weights copies its shard's gradients to
+// fp32 (4 bytes); fp32 main gradients are 4 bytes and need no copy — either way round, for
+// bf16 and fp16 alike.
+TEST(StepConfigTest, GradReduceInFp32SetsTheMainGradientBytesAndTheStepCopies) {
+  struct Case {
+    pb::Precision precision;
+    bool fp32;
+    double grad, step_copy;
+  };
+  for (const Case& k : {Case{pb::BF16, false, 2, 4}, Case{pb::BF16, true, 4, 0},
+                        Case{pb::FP8, false, 2, 4}, Case{pb::FP16, true, 4, 0}}) {
+    Result<pb::Scenario> s = ParseScenarioText(kScenario, "t.textproto");
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    s->mutable_model()->set_precision(k.precision);
+    s->mutable_parallelism()->set_grad_reduce_in_fp32(k.fp32);
+    Result<ResolvedScenario> r = Resolve(*s);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    Result<step::StepConfig> c = MakeStepConfig(*r);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_DOUBLE_EQ(c->memory.grad_bytes_per_param, k.grad) << k.precision << k.fp32;
+    EXPECT_DOUBLE_EQ(c->memory.step_grad_bytes_per_param, k.step_copy) << k.precision << k.fp32;
+  }
+}
+
 TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   Result<pb::Scenario> s = ParseScenarioText(kScenario, "t.textproto");
   ASSERT_TRUE(s.ok()) << s.status().message();
@@ -64,8 +90,12 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   EXPECT_DOUBLE_EQ(c->memory.step_grad_bytes_per_param, 0);
   EXPECT_FALSE(c->parallel.overlap_p2p);
   {
-    Result<pb::Scenario> fp16 = ParseScenarioText(kScenario, "t.textproto");
-    fp16->mutable_model()->set_precision(pb::FP16);
+    // Precision in the text, so that the defaults (grad_reduce_in_fp32) follow it.
+    std::string text = kScenario;
+    const std::string bf16 = "precision: BF16";
+    text.replace(text.find(bf16), bf16.size(), "precision: FP16");
+    Result<pb::Scenario> fp16 = ParseScenarioText(text, "t.textproto");
+    ASSERT_TRUE(fp16.ok()) << fp16.status().message();
     fp16->mutable_parallelism()->set_overlap_p2p_comm(true);
     Result<ResolvedScenario> r16 = Resolve(*fp16);
     ASSERT_TRUE(r16.ok()) << r16.status().message();
