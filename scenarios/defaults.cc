@@ -56,6 +56,16 @@ void FillMoeParallelDefaults(pb::Parallelism* p) {
   if (!p->has_moe_token_dispatcher()) p->set_moe_token_dispatcher(pb::Parallelism::ALLTOALL);
 }
 
+// Megatron-LM accumulates and reduces bf16 gradients in fp32 (arguments.py: "bfloat16 requires
+// gradient accumulation and all-reduce to be done in fp32"); fp16 keeps fp16 gradients unless
+// --accumulate-allreduce-grads-in-fp32 is given.
+void FillGradientDefaults(pb::Scenario* s) {
+  pb::Parallelism* p = s->mutable_parallelism();
+  if (!p->has_grad_reduce_in_fp32()) {
+    p->set_grad_reduce_in_fp32(s->model().precision() != pb::FP16);
+  }
+}
+
 void FillInputAndHostDefaults(pb::Scenario* s) {
   pb::Input* in = s->mutable_input();
   if (!in->has_workers()) in->set_workers(8);  // one DataLoader of 8 workers per 8-GPU node
@@ -258,12 +268,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_zero_stage()) p->set_zero_stage(0);
   if (!p->has_dp_bucket_bytes()) p->set_dp_bucket_bytes(kDefaultBucketBytes);
   if (!p->has_overlap_grad_reduce()) p->set_overlap_grad_reduce(true);
-  // Megatron-LM accumulates and reduces bf16 gradients in fp32 (arguments.py: "bfloat16
-  // requires gradient accumulation and all-reduce to be done in fp32"); fp16 keeps fp16
-  // gradients unless --accumulate-allreduce-grads-in-fp32 is given.
-  if (!p->has_grad_reduce_in_fp32()) {
-    p->set_grad_reduce_in_fp32(s->model().precision() != pb::FP16);
-  }
+  FillGradientDefaults(s);
   if (!p->has_overlap_p2p_comm()) p->set_overlap_p2p_comm(false);
   if (!p->has_tp_across_nodes()) p->set_tp_across_nodes(false);
 
