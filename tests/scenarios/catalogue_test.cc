@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "scenarios/scenario.h"
 #include "scenarios/step_config.h"
@@ -59,6 +60,19 @@ TEST(CatalogueTest, GpuNumbersMatchTheDatasheets) {
   EXPECT_DOUBLE_EQ(b200->bf16_tflops(), 2250);
   EXPECT_DOUBLE_EQ(b200->hbm_gbyte_per_s(), 8000);
   EXPECT_DOUBLE_EQ(b200->nvlink_gbyte_per_s() * 2, 1800);
+
+  // The export variants keep their parent's compute and HBM and cut NVLink to 400 GB/s both
+  // directions together (A800 and H800 datasheets).
+  for (const auto& [variant, parent] : {std::pair{"A800", "A100"}, std::pair{"H800", "H100"}}) {
+    const pb::GpuSpec* v = FindGpu(variant);
+    const pb::GpuSpec* p = FindGpu(parent);
+    ASSERT_NE(v, nullptr) << variant;
+    EXPECT_EQ(v->architecture(), p->architecture()) << variant;
+    EXPECT_DOUBLE_EQ(v->bf16_tflops(), p->bf16_tflops()) << variant;
+    EXPECT_DOUBLE_EQ(v->fp8_tflops(), p->fp8_tflops()) << variant;
+    EXPECT_DOUBLE_EQ(v->hbm_gbyte_per_s(), p->hbm_gbyte_per_s()) << variant;
+    EXPECT_DOUBLE_EQ(v->nvlink_gbyte_per_s() * 2, 400) << variant;
+  }
 
   for (const auto& g : BuiltinCatalogue().gpu()) {
     EXPECT_GE(g.fp16_tflops(), g.tf32_tflops()) << g.name();
