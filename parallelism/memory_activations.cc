@@ -19,6 +19,8 @@ namespace {
 // the divisor of tensors TP replicates unless SP splits them (`rep`), and the TP degree.
 struct Shape {
   double e = 2;       // bytes per activation element
+  double g = 2;       // bytes per element of a saved linear-layer input (ModelSpec)
+  double a = 2;       // bytes per element of the attention core's saved Q, K, V
   double tokens = 0;  // T
   double t = 1;       // TP degree
   double rep = 1;     // t with sequence parallelism, else 1
@@ -41,7 +43,8 @@ double AttentionBytes(const ModelSpec& m, const Shape& x, uint32_t mods, double 
     const MlaSpec& a = m.mla;
     q = k = double(m.heads) * (a.qk_nope_head_dim + a.qk_rope_head_dim);
     v = o = double(m.heads) * a.v_head_dim;
-    compressed = 2.0 * a.q_lora_rank + 2.0 * a.kv_lora_rank + a.qk_rope_head_dim;
+    // In bytes: the norms' inputs (and the RoPE key) at e, the up-projections' inputs at g.
+    compressed = (x.e + x.g) * (a.q_lora_rank + a.kv_lora_rank) + x.e * a.qk_rope_head_dim;
   } else {
     q = o = double(m.q_width());
     k = v = double(m.kv_width());
@@ -49,13 +52,13 @@ double AttentionBytes(const ModelSpec& m, const Shape& x, uint32_t mods, double 
   // mla_up_proj discards the up-projected Q, K and V after the forward and recomputes them
   // before the backward (CheckpointWithoutOutput): only the latents stay.
   const double qkv = m.mla.enabled() && (mods & kRecomputeMlaUpProj) ? 0.0 : q + k + v;
-  const double mask = m.dropout ? 1.0 : 0.0;            // one byte per element (Korthikanti §4.1)
-  double bytes = x.e * x.tokens * x.h / x.rep           // QKV input (the norm's output)
-                 + x.e * x.tokens * compressed / x.rep  // MLA latents
-                 + x.e * x.tokens * qkv / x.t           // Q and K for QKᵀ, V for the context
-                 + x.e * x.tokens * o / x.t             // context (output projection's input)
-                 + mask * x.tokens * x.h / x.rep;       // dropout mask after the projection
-  if (mods & kRecomputeCoreAttn) return bytes;          // core_attn: the core is recomputed
+  const double mask = m.dropout ? 1.0 : 0.0;       // one byte per element (Korthikanti §4.1)
+  double bytes = x.g * x.tokens * x.h / x.rep      // QKV input (the norm's output)
+                 + x.tokens * compressed / x.rep   // MLA latents (bytes above)
+                 + x.a * x.tokens * qkv / x.t      // Q and K for QKᵀ, V for the context
+                 + x.g * x.tokens * o / x.t        // context (output projection's input)
+                 + mask * x.tokens * x.h / x.rep;  // dropout mask after the projection
+  if (mods & kRecomputeCoreAttn) return bytes;     // core_attn: the core is recomputed
   const double heads = double(m.heads) / x.t;
   if (m.flash_attention) {
     // FlashAttention keeps only the fp32 log-sum-exp of each query row (Dao et al. 2022 §3.1).
@@ -72,9 +75,10 @@ double DenseMlpBytes(const ModelSpec& m, const Shape& x, uint32_t mods) {
   const double mask = m.dropout ? 1.0 : 0.0;
   // "mlp" keeps only the MLP's input, the fused norm's input counted with the layer's norms.
   if (mods & kRecomputeMlp) return mask * x.tokens * x.h / x.rep;
-  return x.e * x.tokens * x.h / x.rep                             // fc1 input (the norm's output)
-         + FfnWidths(m) * x.e * x.tokens * double(m.ffn()) / x.t  // fc1 / activation outputs
-         + mask * x.tokens * x.h / x.rep;                         // dropout mask
+  return x.g * x.tokens * x.h / x.rep  // fc1 input (the norm's output)
+         + ((FfnWidths(m) - 1) * x.e + x.g) * x.tokens * double(m.ffn()) /
+               x.t  // fc1 outputs (the activation's input), activation output (fc2's input)
+         + mask * x.tokens * x.h / x.rep;  // dropout mask
 }
 
 // A MoE layer's MLP on one GPU (Megatron-Core's alltoall token dispatcher; MoE with TP > 1
@@ -98,16 +102,19 @@ double MoeMlpBytes(const ModelSpec& m, const ParallelConfig& c, const Shape& x, 
   // the shared experts' input, the same norm output.
   const double input = (mods & kRecomputeLayernorm) ? 0.0 : x.e * local * x.h;
   if (mods & kRecomputeMoe) return input + mask * local * x.h;
-  const double widths = FfnWidths(m) - ((mods & kRecomputeMoeAct) ? 1.0 : 0.0);
-  const double shared_bytes =
-      (mods & kRecomputeSharedExperts) ? 0.0 : FfnWidths(m) * x.e * x.tokens * shared / x.t;
-  return input                                 // router / experts' input
-         + (x.e + 4.0) * local * moe.experts   // logits and fp32 softmax scores
-         + x.e * routed * x.h                  // permuted tokens (expert fc1 input)
-         + widths * x.e * routed * fe / c.etp  // expert fc1 / activation outputs
-         + x.e * local * moe.top_k * x.h       // expert outputs weighted at combine
-         + shared_bytes                        // shared experts on all tokens
-         + mask * local * x.h;                 // dropout mask
+  // Per unit of expert width: fc1's outputs (the activation's input) at e, and the activation's
+  // output (fc2's input, a GEMM input at g) unless moe_act discards it.
+  const double widths = (FfnWidths(m) - 1) * x.e + ((mods & kRecomputeMoeAct) ? 0.0 : x.g);
+  const double shared_bytes = (mods & kRecomputeSharedExperts)
+                                  ? 0.0
+                                  : ((FfnWidths(m) - 1) * x.e + x.g) * x.tokens * shared / x.t;
+  return input                                // router / experts' input
+         + (x.e + 4.0) * local * moe.experts  // logits and fp32 softmax scores
+         + x.g * routed * x.h                 // permuted tokens (expert fc1 input)
+         + widths * routed * fe / c.etp       // expert fc1 / activation outputs (bytes)
+         + x.e * local * moe.top_k * x.h      // expert outputs weighted at combine
+         + shared_bytes                       // shared experts on all tokens
+         + mask * local * x.h;                // dropout mask
 }
 
 // A Mamba-2 mixer's saved tensors (Megatron-Core's MambaMixer with mamba_ssm's autograd
@@ -119,9 +126,11 @@ double MoeMlpBytes(const ModelSpec& m, const ParallelConfig& c, const Shape& x, 
 double MambaBytes(const ModelSpec& m, const Shape& x) {
   const MambaSpec& a = m.mamba;
   const double mask = m.dropout ? 1.0 : 0.0;
-  return x.e * x.tokens * x.h / x.rep +
-         x.e * x.tokens * double(a.in_proj_width() + a.conv_dim() + 2 * a.d_inner()) / x.t +
-         8.0 * x.tokens * a.heads / x.t + mask * x.tokens * x.h / x.rep;
+  // in_proj's and out_proj's inputs are GEMM inputs (g); the rest is 16-bit.
+  return x.g * x.tokens * x.h / x.rep +
+         x.e * x.tokens * double(a.in_proj_width() + a.conv_dim() + a.d_inner()) / x.t +
+         x.g * x.tokens * double(a.d_inner()) / x.t + 8.0 * x.tokens * a.heads / x.t +
+         mask * x.tokens * x.h / x.rep;
 }
 
 double LayerBytes(const ModelSpec& m, const ParallelConfig& c, Recompute recompute,
@@ -130,6 +139,8 @@ double LayerBytes(const ModelSpec& m, const ParallelConfig& c, Recompute recompu
   const double cp = std::max(1, c.cp);
   Shape x;
   x.e = m.bytes_per_element;
+  x.g = m.saved_gemm_input_bytes > 0 ? m.saved_gemm_input_bytes : x.e;
+  x.a = m.fp8_attention_saved ? x.g : x.e;
   x.tokens = double(c.micro_batch) * m.seq_len / cp;
   x.t = c.tp;
   x.rep = c.sequence_parallel ? double(c.tp) : 1.0;

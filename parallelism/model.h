@@ -112,8 +112,17 @@ struct ModelSpec {
   bool flash_attention = false;  // fused attention kernel (no s×s matrix in HBM)
   bool dropout = true;           // GPT-3/Megatron-style dropout after attention and MLP
   int bytes_per_element = 2;     // bf16/fp16 activations and weights
-  int head_dim = 0;              // per-head width (Megatron's kv_channels); 0: hidden / heads
-  bool tied_embeddings = true;   // output layer shares the word embedding (GPT); Llama: false
+  // Bytes per element of a linear layer's input saved for its backward (the weight-gradient
+  // GEMM's operand). Transformer Engine quantizes the input of an FP8/FP4 GEMM and saves the
+  // quantized copy, one usage only (module/linear.py: update_usage(rowwise_usage=False,
+  // columnwise_usage=True)): 1 byte in FP8, 1 + 1/32 with MXFP8's E8M0 scale per 32 elements,
+  // 0.5 + 1/16 in NVFP4 (E4M3 scale per 16). 0: bytes_per_element (16-bit GEMMs).
+  double saved_gemm_input_bytes = 0;
+  // The attention core's saved Q, K, V and output in FP8 (TE's fp8_dpa): the same bytes as a
+  // saved GEMM input; else bytes_per_element.
+  bool fp8_attention_saved = false;
+  int head_dim = 0;             // per-head width (Megatron's kv_channels); 0: hidden / heads
+  bool tied_embeddings = true;  // output layer shares the word embedding (GPT); Llama: false
   bool learned_position_embedding = true;  // GPT's absolute positions; false for RoPE
   bool linear_bias = true;                 // biases on the linear layers (GPT); Llama: false
   bool rmsnorm = false;  // RMSNorm (scale only) instead of LayerNorm (scale and bias)

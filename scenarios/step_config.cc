@@ -198,6 +198,13 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
   spec.swiglu = m.swiglu();
   spec.flash_attention = m.flash_attention();
   spec.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
+  // What Transformer Engine saves of a low-precision GEMM's input (parallelism/model.h).
+  if (m.precision() == pb::FP4) {
+    spec.saved_gemm_input_bytes = 0.5 + 1.0 / 16;
+  } else if (m.precision() == pb::FP8) {
+    spec.saved_gemm_input_bytes = m.fp8_recipe() == pb::Model::MXFP8 ? 1.0 + 1.0 / 32 : 1.0;
+    spec.fp8_attention_saved = m.fp8_attention();
+  }
   spec.dropout = m.has_dropout() ? m.dropout() : true;
   spec.head_dim = m.has_head_dim() ? m.head_dim() : 0;
   spec.tied_embeddings = m.has_tied_embeddings() ? m.tied_embeddings() : true;

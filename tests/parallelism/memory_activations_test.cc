@@ -69,6 +69,39 @@ TEST(MemoryActivationsTest, GqaAndSwigluStoreTheirOwnWidths) {
   EXPECT_DOUBLE_EQ(LayerActivationBytes(m, Split(2, true), Recompute::kFull, 2), 2 * T * h / t);
 }
 
+// FP8 / FP4 training: Transformer Engine saves a linear layer's input quantized, one usage
+// (module/linear.py), so each GEMM input the layer keeps for backward costs g bytes instead of
+// e = 2: the QKV input, the context (the projection's input), fc1's input and fc2's input
+// (SwiGLU's output, f wide). The norms' inputs, Q/K/V of the BF16 attention core and SwiGLU's
+// input (2f) stay 16-bit.
+TEST(MemoryActivationsTest, LowPrecisionGemmsSaveTheirInputsQuantized) {
+  const ModelSpec bf16 = SmallLlama();
+  const double T = 2048, h = 1024, q = 1024, f = 3584;
+  const double base = LayerActivationBytes(bf16, Split(1, false), Recompute::kSelective, 1);
+  struct Case {
+    double g;
+    bool fp8_attention;
+  };
+  // FP8 (1 byte), MXFP8 (1 + 1/32: an E8M0 scale per 32), NVFP4 (1/2 + 1/16: E4M3 per 16).
+  for (const Case c : {Case{1.0, false}, Case{1.0 + 1.0 / 32, false}, Case{0.5 + 1.0 / 16, false},
+                       Case{1.0, true}}) {
+    ModelSpec m = bf16;
+    m.saved_gemm_input_bytes = c.g;
+    m.fp8_attention_saved = c.fp8_attention;
+    // QKV input (h), context (q), fc1 input (h), fc2 input (f) go from 2 bytes to g; with FP8
+    // attention the core's Q, K and V (q + 2·kv = 1,536) too.
+    const double gemm_inputs = h + q + h + f;
+    const double core = c.fp8_attention ? q + 2 * 256.0 : 0.0;
+    EXPECT_DOUBLE_EQ(LayerActivationBytes(m, Split(1, false), Recompute::kSelective, 1),
+                     base - (2 - c.g) * T * (gemm_inputs + core))
+        << c.g << " " << c.fp8_attention;
+  }
+  // Full recomputation keeps only the layer's 16-bit input, whatever the GEMMs' precision.
+  ModelSpec fp8 = bf16;
+  fp8.saved_gemm_input_bytes = 1;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(fp8, Split(1, false), Recompute::kFull, 1), 2 * T * h);
+}
+
 TEST(MemoryActivationsTest, HeadDimWidensQueryAndKeyValueTensors) {
   // head_dim 128 with 16 heads: Q and the context are 2048 wide, K and V 4 · 128 = 512.
   ModelSpec m = SmallLlama();
@@ -121,6 +154,31 @@ TEST(MemoryActivationsTest, MoeLayerStoresRouterRoutedTokensAndExpertActivations
   m.moe.shared_experts = 1;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(m, split, Recompute::kSelective, 1, true),
                    rest + moe_mlp(T * k * 1.5) + 3 * e * T * f);
+}
+
+// The same MoE layer with FP8 experts: the permuted tokens (fc1's input) and the activation's
+// output (fc2's input) are saved quantized (g = 1 byte); the router's input, its logits and
+// scores, SwiGLU's input and the weighted outputs at combine stay as they were. moe_act drops
+// the fc2 input altogether.
+TEST(MemoryActivationsTest, Fp8ExpertsSaveTheirGemmInputsQuantized) {
+  ModelSpec m = SmallMixtral();
+  m.saved_gemm_input_bytes = 1;
+  TensorSplit split = Split(1, false);
+  split.ep = 8;
+  const double e = 2, g = 1, T = 2048, h = 1024, kv = 256, f = 3584, E = 8, k = 2;
+  const double R = T * k;  // balanced router (load_imbalance 1)
+  const double rest = e * T * 2 * h + g * T * h + e * T * (h + 2 * kv) + g * T * h;
+  const double router = e * T * h + (e + 4) * T * E + e * T * k * h;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, split, Recompute::kSelective, 1, true),
+                   rest + router + g * R * h + (2 * e + g) * R * f);
+  ParallelConfig c;
+  c.ep = 8;
+  c.micro_batch = 1;
+  c.recompute = Recompute::kSelective;
+  c.recompute_modules = kRecomputeCoreAttn | kRecomputeMoeAct;
+  EXPECT_DOUBLE_EQ(
+      LayerActivationBytes(m, c, LayerKind{LayerBlock::kTransformer, true, false}),
+      rest + router + g * R * h + 2 * e * R * f);
 }
 
 TEST(MemoryActivationsTest, MoeWithTensorParallelRoutesTheLocalShareOfTokens) {
