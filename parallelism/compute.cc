@@ -159,8 +159,7 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
       // FP8 attention reaches a smaller fraction of its (doubled) peak: FA3 paper abstract,
       // BF16 up to 740 TFLOP/s (75% of 989) and FP8 "close to 1.2 PFLOPS" (61% of 1,979).
       if (RunsInFp8(p, op)) eff *= kFp8AttentionFactor;
-      return launch + std::max(flops / (MatmulPeakFlops(gpu, p, op) * eff), bytes / bw) +
-             AttentionSfuStallSeconds(gpu, op);
+      return launch + std::max(flops / (MatmulPeakFlops(gpu, p, op) * eff), bytes / bw);
     }
     case OpKind::kMemoryBound:
       return launch + bytes / bw;

@@ -135,11 +135,6 @@ const AttentionCurve& AttentionCurveOf(GpuArch arch, AttentionBackend backend);
 double FlashAttentionEfficiency(const GpuSpec& gpu, AttentionBackend backend, bool causal,
                                 double head_dim, double seq);
 
-// Seconds a fused-attention op waits on Blackwell's (B200, GB200) exponential units beyond
-// what the Hopper-fitted curves include, forward or backward (one exp per score each); 0 on
-// every other architecture (compute_arch.cc gives the derivation and sources).
-double AttentionSfuStallSeconds(const GpuSpec& gpu, const KernelOp& op);
-
 // Measured matrix-product rates that replace GemmEfficiency where a shape is covered.
 struct GemmCalibration {
   const comm::Calibration* calibration = nullptr;  // not owned; null = model only

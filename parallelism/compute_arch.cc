@@ -185,29 +185,4 @@ double FlashAttentionEfficiency(const GpuSpec& gpu, AttentionBackend backend, bo
   return c.ceiling * d / (d + c.d0) * s / (s + (causal ? c.s0_causal : c.s0));
 }
 
-// Blackwell's softmax stall. The attention curves above were fitted on Hopper, whose SFUs issue
-// 16 exponentials (MUFU.EX2) per SM per clock against 4,096 dense BF16 tensor FLOPs (989.4
-// TFLOP/s over 132 SMs at 1.83 GHz): 256 FLOPs per exp. Blackwell (B200, GB200) doubled the
-// tensor rate per SM (8,192 BF16 FLOPs per clock: 2,250 TFLOP/s over 148 SMs at ~1.9 GHz) but
-// not the SFUs: 512 FLOPs per exp, 5 TeraExponentials/s per GPU. Blackwell Ultra (B300,
-// GB300) doubled the SFUs back to Hopper's balance: 32 per SM per clock, 10.7
-// TeraExponentials/s (NVIDIA technical blog, "Making Softmax More Efficient with NVIDIA
-// Blackwell Ultra", 2026; "Inside NVIDIA Blackwell Ultra", 2025). So the Hopper curves carry over
-// to Blackwell Ultra, and on Blackwell every score's exponential (one per score in the forward,
-// one again in the backward's recomputation of P) takes the SFU time Hopper's balance does not
-// cover: (512 − 256) BF16-FLOP equivalents at the BF16 peak, whatever precision the MMAs run in.
-// Taken as not overlapped with the tensor cores (the blog: BMM2 waits for the softmax of its
-// tile), this alone reproduces the blog's measured GB300-over-GB200 attention forward gain: an
-// FP8 MLA forward (d_qk 192, d_v 128: 640 FLOPs per score) at the FP8 curve's 0.42 of 5 PFLOP/s
-// takes 1 + 256 · 0.42 · 2 / 640 = 1.33× as long on GB200, against "~35%" published.
-double AttentionSfuStallSeconds(const GpuSpec& gpu, const KernelOp& op) {
-  if (gpu.arch != GpuArch::kBlackwell || op.kind != OpKind::kFlashAttention) return 0;
-  if (gpu.peak_bf16_flops <= 0) return 0;
-  // fwd_other_flops counts 5 on-chip operations per executed score (exp, max, sum, scale).
-  const double scores = op.fwd_other_flops / 5.0;
-  constexpr double kBlackwellFlopsPerExp = 8192.0 / 16;  // per SM per clock
-  constexpr double kHopperFlopsPerExp = 4096.0 / 16;     // the fitted curves' balance
-  return scores * (kBlackwellFlopsPerExp - kHopperFlopsPerExp) / gpu.peak_bf16_flops;
-}
-
 }  // namespace trainsim::parallelism

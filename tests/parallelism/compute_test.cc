@@ -472,37 +472,18 @@ TEST(Fp8Test, Fp8AttentionRunsAtFourFifthsOfItsBf16Efficiency) {
   EXPECT_NEAR(t16 / t8, 0.81 * h100.peak_fp8_flops / h100.peak_bf16_flops, 1e-9);
 }
 
-// NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra": doubling the SFUs'
-// MUFU.EX2 rate made the FP8 attention forward of DeepSeek-V3 (MLA: d_qk 192, d_v 128) about
-// 35% faster on GB300 than on GB200, whose tensor peaks are the same. The model's GB200 stall is
-// (512 − 256) BF16-FLOP equivalents per score at the BF16 peak, nothing fitted; Blackwell Ultra
-// (and Hopper) keep the curves' own balance.
-TEST(ArchTest, BlackwellAttentionWaitsOnItsExponentialUnitsAndBlackwellUltraDoesNot) {
-  GpuSpec gb200 = Gpu("GB200");
-  GpuSpec gb300 = gb200;
-  gb300.arch = GpuArch::kBlackwellUltra;
-  gb300.num_sms = 160;
-  ComputeParams fp8;
-  fp8.precision = Precision::kFp8;
-  fp8.fp8_attention = true;
-  KernelOp fa;
-  fa.name = "flash_attention";
-  fa.kind = OpKind::kFlashAttention;
-  fa.causal = true;
-  fa.m = fa.n = 4096;
-  fa.k = 192;
-  const double scores = 1e11;
-  fa.fwd_matmul_flops = scores * 2 * (192 + 128);
-  fa.fwd_other_flops = 5 * scores;
-  EXPECT_EQ(AttentionSfuStallSeconds(gb300, fa), 0);
-  EXPECT_EQ(AttentionSfuStallSeconds(Gpu("H100"), fa), 0);
-  EXPECT_NEAR(AttentionSfuStallSeconds(gb200, fa), scores * 256 / 2500e12, 1e-15);
-  const double t200 = OpTimeSeconds(gb200, fp8, fa, true) - fp8.kernel_overhead_s;
-  const double t300 = OpTimeSeconds(gb300, fp8, fa, true) - fp8.kernel_overhead_s;
-  EXPECT_NEAR(t200 / t300, 1.35, 0.05);
-  // Only attention waits: a GEMM of the same GPU is untouched.
-  const KernelOp gemm = Gemm("mlp_up", 8192, 7168, 4096);
-  EXPECT_EQ(AttentionSfuStallSeconds(gb200, gemm), 0);
+// FlashAttention-4 (Zadouri et al. 2026, arXiv 2603.05451; Together AI blog): on B200 in BF16
+// it reaches up to 1,613 TFLOP/s forward, "up to 1.3× faster than cuDNN 9.13", so cuDNN's best
+// forward is at least 1,613 / 1.3 = 1,241 TFLOP/s and below FA4's. The Blackwell TE curve (the
+// Hopper cuDNN fraction of the BF16 peak, with no extra softmax stall) lands in that bracket at
+// d 128 and a long non-causal sequence.
+TEST(ArchTest, BlackwellCudnnAttentionSitsBetweenCudnnAndFlashAttention4) {
+  GpuSpec b200 = Gpu("GB200");
+  b200.peak_flops = b200.peak_bf16_flops = 2250e12;  // HGX B200: 36 PFLOPS sparse over 8 GPUs
+  const double tflops = 2250 * FlashAttentionEfficiency(b200, AttentionBackend::kTransformerEngine,
+                                                        false, 128, 16384);
+  EXPECT_GT(tflops, 1613 / 1.3 * 0.97);
+  EXPECT_LT(tflops, 1613);
 }
 
 TEST(ArchTest, NewerArchitecturesAreFasterOnTheSameLayerGemm) {
