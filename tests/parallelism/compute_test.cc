@@ -472,6 +472,20 @@ TEST(Fp8Test, Fp8AttentionRunsAtFourFifthsOfItsBf16Efficiency) {
   EXPECT_NEAR(t16 / t8, 0.81 * h100.peak_fp8_flops / h100.peak_bf16_flops, 1e-9);
 }
 
+// FlashAttention-4 (Zadouri et al. 2026, arXiv 2603.05451; Together AI blog): on B200 in BF16
+// it reaches up to 1,613 TFLOP/s forward, "up to 1.3× faster than cuDNN 9.13", so cuDNN's best
+// forward is at least 1,613 / 1.3 = 1,241 TFLOP/s and below FA4's. The Blackwell TE curve (the
+// Hopper cuDNN fraction of the BF16 peak, with no extra softmax stall) lands in that bracket at
+// d 128 and a long non-causal sequence.
+TEST(ArchTest, BlackwellCudnnAttentionSitsBetweenCudnnAndFlashAttention4) {
+  GpuSpec b200 = Gpu("GB200");
+  b200.peak_flops = b200.peak_bf16_flops = 2250e12;  // HGX B200: 36 PFLOPS sparse over 8 GPUs
+  const double tflops = 2250 * FlashAttentionEfficiency(b200, AttentionBackend::kTransformerEngine,
+                                                        false, 128, 16384);
+  EXPECT_GT(tflops, 1613 / 1.3 * 0.97);
+  EXPECT_LT(tflops, 1613);
+}
+
 TEST(ArchTest, NewerArchitecturesAreFasterOnTheSameLayerGemm) {
   const ComputeParams p;
   const KernelOp op = Gemm("mlp_up", 8192, 7168, 4096);

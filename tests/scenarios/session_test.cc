@@ -154,6 +154,15 @@ TEST(CalibrateCommandTest, MeasuresExactlyTheShapesTheStepLooksUp) {
       const auto ops =
           parallelism::LayerOps(cfg->model, {c.tp, c.sequence_parallel}, c.micro_batch);
       auto args = CalibrateRunnerArgs(*r, {}, "o.json");
+      if (s->model().precision() == pb::FP4) {
+        // The NVFP4 validation rows: the runner has no FP4 products, so calibrate refuses them
+        // with a user error instead of measuring the wrong precision.
+        ASSERT_FALSE(args.ok()) << path;
+        EXPECT_NE(args.status().message().find("calibration measures bf16, fp16 and fp8"),
+                  std::string::npos)
+            << path;
+        continue;
+      }
       ASSERT_TRUE(args.ok()) << path << ": " << args.status().message();
       const std::string gemm = After(*args, "--gemm");
       const size_t listed = size_t(std::count(gemm.begin(), gemm.end(), ',')) + 1;
