@@ -84,7 +84,6 @@ LayerShares SharesOf(const step::StepConfig& cfg) {
   const par::ParallelConfig& c = cfg.parallel;
   const std::vector<par::KernelOp> ops =
       par::LayerOps(cfg.model, c.split(), c.micro_batch, cfg.model.moe.enabled());
-  const par::ArchEfficiency& arch = par::ArchEfficiencyOf(cfg.gpu.arch);
   LayerShares s;
   double total = 0, worst_mem = 0;
   for (bool fwd : {true, false}) {
@@ -97,8 +96,7 @@ LayerShares SharesOf(const step::StepConfig& cfg) {
       }
       if (op.kind == par::OpKind::kGemm) {
         s.gemm += r.time_s;
-        const double ceiling =
-            par::RunsInFp8(cfg.compute, op) ? arch.gemm_ceiling_fp8 : arch.gemm_ceiling_16bit;
+        const double ceiling = par::GemmCeiling(cfg.gpu, par::RunsInFp8(cfg.compute, op));
         const double ideal = r.flops / (r.peak_flops * ceiling);
         s.small_gemm += std::max(0.0, r.time_s - std::max(ideal, r.bound_s));
         if (r.achieved_fraction < s.worst_gemm_fraction) {

@@ -45,6 +45,10 @@ struct GpuSpec {
   double peak_nvfp4_flops = 0;      // dense NVFP4 (Blackwell's block-scaled FP4); 0: none
   double hbm_bytes_per_s = 2.039e12;
   double memory_bytes = 80e9;
+  // This GPU's measured large-GEMM ceilings (fractions of the dense peaks); 0: the
+  // architecture's (ArchEfficiency).
+  double gemm_ceiling_16bit = 0;
+  double gemm_ceiling_fp8 = 0;
 };
 
 // The math format of the model's GEMMs (scenario model.precision).
@@ -124,6 +128,10 @@ bool RunsInFp8(const ComputeParams& p, const KernelOp& op);
 // Efficiency (0..1] of `batch` products C[m×n] += A[m×k]·B[k×n] relative to the peak they run
 // at (16-bit, or FP8 when `fp8`): the architecture's ceiling × the best tile's wave and padding
 // efficiency × k / (k + k_half).
+// The large-GEMM ceiling `gpu` reaches (16-bit or FP8): its own measurement, else its
+// architecture's.
+double GemmCeiling(const GpuSpec& gpu, bool fp8);
+
 double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& p, double batch, double m, double n,
                       double k, bool fp8 = false);
 

@@ -140,10 +140,17 @@ double MatmulPeakFlops(const GpuSpec& gpu, const ComputeParams& p, const KernelO
   return gpu.peak_flops;
 }
 
+double GemmCeiling(const GpuSpec& gpu, const bool fp8) {
+  const double own = fp8 ? gpu.gemm_ceiling_fp8 : gpu.gemm_ceiling_16bit;
+  if (own > 0) return own;
+  const ArchEfficiency& a = ArchEfficiencyOf(gpu.arch);
+  return fp8 ? a.gemm_ceiling_fp8 : a.gemm_ceiling_16bit;
+}
+
 double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& /*p*/, double batch, double m,
                       double n, double k, bool fp8) {
   const ArchEfficiency& a = ArchEfficiencyOf(gpu.arch);
-  const double ceiling = fp8 ? a.gemm_ceiling_fp8 : a.gemm_ceiling_16bit;
+  const double ceiling = GemmCeiling(gpu, fp8);
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return ceiling;
   // cuBLAS chooses among tile shapes; smaller tiles re-read more of A and B per FLOP and reach
   // less of peak (CUTLASS profiler: 128×128 ≈ 5% below 256×128, 128×64 ≈ 15% below).

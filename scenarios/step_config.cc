@@ -385,6 +385,8 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.gpu.peak_nvfp4_flops = r.gpu.fp4_tflops() * 1e12;
   c.gpu.hbm_bytes_per_s = r.gpu.hbm_gbyte_per_s() * 1e9;
   c.gpu.memory_bytes = double(r.gpu.hbm_bytes());
+  c.gpu.gemm_ceiling_16bit = r.gpu.gemm_ceiling_16bit();
+  c.gpu.gemm_ceiling_fp8 = r.gpu.gemm_ceiling_fp8();
   Result<double> headroom = MemoryHeadroomBytes(s.cluster().memory_headroom(), c.gpu.memory_bytes);
   if (!headroom.ok()) return headroom.status();
   c.memory.headroom_bytes = *headroom;

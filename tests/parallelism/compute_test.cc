@@ -224,6 +224,26 @@ TEST(GemmModelTest, HopperLargeFp8GemmsWithinFivePercent) {
   }
 }
 
+// A GPU's own measured ceiling (the catalogue's MAMF figure) replaces its architecture's, for
+// the precision it is given in only; every shape's efficiency scales by the ratio.
+TEST(GemmModelTest, AGpusOwnMeasuredCeilingReplacesItsArchitectures) {
+  GpuSpec g = Gpu("GB200");
+  const ComputeParams p;
+  const ArchEfficiency& arch = ArchEfficiencyOf(GpuArch::kBlackwell);
+  const double shapes[][3] = {{16384, 16384, 16384}, {4096, 1536, 2048}, {256, 8192, 8192}};
+  double before[3];
+  for (int i = 0; i < 3; ++i)
+    before[i] = GemmEfficiency(g, p, 1, shapes[i][0], shapes[i][1], shapes[i][2]);
+  g.gemm_ceiling_16bit = 0.729;  // MAMF GB200 BF16
+  EXPECT_DOUBLE_EQ(GemmCeiling(g, false), 0.729);
+  EXPECT_DOUBLE_EQ(GemmCeiling(g, true), arch.gemm_ceiling_fp8);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(GemmEfficiency(g, p, 1, shapes[i][0], shapes[i][1], shapes[i][2]) / before[i],
+                0.729 / arch.gemm_ceiling_16bit, 1e-12)
+        << i;
+  }
+}
+
 TEST(GemmModelTest, BlackwellFp8WithinTwentyPercentMapeOfAnEarlyCublas) {
   // The ceiling is MAMF's (CUDA 13); Azure's GB200 sweep ran CUDA 12.8, whose large-GEMM rate
   // stops at ~58% of peak where MAMF measured 72%: the model runs ahead on the large shapes.

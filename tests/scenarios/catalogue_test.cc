@@ -74,7 +74,14 @@ TEST(CatalogueTest, GpuNumbersMatchTheDatasheets) {
     EXPECT_DOUBLE_EQ(v->nvlink_gbyte_per_s() * 2, 400) << variant;
   }
 
+  // Measured GEMM ceilings (MAMF) are fractions of the peak; GB200's sits below B200's.
+  EXPECT_DOUBLE_EQ(FindGpu("GB200")->gemm_ceiling_16bit(), 0.729);
+  EXPECT_LT(FindGpu("GB200")->gemm_ceiling_fp8(), FindGpu("B200")->gemm_ceiling_fp8());
   for (const auto& g : BuiltinCatalogue().gpu()) {
+    for (double ceiling : {g.gemm_ceiling_16bit(), g.gemm_ceiling_fp8()}) {
+      EXPECT_GE(ceiling, 0) << g.name();
+      EXPECT_LT(ceiling, 1) << g.name();
+    }
     EXPECT_GE(g.fp16_tflops(), g.tf32_tflops()) << g.name();
     EXPECT_GT(g.hbm_bytes(), 0u) << g.name();
     EXPECT_GT(g.pcie_gbyte_per_s(), 0) << g.name();
