@@ -176,9 +176,8 @@ TEST(MemoryActivationsTest, Fp8ExpertsSaveTheirGemmInputsQuantized) {
   c.micro_batch = 1;
   c.recompute = Recompute::kSelective;
   c.recompute_modules = kRecomputeCoreAttn | kRecomputeMoeAct;
-  EXPECT_DOUBLE_EQ(
-      LayerActivationBytes(m, c, LayerKind{LayerBlock::kTransformer, true, false}),
-      rest + router + g * R * h + 2 * e * R * f);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, c, LayerKind{LayerBlock::kTransformer, true, false}),
+                   rest + router + g * R * h + 2 * e * R * f);
 }
 
 TEST(MemoryActivationsTest, MoeWithTensorParallelRoutesTheLocalShareOfTokens) {
