@@ -34,19 +34,18 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 // entries (GPT-3 175B on 1,024 H100, TP 4 × PP 8 × DP 32: 1,901 sets, 60 K solves before the
 // memo), so 4 M entries keep all of them; a bigger set of sets starts the memo afresh.
 constexpr size_t kMemoMaxLinks = size_t{1} << 22;
+// The interned classes' bound, in member path entries. Each entry costs ~40 bytes with the
+// class's link list and the solver's per-class data (MaxMinSolver::ClassData, ~24 bytes per
+// link): 4 M entries ≈ 160 MiB at most. The 16,384-GPU step (GPT-3 175B, TP 4 × PP 8 × DP 512,
+// every DP collective as flows) interns ~1,300 classes of ~1,300 links; a bigger set of classes
+// starts afresh (forgetting the solver's per-class data with them).
+constexpr size_t kInternMaxLinks = size_t{1} << 22;
 
 // FlowId = (generation << 32) | (slot + 1): no map is needed and ids are never reused.
 FlowId MakeId(uint32_t slot, uint32_t generation) {
   return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(slot) + 1);
 }
 uint32_t SlotOf(FlowId id) { return static_cast<uint32_t>((id & 0xffffffffu) - 1); }
-// FNV-1a over a class's member paths (Intern's key).
-uint64_t ClassHash(const FlowClass& c) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t b : c.member_begin) h = (h ^ b) * 1099511628211ull;
-  for (LinkId l : c.member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
-  return h;
-}
 // Marks a class's entry in the memo key's lengths (a path is far shorter than 2^31 links).
 constexpr uint32_t kClassBit = uint32_t{1} << 31;
 
@@ -188,28 +187,53 @@ void FlowNetwork::Recompute() {
     ScheduleNextDrain();
     return;
   }
-  // Solve (or find) the active set; where a class's members would not share one rate, split
-  // them off and solve the finer set, until every class is exact.
-  size_t memo;
+  if (capacity_version_ != memo_capacity_version_ || interned_links_ > kInternMaxLinks) {
+    ClearMemos(/*forget_classes=*/true);
+    memo_capacity_version_ = capacity_version_;
+  }
+  // Unknowns that share no link do not affect each other's rates (progressive filling runs in
+  // each connected component on its own), so each component is solved (or found) on its own:
+  // the active set changes combinatorially (buckets of many stages, each at its own wave), its
+  // components recur. Where a class's members would not share one rate, split them off and
+  // solve again, until every class is exact.
   for (;;) {
-    flat_paths_.clear();
-    flat_lengths_.clear();
-    flat_classes_.clear();
+    solver_views_.clear();
     for (uint32_t slot : active_) {
       if (const FlowClass* c = flows_[slot].cls.get()) {
-        flat_classes_.push_back(c);
-        flat_lengths_.push_back(kClassBit);
+        solver_views_.push_back({c->links, c->counts, c});
       } else {
-        flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
-        flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
+        solver_views_.push_back({paths_[slot], {}, nullptr});
       }
     }
-    memo = FindOrSolve();
-    if (!memos_[memo].any_loose) break;
-    const auto parts = memos_[memo].parts;
+    const size_t num = solver_.Components(solver_views_, capacity_Bps_.size(), &comp_);
+    comp_begin_.assign(num + 1, 0);
+    for (uint32_t k : comp_) ++comp_begin_[k + 1];
+    for (size_t k = 0; k < num; ++k) comp_begin_[k + 1] += comp_begin_[k];
+    comp_index_.resize(active_.size());
+    {
+      std::vector<uint32_t>& at = comp_cursor_;
+      at.assign(comp_begin_.begin(), comp_begin_.end() - 1);
+      for (size_t i = 0; i < active_.size(); ++i) comp_index_[at[comp_[i]]++] = uint32_t(i);
+    }
+    rates_.resize(active_.size());
+    split_parts_.clear();
+    bool any_loose = false;
+    for (size_t k = 0; k < num; ++k) {
+      const std::span<const uint32_t> idx(comp_index_.data() + comp_begin_[k],
+                                          comp_begin_[k + 1] - comp_begin_[k]);
+      // FindOrSolve may clear the memo: take what is needed from it at once.
+      const Memo& m = memos_[FindOrSolve(idx)];
+      for (size_t j = 0; j < idx.size(); ++j) rates_[idx[j]] = m.rates[j];
+      if (!m.any_loose) continue;
+      any_loose = true;
+      split_parts_.resize(active_.size());
+      for (size_t j = 0; j < idx.size(); ++j) split_parts_[idx[j]] = m.parts[j];
+    }
+    if (!any_loose) break;
+    const std::vector<ClassParts> parts = std::move(split_parts_);
     SplitLoose(parts);
   }
-  const std::vector<double>& rates = memos_[memo].rates;
+  const std::vector<double>& rates = rates_;
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
     f.rate_Bps = rates[i];
@@ -223,26 +247,38 @@ void FlowNetwork::Recompute() {
   ScheduleNextDrain();
 }
 
-void FlowNetwork::ClearMemos() {
+void FlowNetwork::ClearMemos(bool forget_classes) {
   memos_.clear();
-  interned_.clear();
   memo_index_.clear();
   memo_links_ = 0;
-  last_memo_ = SIZE_MAX;
+  if (!forget_classes) return;
+  interned_.clear();
+  interned_links_ = 0;
   // The solver keeps data per class address: it forgets them here, and every class it may see
   // from now on is interned (kept alive) until the next clear, the active flows' ones included.
   solver_.ForgetClasses();
   // (Kept as they are: an equal class interned earlier stays a distinct object.)
   for (uint32_t slot : active_) {
-    if (flows_[slot].cls != nullptr)
-      interned_.emplace(ClassHash(*flows_[slot].cls), flows_[slot].cls);
+    if (flows_[slot].cls != nullptr) {
+      interned_.emplace(flows_[slot].cls->hash, flows_[slot].cls);
+      interned_links_ += flows_[slot].cls->member_links.size();
+    }
   }
 }
 
-size_t FlowNetwork::FindOrSolve() {
-  if (capacity_version_ != memo_capacity_version_) {
-    ClearMemos();
-    memo_capacity_version_ = capacity_version_;
+size_t FlowNetwork::FindOrSolve(std::span<const uint32_t> idx) {
+  flat_paths_.clear();
+  flat_lengths_.clear();
+  flat_classes_.clear();
+  for (uint32_t i : idx) {
+    const uint32_t slot = active_[i];
+    if (const FlowClass* c = flows_[slot].cls.get()) {
+      flat_classes_.push_back(c);
+      flat_lengths_.push_back(kClassBit);
+    } else {
+      flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
+      flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
+    }
   }
   auto same = [this](const Memo& m) {
     if (m.lengths != flat_lengths_ || m.paths != flat_paths_) return false;
@@ -251,7 +287,6 @@ size_t FlowNetwork::FindOrSolve() {
     }
     return true;
   };
-  if (last_memo_ != SIZE_MAX && same(memos_[last_memo_])) return last_memo_;
   // FNV-1a over the path lengths and the links.
   uint64_t h = 1469598103934665603ull;
   for (uint32_t n : flat_lengths_) h = (h ^ n) * 1099511628211ull;
@@ -263,41 +298,35 @@ size_t FlowNetwork::FindOrSolve() {
   }
   auto [first, last] = memo_index_.equal_range(h);
   for (auto it = first; it != last; ++it) {
-    if (same(memos_[it->second])) return last_memo_ = it->second;
+    if (same(memos_[it->second])) return it->second;
   }
-  size_t entries = flat_paths_.size();
-  for (const FlowClass* c : flat_classes_) entries += c->links.size();
-  if (memo_links_ + entries > kMemoMaxLinks) ClearMemos();
-  solver_views_.clear();
-  for (uint32_t slot : active_) {
-    if (const FlowClass* c = flows_[slot].cls.get()) {
-      solver_views_.push_back({c->links, c->counts, c});
-    } else {
-      solver_views_.push_back({paths_[slot], {}, nullptr});
-    }
-  }
+  // A memo holds the classes by address (they stay interned): one entry each, like a link.
+  const size_t entries = flat_paths_.size() + flat_lengths_.size();
+  if (memo_links_ + entries > kMemoMaxLinks) ClearMemos(/*forget_classes=*/false);
+  comp_views_.clear();
+  for (uint32_t i : idx) comp_views_.push_back(solver_views_[i]);
   Memo m;
-  solver_.SolveInterned(solver_views_, capacity_Bps_, &m.rates, &m.loose);
-  for (size_t i = 0; i < m.loose.size(); ++i) {
+  solver_.SolveInterned(comp_views_, capacity_Bps_, &m.rates, &m.loose);
+  for (size_t j = 0; j < m.loose.size(); ++j) {
     // A class none of whose members is held would split into itself (only rounding could do
     // that); it is kept whole.
-    const std::vector<uint32_t>& loose = m.loose[i];
-    if (loose.empty() || loose.size() >= flows_[active_[i]].cls->size()) continue;
-    if (m.parts.empty()) m.parts.resize(active_.size());
-    m.parts[i] = SplitClass(*flows_[active_[i]].cls, loose);
+    const std::vector<uint32_t>& loose = m.loose[j];
+    if (loose.empty() || loose.size() >= flows_[active_[idx[j]]].cls->size()) continue;
+    if (m.parts.empty()) m.parts.resize(idx.size());
+    m.parts[j] = SplitClass(*flows_[active_[idx[j]]].cls, loose);
     m.any_loose = true;
   }
   m.loose.clear();
   m.paths = flat_paths_;
   m.lengths = flat_lengths_;
-  for (uint32_t slot : active_) {
-    if (flows_[slot].cls != nullptr) m.classes.push_back(flows_[slot].cls);
+  for (uint32_t i : idx) {
+    if (flows_[active_[i]].cls != nullptr) m.classes.push_back(flows_[active_[i]].cls);
   }
   memo_links_ += entries;
   memos_.push_back(std::move(m));
-  last_memo_ = memos_.size() - 1;
-  memo_index_.emplace(h, static_cast<uint32_t>(last_memo_));
-  return last_memo_;
+  const size_t at = memos_.size() - 1;
+  memo_index_.emplace(h, static_cast<uint32_t>(at));
+  return at;
 }
 
 std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>
@@ -316,15 +345,19 @@ FlowNetwork::SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loo
 }
 
 std::shared_ptr<const FlowClass> FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {
-  const uint64_t h = ClassHash(*c);
-  auto [first, last] = interned_.equal_range(h);
+  auto [first, last] = interned_.equal_range(c->hash);
+  // A prepared collective starts the same class object every time: found by address first.
+  for (auto it = first; it != last; ++it) {
+    if (it->second == c) return it->second;
+  }
   for (auto it = first; it != last; ++it) {
     if (it->second->member_begin == c->member_begin &&
         it->second->member_links == c->member_links) {
       return it->second;
     }
   }
-  interned_.emplace(h, c);
+  interned_links_ += c->member_links.size();
+  interned_.emplace(c->hash, c);
   return c;
 }
 

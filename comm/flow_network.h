@@ -135,8 +135,9 @@ class FlowNetwork {
   // the same rates, so a solution is reused whenever an active set recurs — every step of a
   // ring, and in a training step the few thousand distinct sets (bucket k of a stage alone,
   // with a pipeline send, ...) that its tens of thousands of flow starts and ends cycle
-  // through. Keyed by a hash of the flattened paths, checked entry by entry; cleared when a
-  // capacity changes or when it holds more than kMemoMaxLinks path entries.
+  // through. Keyed by a hash of the flattened paths and the classes' addresses, checked entry by
+  // entry; cleared when a capacity changes or when it holds more than kMemoMaxLinks entries, and
+  // with the interned classes when those hold more than kInternMaxLinks member path entries.
   struct Memo {
     std::vector<LinkId> paths;
     std::vector<uint32_t> lengths;  // per entry of active_; kClassBit (no links) for a class
@@ -146,13 +147,16 @@ class FlowNetwork {
     std::vector<ClassParts> parts;  // per entry of active_: how to split it (empty: exact)
     bool any_loose = false;
   };
-  // The memo holding the active set's rates (solving and adding it when it is new).
-  size_t FindOrSolve();
-  void ClearMemos();
+  // The memo holding the rates of the active flows active_[idx[j]] (one connected component,
+  // solver_views_ set), solving and adding it when it is new. The index stays valid until the
+  // next call (which may clear the memo).
+  size_t FindOrSolve(std::span<const uint32_t> idx);
+  // forget_classes: the interned classes and the solver's per-class data too.
+  void ClearMemos(bool forget_classes);
   std::vector<Memo> memos_;
   std::unordered_multimap<uint64_t, uint32_t> memo_index_;  // hash of the paths -> memos_ index
-  size_t memo_links_ = 0;                                   // Σ paths.size() over memos_
-  size_t last_memo_ = SIZE_MAX;
+  size_t memo_links_ = 0;      // Σ (paths + lengths).size() over memos_
+  size_t interned_links_ = 0;  // Σ member_links.size() over interned_
   uint64_t capacity_version_ = 0;
   uint64_t memo_capacity_version_ = ~uint64_t{0};
   std::vector<LinkId> flat_paths_;
@@ -160,7 +164,13 @@ class FlowNetwork {
   std::vector<const FlowClass*> flat_classes_;
   std::unordered_multimap<uint64_t, std::shared_ptr<const FlowClass>> interned_;
   MaxMinSolver solver_;
-  std::vector<ClassView> solver_views_;
+  std::vector<ClassView> solver_views_;  // per entry of active_
+  std::vector<ClassView> comp_views_;    // one component's
+  // Recompute's scratch: per entry of active_ its component, its rate and how to split it; the
+  // entries of each component (comp_index_[comp_begin_[k] .. comp_begin_[k + 1])).
+  std::vector<uint32_t> comp_, comp_begin_, comp_cursor_, comp_index_;
+  std::vector<double> rates_;
+  std::vector<ClassParts> split_parts_;
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

@@ -144,6 +144,10 @@ std::shared_ptr<const FlowClass> MakeFlowClass(
     c->member_links.insert(c->member_links.end(), path.begin(), path.end());
     c->member_begin.push_back(static_cast<uint32_t>(c->member_links.size()));
   }
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t b : c->member_begin) h = (h ^ b) * 1099511628211ull;
+  for (LinkId l : c->member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  c->hash = h;
   std::vector<LinkId> sorted = c->member_links;
   SortLinkIds(&sorted);
   for (size_t i = 0; i < sorted.size();) {
@@ -317,6 +321,126 @@ size_t MaxMinSolver::PairHash::operator()(
 void MaxMinSolver::ForgetClasses() {
   class_data_.clear();
   shared_.clear();
+  class_number_.clear();
+  meets_.clear();
+}
+
+uint32_t MaxMinSolver::ClassNumber(const FlowClass* c) {
+  auto [it, fresh] = class_number_.try_emplace(c, static_cast<uint32_t>(class_number_.size()));
+  return it->second;
+}
+
+bool MaxMinSolver::Meet(const FlowClass* a, const FlowClass* b) {
+  // Classes past this many numbers are compared through the pair table instead (meets_ grows
+  // with numbers²; 4,096 numbers: 8 MiB).
+  constexpr uint32_t kMaxNumbers = 4096;
+  uint32_t na = ClassNumber(a), nb = ClassNumber(b);
+  if (na < nb) {
+    std::swap(na, nb);
+    std::swap(a, b);
+  }
+  if (na >= kMaxNumbers) return !SharedLinks(a, b).first->links.empty();
+  if (meets_.size() <= na) meets_.resize(na + 1);
+  std::vector<uint8_t>& row = meets_[na];
+  if (row.size() <= nb) row.resize(na, 0);
+  if (row[nb] == 0) {
+    // Sorted link lists: a merge.
+    bool meet = false;
+    for (size_t i = 0, j = 0; i < a->links.size() && j < b->links.size() && !meet;) {
+      if (a->links[i] < b->links[j]) {
+        ++i;
+      } else if (b->links[j] < a->links[i]) {
+        ++j;
+      } else {
+        meet = true;
+      }
+    }
+    row[nb] = meet ? 2 : 1;
+  }
+  return row[nb] == 2;
+}
+
+size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_links,
+                                std::vector<uint32_t>* comp) {
+  const size_t n = views.size();
+  parent_.resize(n);
+  for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<uint32_t>(i);
+  auto find = [this](uint32_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  };
+  // The lower index becomes the root, so roots are components' first unknowns.
+  auto unite = [&](uint32_t x, uint32_t y) {
+    x = find(x);
+    y = find(y);
+    if (x < y) {
+      parent_[y] = x;
+    } else if (y < x) {
+      parent_[x] = y;
+    }
+  };
+  // Single flows: through the links they stamp.
+  if (stamp_.size() < num_links) {
+    stamp_.resize(num_links, 0);
+    mark_.resize(num_links, 0);
+  }
+  if (owner_.size() < num_links) owner_.resize(num_links, 0);
+  if (tag_ >= UINT32_MAX - 1) {
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    std::fill(mark_.begin(), mark_.end(), 0);
+    tag_ = 0;
+  }
+  const uint32_t tag = ++tag_;
+  single_links_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (views[i].members != nullptr) continue;
+    for (LinkId l : views[i].links) {
+      const size_t li = static_cast<size_t>(l);
+      if (stamp_[li] == tag) {
+        unite(owner_[li], static_cast<uint32_t>(i));
+      } else {
+        stamp_[li] = tag;
+        owner_[li] = static_cast<uint32_t>(i);
+        single_links_.emplace_back(l, static_cast<uint32_t>(i));
+      }
+    }
+  }
+  number_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const FlowClass* c = views[i].members;
+    if (c == nullptr) continue;
+    // Against the singles: each single link looked up in the class, or the class's links
+    // checked against the stamps, whichever is cheaper.
+    if (!single_links_.empty()) {
+      if (single_links_.size() * 16 < c->links.size()) {
+        for (const auto& [l, owner] : single_links_) {
+          if (std::binary_search(c->links.begin(), c->links.end(), l)) {
+            unite(static_cast<uint32_t>(i), owner);
+          }
+        }
+      } else {
+        for (LinkId l : c->links) {
+          if (stamp_[static_cast<size_t>(l)] == tag) {
+            unite(static_cast<uint32_t>(i), owner_[static_cast<size_t>(l)]);
+          }
+        }
+      }
+    }
+    // Against the classes before it.
+    for (size_t j = 0; j < i; ++j) {
+      const FlowClass* d = views[j].members;
+      if (d == nullptr || find(uint32_t(i)) == find(uint32_t(j))) continue;
+      if (Meet(c, d)) unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+    }
+  }
+  // Number the components by their first unknown.
+  comp->resize(n);
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t r = find(static_cast<uint32_t>(i));
+    (*comp)[i] = r == i ? static_cast<uint32_t>(count++) : (*comp)[r];
+  }
+  return count;
 }
 
 const MaxMinSolver::ClassData& MaxMinSolver::DataOf(const FlowClass* c,
