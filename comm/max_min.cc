@@ -330,33 +330,50 @@ uint32_t MaxMinSolver::ClassNumber(const FlowClass* c) {
   return it->second;
 }
 
-bool MaxMinSolver::Meet(const FlowClass* a, const FlowClass* b) {
-  // Classes past this many numbers are compared through the pair table instead (meets_ grows
-  // with numbers²; 4,096 numbers: 8 MiB).
-  constexpr uint32_t kMaxNumbers = 4096;
-  uint32_t na = ClassNumber(a), nb = ClassNumber(b);
-  if (na < nb) {
-    std::swap(na, nb);
-    std::swap(a, b);
+namespace {
+
+// Whether two unknowns cross a common link: a merge of two classes' sorted link lists, a
+// single path's links looked up in a class's, or two paths compared link by link.
+bool LinksMeet(const ClassView& a, const ClassView& b) {
+  if (a.members != nullptr && b.members != nullptr) {
+    for (size_t i = 0, j = 0; i < a.links.size() && j < b.links.size();) {
+      if (a.links[i] < b.links[j]) {
+        ++i;
+      } else if (b.links[j] < a.links[i]) {
+        ++j;
+      } else {
+        return true;
+      }
+    }
+    return false;
   }
-  if (na >= kMaxNumbers) return !SharedLinks(a, b).first->links.empty();
+  if (a.members == nullptr && b.members == nullptr) {
+    for (LinkId l : a.links) {
+      if (std::find(b.links.begin(), b.links.end(), l) != b.links.end()) return true;
+    }
+    return false;
+  }
+  const ClassView& path = a.members == nullptr ? a : b;
+  const ClassView& cls = a.members == nullptr ? b : a;
+  for (LinkId l : path.links) {
+    if (std::binary_search(cls.links.begin(), cls.links.end(), l)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool MaxMinSolver::Meet(const ClassView& a, uint32_t na, const ClassView& b, uint32_t nb) {
+  // Numbers past this many are compared afresh each time (meets_ grows with numbers²; 4,096
+  // numbers: 8 MiB).
+  constexpr uint32_t kMaxNumbers = 4096;
+  if (na == nb) return true;  // the same links (two flows on one path), never empty
+  if (na < nb) std::swap(na, nb);
+  if (na >= kMaxNumbers) return LinksMeet(a, b);
   if (meets_.size() <= na) meets_.resize(na + 1);
   std::vector<uint8_t>& row = meets_[na];
   if (row.size() <= nb) row.resize(na, 0);
-  if (row[nb] == 0) {
-    // Sorted link lists: a merge.
-    bool meet = false;
-    for (size_t i = 0, j = 0; i < a->links.size() && j < b->links.size() && !meet;) {
-      if (a->links[i] < b->links[j]) {
-        ++i;
-      } else if (b->links[j] < a->links[i]) {
-        ++j;
-      } else {
-        meet = true;
-      }
-    }
-    row[nb] = meet ? 2 : 1;
-  }
+  if (row[nb] == 0) row[nb] = LinksMeet(a, b) ? 2 : 1;
   return row[nb] == 2;
 }
 
@@ -379,6 +396,19 @@ size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_
       parent_[x] = y;
     }
   };
+  // Every unknown numbered by the caller: pairs through the table.
+  if (std::all_of(views.begin(), views.end(),
+                  [](const ClassView& v) { return v.number != ClassView::kNoNumber; })) {
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (find(uint32_t(i)) == find(uint32_t(j))) continue;
+        if (Meet(views[i], views[i].number, views[j], views[j].number)) {
+          unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+        }
+      }
+    }
+    return Number(n, comp);
+  }
   // Single flows: through the links they stamp.
   if (stamp_.size() < num_links) {
     stamp_.resize(num_links, 0);
@@ -407,6 +437,11 @@ size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_
   }
   number_.resize(n);
   for (size_t i = 0; i < n; ++i) {
+    if (views[i].members == nullptr) continue;
+    number_[i] =
+        views[i].number != ClassView::kNoNumber ? views[i].number : ClassNumber(views[i].members);
+  }
+  for (size_t i = 0; i < n; ++i) {
     const FlowClass* c = views[i].members;
     if (c == nullptr) continue;
     // Against the singles: each single link looked up in the class, or the class's links
@@ -430,14 +465,21 @@ size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_
     for (size_t j = 0; j < i; ++j) {
       const FlowClass* d = views[j].members;
       if (d == nullptr || find(uint32_t(i)) == find(uint32_t(j))) continue;
-      if (Meet(c, d)) unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+      if (Meet(views[i], number_[i], views[j], number_[j])) {
+        unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+      }
     }
   }
-  // Number the components by their first unknown.
+  return Number(n, comp);
+}
+
+size_t MaxMinSolver::Number(size_t n, std::vector<uint32_t>* comp) {
+  // Components by their first unknown (each root is its component's lowest index).
   comp->resize(n);
   size_t count = 0;
   for (size_t i = 0; i < n; ++i) {
-    const uint32_t r = find(static_cast<uint32_t>(i));
+    uint32_t r = static_cast<uint32_t>(i);
+    while (parent_[r] != r) r = parent_[r];
     (*comp)[i] = r == i ? static_cast<uint32_t>(count++) : (*comp)[r];
   }
   return count;

@@ -65,6 +65,12 @@ struct ClassView {
   std::span<const LinkId> links;
   std::span<const uint32_t> counts;  // empty: 1 per entry of links
   const FlowClass* members = nullptr;
+  // The caller's dense number for the unknown (FlowNetwork's interned number of the class or of
+  // the single flow's path), with which Components caches which pairs meet; kNoNumber: classes
+  // numbered by address, single flows compared afresh. Numbers stand for the same links until
+  // ForgetClasses(); either every unknown seen between two ForgetClasses() carries one or none.
+  static constexpr uint32_t kNoNumber = UINT32_MAX;
+  uint32_t number = kNoNumber;
 };
 
 class MaxMinSolver {
@@ -134,9 +140,11 @@ class MaxMinSolver {
   std::vector<LinkId> touched_;
   std::vector<uint8_t> frozen_;
   std::vector<double> top_;  // per link: the largest rate frozen on it (SolveClasses)
-  // Whether two interned classes cross a common link (Components), by dense class number:
-  // meets_[a][b] for b < a: 0 not known yet, 1 no, 2 yes.
-  bool Meet(const FlowClass* a, const FlowClass* b);
+  // Whether two numbered unknowns cross a common link (Components), by number: meets_[a][b]
+  // for b < a: 0 not known yet, 1 no, 2 yes.
+  bool Meet(const ClassView& a, uint32_t number_a, const ClassView& b, uint32_t number_b);
+  // Numbers the union-find's components by first unknown into *comp; returns their count.
+  size_t Number(size_t n, std::vector<uint32_t>* comp);
   uint32_t ClassNumber(const FlowClass* c);
   std::unordered_map<const FlowClass*, uint32_t> class_number_;
   std::vector<std::vector<uint8_t>> meets_;
