@@ -29,26 +29,24 @@ namespace {
 constexpr int kRecomputePriority = 1 << 20;
 constexpr int kDrainPriority = (1 << 20) - 1;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-// The solution memo's bound, in path entries (4 bytes each, with the rates: ~24 MiB at most).
-// A training step cycles through a few thousand distinct active sets of a few hundred path
-// entries (GPT-3 175B on 1,024 H100, TP 4 × PP 8 × DP 32: 1,901 sets, 60 K solves before the
-// memo), so 4 M entries keep all of them; a bigger set of sets starts the memo afresh.
+// The solution memo's bound, in entries (an unknown's number, 4 bytes, or its rate, 8 bytes:
+// ~24 MiB at most, with the parts of split classes). A training step cycles through a few
+// thousand distinct active sets of tens of unknowns (GPT-3 175B on 1,024 H100, TP 4 × PP 8 ×
+// DP 32: 1,901 sets, 60 K solves before the memo), so 4 M entries keep all of them; a bigger set
+// of sets starts the memo afresh.
 constexpr size_t kMemoMaxLinks = size_t{1} << 22;
+// The interned classes' bound, in member path entries. Each entry costs ~40 bytes with the
+// class's link list and the solver's per-class data (MaxMinSolver::ClassData, ~24 bytes per
+// link): 4 M entries ≈ 160 MiB at most. The 16,384-GPU step (GPT-3 175B, TP 4 × PP 8 × DP 512,
+// every DP collective as flows) interns ~1,300 classes of ~1,300 links; a bigger set of classes
+// starts afresh (forgetting the solver's per-class data with them).
+constexpr size_t kInternMaxLinks = size_t{1} << 22;
 
 // FlowId = (generation << 32) | (slot + 1): no map is needed and ids are never reused.
 FlowId MakeId(uint32_t slot, uint32_t generation) {
   return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(slot) + 1);
 }
 uint32_t SlotOf(FlowId id) { return static_cast<uint32_t>((id & 0xffffffffu) - 1); }
-// FNV-1a over a class's member paths (Intern's key).
-uint64_t ClassHash(const FlowClass& c) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t b : c.member_begin) h = (h ^ b) * 1099511628211ull;
-  for (LinkId l : c.member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
-  return h;
-}
-// Marks a class's entry in the memo key's lengths (a path is far shorter than 2^31 links).
-constexpr uint32_t kClassBit = uint32_t{1} << 31;
 
 }  // namespace
 
@@ -126,7 +124,14 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
   f.finish_ns = kNever;
   f.delivery_delay_ns = latency.nanos();
   f.on_done = std::move(on_done);
-  f.cls = flow_class ? Intern(std::move(flow_class)) : nullptr;
+  if (flow_class != nullptr) {
+    Interned in = Intern(std::move(flow_class));
+    f.cls = std::move(in.cls);
+    f.number = in.number;
+  } else {
+    f.cls = nullptr;
+    f.number = InternPath(path);
+  }
   f.completion = nullptr;
   paths_[slot].assign(path.begin(), path.end());
   active_.push_back(slot);
@@ -188,31 +193,31 @@ void FlowNetwork::Recompute() {
     ScheduleNextDrain();
     return;
   }
-  // Solve (or find) the active set; where a class's members would not share one rate, split
-  // them off and solve the finer set, until every class is exact.
-  size_t memo;
-  for (;;) {
-    flat_paths_.clear();
-    flat_lengths_.clear();
-    flat_classes_.clear();
-    for (uint32_t slot : active_) {
-      if (const FlowClass* c = flows_[slot].cls.get()) {
-        flat_classes_.push_back(c);
-        flat_lengths_.push_back(kClassBit);
-      } else {
-        flat_paths_.insert(flat_paths_.end(), paths_[slot].begin(), paths_[slot].end());
-        flat_lengths_.push_back(static_cast<uint32_t>(paths_[slot].size()));
-      }
-    }
-    memo = FindOrSolve();
-    if (!memos_[memo].any_loose) break;
-    const auto parts = memos_[memo].parts;
-    SplitLoose(parts);
+  if (capacity_version_ != memo_capacity_version_ || interned_links_ > kInternMaxLinks) {
+    ClearMemos(/*forget_classes=*/true);
+    memo_capacity_version_ = capacity_version_;
   }
-  const std::vector<double>& rates = memos_[memo].rates;
+  // The active set's rates, found by its numbers (interned classes and paths), or assembled from
+  // its connected components': unknowns that share no link do not affect each other's rates
+  // (progressive filling runs in each component on its own), and while the whole set changes
+  // combinatorially (buckets of many stages, each at its own wave) its components recur. Where
+  // a class's members would not share one rate, split them off and solve again, until every
+  // class is exact.
+  for (;;) {
+    key_.clear();
+    for (uint32_t slot : active_) key_.push_back(flows_[slot].number);
+    size_t memo = FindMemo(key_);
+    if (memo == kNoMemo) memo = SolveByComponents();
+    const Memo& m = memos_[memo];
+    if (!m.any_loose) {
+      rates_ = m.rates;
+      break;
+    }
+    SplitLoose(m.parts);
+  }
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
-    f.rate_Bps = rates[i];
+    f.rate_Bps = rates_[i];
     if (f.rate_Bps > 0) {
       const double ns = std::ceil(f.remaining_bytes / f.rate_Bps * 1e9);
       f.finish_ns = ns < 9e18 ? now_ns + static_cast<int64_t>(ns) : kNever;
@@ -223,85 +228,135 @@ void FlowNetwork::Recompute() {
   ScheduleNextDrain();
 }
 
-void FlowNetwork::ClearMemos() {
+void FlowNetwork::ClearMemos(bool forget_classes) {
   memos_.clear();
-  interned_.clear();
   memo_index_.clear();
   memo_links_ = 0;
-  last_memo_ = SIZE_MAX;
+  alone_.clear();
+  if (!forget_classes) return;
+  interned_.clear();
+  path_numbers_.clear();
+  interned_links_ = 0;
+  next_number_ = 0;
   // The solver keeps data per class address: it forgets them here, and every class it may see
   // from now on is interned (kept alive) until the next clear, the active flows' ones included.
   solver_.ForgetClasses();
   // (Kept as they are: an equal class interned earlier stays a distinct object.)
   for (uint32_t slot : active_) {
-    if (flows_[slot].cls != nullptr)
-      interned_.emplace(ClassHash(*flows_[slot].cls), flows_[slot].cls);
+    Flow& f = flows_[slot];
+    if (f.cls != nullptr) {
+      f.number = next_number_++;
+      interned_.emplace(f.cls->hash, Interned{f.cls, f.number});
+      interned_links_ += f.cls->member_links.size();
+    } else {
+      f.number = InternPath(paths_[slot]);
+    }
   }
 }
 
-size_t FlowNetwork::FindOrSolve() {
-  if (capacity_version_ != memo_capacity_version_) {
-    ClearMemos();
-    memo_capacity_version_ = capacity_version_;
-  }
-  auto same = [this](const Memo& m) {
-    if (m.lengths != flat_lengths_ || m.paths != flat_paths_) return false;
-    for (size_t i = 0; i < flat_classes_.size(); ++i) {
-      if (m.classes[i].get() != flat_classes_[i]) return false;
-    }
-    return true;
-  };
-  if (last_memo_ != SIZE_MAX && same(memos_[last_memo_])) return last_memo_;
-  // FNV-1a over the path lengths and the links.
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t n : flat_lengths_) h = (h ^ n) * 1099511628211ull;
-  for (LinkId l : flat_paths_) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
-  // Classes by identity: StartFlowClass interns them, so equal classes are one object (the
-  // hash only places entries; equality is checked exactly).
-  for (const FlowClass* c : flat_classes_) {
-    h = (h ^ static_cast<uint64_t>(reinterpret_cast<uintptr_t>(c))) * 1099511628211ull;
-  }
-  auto [first, last] = memo_index_.equal_range(h);
+namespace {
+uint64_t KeyHash(std::span<const uint32_t> key) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (uint32_t n : key) h = (h ^ n) * 1099511628211ull;
+  // splitmix64's finalizer: small numbers leave FNV's high bits alone, and the table buckets
+  // by the low ones.
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+}  // namespace
+
+size_t FlowNetwork::FindMemo(std::span<const uint32_t> key) {
+  auto [first, last] = memo_index_.equal_range(KeyHash(key));
   for (auto it = first; it != last; ++it) {
-    if (same(memos_[it->second])) return last_memo_ = it->second;
+    const std::vector<uint32_t>& k = memos_[it->second].key;
+    if (std::equal(k.begin(), k.end(), key.begin(), key.end())) return it->second;
   }
-  size_t entries = flat_paths_.size();
-  for (const FlowClass* c : flat_classes_) entries += c->links.size();
-  if (memo_links_ + entries > kMemoMaxLinks) ClearMemos();
+  return kNoMemo;
+}
+
+size_t FlowNetwork::AddMemo(Memo m) {
+  const size_t entries = 2 * m.key.size();
+  if (memo_links_ + entries > kMemoMaxLinks) ClearMemos(/*forget_classes=*/false);
+  memo_links_ += entries;
+  memos_.push_back(std::move(m));
+  const size_t at = memos_.size() - 1;
+  memo_index_.emplace(KeyHash(memos_[at].key), static_cast<uint32_t>(at));
+  return at;
+}
+
+size_t FlowNetwork::SolveByComponents() {
   solver_views_.clear();
   for (uint32_t slot : active_) {
     if (const FlowClass* c = flows_[slot].cls.get()) {
-      solver_views_.push_back({c->links, c->counts, c});
+      solver_views_.push_back({c->links, c->counts, c, flows_[slot].number});
     } else {
-      solver_views_.push_back({paths_[slot], {}, nullptr});
+      solver_views_.push_back({paths_[slot], {}, nullptr, flows_[slot].number});
     }
   }
-  Memo m;
-  solver_.SolveInterned(solver_views_, capacity_Bps_, &m.rates, &m.loose);
-  for (size_t i = 0; i < m.loose.size(); ++i) {
-    // A class none of whose members is held would split into itself (only rounding could do
-    // that); it is kept whole.
-    const std::vector<uint32_t>& loose = m.loose[i];
-    if (loose.empty() || loose.size() >= flows_[active_[i]].cls->size()) continue;
-    if (m.parts.empty()) m.parts.resize(active_.size());
-    m.parts[i] = SplitClass(*flows_[active_[i]].cls, loose);
-    m.any_loose = true;
+  const size_t num = solver_.Components(solver_views_, capacity_Bps_.size(), &comp_);
+  if (num == 1) return FindOrSolve(std::span<const uint32_t>());
+  // The entries of each component, in order: comp_index_[comp_begin_[k] .. comp_begin_[k + 1]).
+  comp_begin_.assign(num + 1, 0);
+  for (uint32_t k : comp_) ++comp_begin_[k + 1];
+  for (size_t k = 0; k < num; ++k) comp_begin_[k + 1] += comp_begin_[k];
+  comp_index_.resize(active_.size());
+  comp_cursor_.assign(comp_begin_.begin(), comp_begin_.end() - 1);
+  for (size_t i = 0; i < active_.size(); ++i) comp_index_[comp_cursor_[comp_[i]]++] = uint32_t(i);
+  Memo whole;
+  whole.rates.resize(active_.size());
+  for (size_t k = 0; k < num; ++k) {
+    const std::span<const uint32_t> idx(comp_index_.data() + comp_begin_[k],
+                                        comp_begin_[k + 1] - comp_begin_[k]);
+    // FindOrSolve may clear the memo: take what is needed from it at once.
+    const Memo& m = memos_[FindOrSolve(idx)];
+    for (size_t j = 0; j < idx.size(); ++j) whole.rates[idx[j]] = m.rates[j];
+    if (!m.any_loose) continue;
+    whole.any_loose = true;
+    whole.parts.resize(active_.size());
+    for (size_t j = 0; j < idx.size(); ++j) whole.parts[idx[j]] = m.parts[j];
   }
-  m.loose.clear();
-  m.paths = flat_paths_;
-  m.lengths = flat_lengths_;
-  for (uint32_t slot : active_) {
-    if (flows_[slot].cls != nullptr) m.classes.push_back(flows_[slot].cls);
-  }
-  memo_links_ += entries;
-  memos_.push_back(std::move(m));
-  last_memo_ = memos_.size() - 1;
-  memo_index_.emplace(h, static_cast<uint32_t>(last_memo_));
-  return last_memo_;
+  whole.key = key_;
+  return AddMemo(std::move(whole));
 }
 
-std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>
-FlowNetwork::SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose) {
+size_t FlowNetwork::FindOrSolve(std::span<const uint32_t> idx) {
+  const bool all = idx.empty();
+  const size_t n = all ? active_.size() : idx.size();
+  auto at = [&](size_t j) -> size_t { return all ? j : idx[j]; };
+  // A component of one unknown: by its number, without hashing.
+  const uint32_t single = key_[at(0)];
+  if (n == 1 && single < alone_.size() && alone_[single] != 0) return alone_[single] - 1;
+  comp_key_.clear();
+  for (size_t j = 0; j < n; ++j) comp_key_.push_back(key_[at(j)]);
+  size_t found = FindMemo(comp_key_);
+  if (found == kNoMemo) {
+    comp_views_.clear();
+    for (size_t j = 0; j < n; ++j) comp_views_.push_back(solver_views_[at(j)]);
+    Memo m;
+    std::vector<std::vector<uint32_t>> loose;
+    solver_.SolveInterned(comp_views_, capacity_Bps_, &m.rates, &loose);
+    for (size_t j = 0; j < loose.size(); ++j) {
+      // A class none of whose members is held would split into itself (only rounding could do
+      // that); it is kept whole.
+      const FlowClass* c = flows_[active_[at(j)]].cls.get();
+      if (loose[j].empty() || loose[j].size() >= c->size()) continue;
+      if (m.parts.empty()) m.parts.resize(n);
+      m.parts[j] = SplitClass(*c, loose[j]);
+      m.any_loose = true;
+    }
+    m.key = comp_key_;
+    found = AddMemo(std::move(m));  // (may clear alone_ with the memo)
+  }
+  if (n == 1) {
+    if (alone_.size() <= single) alone_.resize(single + 1, 0);
+    alone_[single] = static_cast<uint32_t>(found + 1);
+  }
+  return found;
+}
+
+FlowNetwork::ClassParts FlowNetwork::SplitClass(const FlowClass& whole,
+                                                const std::vector<uint32_t>& loose) {
   std::vector<std::span<const LinkId>> kept, split;
   size_t j = 0;
   for (size_t m = 0; m < whole.size(); ++m) {
@@ -315,17 +370,37 @@ FlowNetwork::SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loo
   return {Intern(MakeFlowClass(kept)), Intern(MakeFlowClass(split))};
 }
 
-std::shared_ptr<const FlowClass> FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {
-  const uint64_t h = ClassHash(*c);
-  auto [first, last] = interned_.equal_range(h);
+FlowNetwork::Interned FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {
+  auto [first, last] = interned_.equal_range(c->hash);
+  // A prepared collective starts the same class object every time: found by address first.
   for (auto it = first; it != last; ++it) {
-    if (it->second->member_begin == c->member_begin &&
-        it->second->member_links == c->member_links) {
+    if (it->second.cls == c) return it->second;
+  }
+  for (auto it = first; it != last; ++it) {
+    const FlowClass& known = *it->second.cls;
+    if (known.member_begin == c->member_begin && known.member_links == c->member_links) {
       return it->second;
     }
   }
-  interned_.emplace(h, c);
-  return c;
+  interned_links_ += c->member_links.size();
+  Interned in{std::move(c), next_number_++};
+  interned_.emplace(in.cls->hash, in);
+  return in;
+}
+
+uint32_t FlowNetwork::InternPath(std::span<const LinkId> path) {
+  uint64_t h = 1469598103934665603ull;
+  for (LinkId l : path) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  auto [first, last] = path_numbers_.equal_range(h);
+  for (auto it = first; it != last; ++it) {
+    if (std::equal(path.begin(), path.end(), it->second.first.begin(), it->second.first.end())) {
+      return it->second.second;
+    }
+  }
+  interned_links_ += path.size();
+  const uint32_t number = next_number_++;
+  path_numbers_.emplace(h, std::make_pair(std::vector<LinkId>(path.begin(), path.end()), number));
+  return number;
 }
 
 void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
@@ -334,7 +409,7 @@ void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
   for (size_t i = 0; i < active_.size(); ++i) {
     const uint32_t slot = active_[i];
     next.push_back(slot);
-    if (i >= parts.size() || parts[i].first == nullptr) continue;
+    if (i >= parts.size() || parts[i].first.cls == nullptr) continue;
     const uint32_t part = NewSlot();  // may move flows_: no references held across it
     Flow& f = flows_[slot];
     if (f.completion == nullptr) {
@@ -344,7 +419,8 @@ void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
       f.on_done = nullptr;
     }
     f.completion->pending++;
-    f.cls = parts[i].first;
+    f.cls = parts[i].first.cls;
+    f.number = parts[i].first.number;
     Flow& p = flows_[part];
     p = Flow{};
     p.id = MakeId(part, ++generation_[part]);
@@ -353,7 +429,8 @@ void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
     p.remaining_bytes = f.remaining_bytes;
     p.finish_ns = kNever;
     p.delivery_delay_ns = f.delivery_delay_ns;
-    p.cls = parts[i].second;
+    p.cls = parts[i].second.cls;
+    p.number = parts[i].second.number;
     p.completion = f.completion;
     paths_[part].clear();
     ++active_count_;

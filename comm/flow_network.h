@@ -82,6 +82,7 @@ class FlowNetwork {
     int64_t delivery_delay_ns = 0;
     std::function<void()> on_done;
     std::shared_ptr<const FlowClass> cls;  // null: one flow, its path in paths_[slot]
+    uint32_t number = 0;  // the interned number of cls, or of the path (Interned, InternPath)
     // A class split into parts (members that would get different rates): the parts share the
     // callback, which runs after the last part.
     struct Completion {
@@ -102,14 +103,22 @@ class FlowNetwork {
   FlowId Begin(bool nothing_to_share, uint64_t bytes, sim::Time latency,
                std::function<void()> on_done, std::span<const LinkId> path,
                std::shared_ptr<const FlowClass> flow_class);
+  // An interned class and its number: dense from 0 in order of interning, until the interned
+  // classes are forgotten (ClearMemos); the solver caches which pairs of classes meet by number.
+  struct Interned {
+    std::shared_ptr<const FlowClass> cls;
+    uint32_t number = 0;
+  };
   // A class split in two: the members held at its rate, and the `loose` ones (max_min.h).
-  using ClassParts = std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>>;
+  using ClassParts = std::pair<Interned, Interned>;
   ClassParts SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose);
   // Replaces each class of active_[i] that has parts[i] by the two parts (the second right after
   // the first in active_), sharing one completion.
   void SplitLoose(const std::vector<ClassParts>& parts);
   // The one object of each distinct class (by member paths), so the memo keys classes by address.
-  std::shared_ptr<const FlowClass> Intern(std::shared_ptr<const FlowClass> c);
+  Interned Intern(std::shared_ptr<const FlowClass> c);
+  // A single flow's path's number (from the same sequence as the classes').
+  uint32_t InternPath(std::span<const LinkId> path);
 
   sim::Engine* engine_;
   const Topology* topology_;
@@ -131,36 +140,52 @@ class FlowNetwork {
   uint64_t recomputations_ = 0;
 
   std::vector<std::pair<int64_t, uint32_t>> done_;  // (delivery ns, slot) scratch
-  // Memo of max-min solutions: the same paths in the same order under the same capacities give
-  // the same rates, so a solution is reused whenever an active set recurs — every step of a
-  // ring, and in a training step the few thousand distinct sets (bucket k of a stage alone,
-  // with a pipeline send, ...) that its tens of thousands of flow starts and ends cycle
-  // through. Keyed by a hash of the flattened paths, checked entry by entry; cleared when a
-  // capacity changes or when it holds more than kMemoMaxLinks path entries.
+  // Memo of max-min solutions: the same unknowns in the same order under the same capacities
+  // give the same rates, so a solution is reused whenever an active set, or one of its connected
+  // components, recurs — every step of a ring, and in a training step the few thousand distinct
+  // sets (bucket k of a stage alone, with a pipeline send, ...) that its tens of thousands of
+  // flow starts and ends cycle through. Keyed by the unknowns' interned numbers (equal numbers,
+  // equal classes or paths); cleared when a capacity changes or when it holds more than
+  // kMemoMaxLinks entries, and with the interned classes when those hold more than
+  // kInternMaxLinks member path entries.
   struct Memo {
-    std::vector<LinkId> paths;
-    std::vector<uint32_t> lengths;  // per entry of active_; kClassBit (no links) for a class
-    std::vector<std::shared_ptr<const FlowClass>> classes;  // the classes, in active_ order
+    std::vector<uint32_t> key;  // the unknowns' numbers, in active_ order
     std::vector<double> rates;
-    std::vector<std::vector<uint32_t>> loose;  // MaxMinSolver::SolveClasses's (scratch)
-    std::vector<ClassParts> parts;  // per entry of active_: how to split it (empty: exact)
+    std::vector<ClassParts> parts;  // per unknown: how to split it (empty: exact)
     bool any_loose = false;
   };
-  // The memo holding the active set's rates (solving and adding it when it is new).
-  size_t FindOrSolve();
-  void ClearMemos();
+  static constexpr size_t kNoMemo = SIZE_MAX;
+  size_t FindMemo(std::span<const uint32_t> key);  // kNoMemo: none
+  // Adds m (may clear the memo first); its index.
+  size_t AddMemo(Memo m);
+  // The memo of the whole active set (key_ set) from its components', added.
+  size_t SolveByComponents();
+  // The memo of the active flows active_[idx[j]] (one connected component; empty idx: all of
+  // them), solving and adding it when it is new. solver_views_ and key_ are set. The index stays
+  // valid until the next call (which may clear the memo).
+  size_t FindOrSolve(std::span<const uint32_t> idx);
+  // forget_classes: the interned classes and the solver's per-class data too.
+  void ClearMemos(bool forget_classes);
   std::vector<Memo> memos_;
-  std::unordered_multimap<uint64_t, uint32_t> memo_index_;  // hash of the paths -> memos_ index
-  size_t memo_links_ = 0;                                   // Σ paths.size() over memos_
-  size_t last_memo_ = SIZE_MAX;
+  std::unordered_multimap<uint64_t, uint32_t> memo_index_;  // hash of the key -> memos_ index
+  size_t memo_links_ = 0;      // Σ 2 · key.size() over memos_ (numbers and rates)
+  size_t interned_links_ = 0;  // Σ member_links.size() over interned_, + the paths'
   uint64_t capacity_version_ = 0;
   uint64_t memo_capacity_version_ = ~uint64_t{0};
-  std::vector<LinkId> flat_paths_;
-  std::vector<uint32_t> flat_lengths_;
-  std::vector<const FlowClass*> flat_classes_;
-  std::unordered_multimap<uint64_t, std::shared_ptr<const FlowClass>> interned_;
+  std::vector<uint32_t> key_, comp_key_;                  // the active set's numbers; a component's
+  std::unordered_multimap<uint64_t, Interned> interned_;  // by FlowClass::hash
+  std::unordered_multimap<uint64_t, std::pair<std::vector<LinkId>, uint32_t>> path_numbers_;
+  uint32_t next_number_ = 0;
+  // Per interned number: 1 + the memo of the class or path alone (0: none yet). Most components
+  // are one class (a stage's bucket wave, sharing no link with the other stages' traffic).
+  std::vector<uint32_t> alone_;
   MaxMinSolver solver_;
-  std::vector<ClassView> solver_views_;
+  std::vector<ClassView> solver_views_;  // per entry of active_
+  std::vector<ClassView> comp_views_;    // one component's
+  // Recompute's scratch: per entry of active_ its component and its rate; the entries of each
+  // component (comp_index_[comp_begin_[k] .. comp_begin_[k + 1])).
+  std::vector<uint32_t> comp_, comp_begin_, comp_cursor_, comp_index_;
+  std::vector<double> rates_;
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

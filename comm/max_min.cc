@@ -144,6 +144,10 @@ std::shared_ptr<const FlowClass> MakeFlowClass(
     c->member_links.insert(c->member_links.end(), path.begin(), path.end());
     c->member_begin.push_back(static_cast<uint32_t>(c->member_links.size()));
   }
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t b : c->member_begin) h = (h ^ b) * 1099511628211ull;
+  for (LinkId l : c->member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
+  c->hash = h;
   std::vector<LinkId> sorted = c->member_links;
   SortLinkIds(&sorted);
   for (size_t i = 0; i < sorted.size();) {
@@ -317,6 +321,168 @@ size_t MaxMinSolver::PairHash::operator()(
 void MaxMinSolver::ForgetClasses() {
   class_data_.clear();
   shared_.clear();
+  class_number_.clear();
+  meets_.clear();
+}
+
+uint32_t MaxMinSolver::ClassNumber(const FlowClass* c) {
+  auto [it, fresh] = class_number_.try_emplace(c, static_cast<uint32_t>(class_number_.size()));
+  return it->second;
+}
+
+namespace {
+
+// Whether two unknowns cross a common link: a merge of two classes' sorted link lists, a
+// single path's links looked up in a class's, or two paths compared link by link.
+bool LinksMeet(const ClassView& a, const ClassView& b) {
+  if (a.members != nullptr && b.members != nullptr) {
+    for (size_t i = 0, j = 0; i < a.links.size() && j < b.links.size();) {
+      if (a.links[i] < b.links[j]) {
+        ++i;
+      } else if (b.links[j] < a.links[i]) {
+        ++j;
+      } else {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (a.members == nullptr && b.members == nullptr) {
+    for (LinkId l : a.links) {
+      if (std::find(b.links.begin(), b.links.end(), l) != b.links.end()) return true;
+    }
+    return false;
+  }
+  const ClassView& path = a.members == nullptr ? a : b;
+  const ClassView& cls = a.members == nullptr ? b : a;
+  for (LinkId l : path.links) {
+    if (std::binary_search(cls.links.begin(), cls.links.end(), l)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool MaxMinSolver::Meet(const ClassView& a, uint32_t na, const ClassView& b, uint32_t nb) {
+  // Numbers past this many are compared afresh each time (meets_ grows with numbers²; 4,096
+  // numbers: 8 MiB).
+  constexpr uint32_t kMaxNumbers = 4096;
+  if (na == nb) return true;  // the same links (two flows on one path), never empty
+  if (na < nb) std::swap(na, nb);
+  if (na >= kMaxNumbers) return LinksMeet(a, b);
+  if (meets_.size() <= na) meets_.resize(na + 1);
+  std::vector<uint8_t>& row = meets_[na];
+  if (row.size() <= nb) row.resize(na, 0);
+  if (row[nb] == 0) row[nb] = LinksMeet(a, b) ? 2 : 1;
+  return row[nb] == 2;
+}
+
+size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_links,
+                                std::vector<uint32_t>* comp) {
+  const size_t n = views.size();
+  parent_.resize(n);
+  for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<uint32_t>(i);
+  auto find = [this](uint32_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  };
+  // The lower index becomes the root, so roots are components' first unknowns.
+  auto unite = [&](uint32_t x, uint32_t y) {
+    x = find(x);
+    y = find(y);
+    if (x < y) {
+      parent_[y] = x;
+    } else if (y < x) {
+      parent_[x] = y;
+    }
+  };
+  // Every unknown numbered by the caller: pairs through the table.
+  if (std::all_of(views.begin(), views.end(),
+                  [](const ClassView& v) { return v.number != ClassView::kNoNumber; })) {
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (find(uint32_t(i)) == find(uint32_t(j))) continue;
+        if (Meet(views[i], views[i].number, views[j], views[j].number)) {
+          unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+        }
+      }
+    }
+    return Number(n, comp);
+  }
+  // Single flows: through the links they stamp.
+  if (stamp_.size() < num_links) {
+    stamp_.resize(num_links, 0);
+    mark_.resize(num_links, 0);
+  }
+  if (owner_.size() < num_links) owner_.resize(num_links, 0);
+  if (tag_ >= UINT32_MAX - 1) {
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    std::fill(mark_.begin(), mark_.end(), 0);
+    tag_ = 0;
+  }
+  const uint32_t tag = ++tag_;
+  single_links_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (views[i].members != nullptr) continue;
+    for (LinkId l : views[i].links) {
+      const size_t li = static_cast<size_t>(l);
+      if (stamp_[li] == tag) {
+        unite(owner_[li], static_cast<uint32_t>(i));
+      } else {
+        stamp_[li] = tag;
+        owner_[li] = static_cast<uint32_t>(i);
+        single_links_.emplace_back(l, static_cast<uint32_t>(i));
+      }
+    }
+  }
+  number_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (views[i].members == nullptr) continue;
+    number_[i] =
+        views[i].number != ClassView::kNoNumber ? views[i].number : ClassNumber(views[i].members);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const FlowClass* c = views[i].members;
+    if (c == nullptr) continue;
+    // Against the singles: each single link looked up in the class, or the class's links
+    // checked against the stamps, whichever is cheaper.
+    if (!single_links_.empty()) {
+      if (single_links_.size() * 16 < c->links.size()) {
+        for (const auto& [l, owner] : single_links_) {
+          if (std::binary_search(c->links.begin(), c->links.end(), l)) {
+            unite(static_cast<uint32_t>(i), owner);
+          }
+        }
+      } else {
+        for (LinkId l : c->links) {
+          if (stamp_[static_cast<size_t>(l)] == tag) {
+            unite(static_cast<uint32_t>(i), owner_[static_cast<size_t>(l)]);
+          }
+        }
+      }
+    }
+    // Against the classes before it.
+    for (size_t j = 0; j < i; ++j) {
+      const FlowClass* d = views[j].members;
+      if (d == nullptr || find(uint32_t(i)) == find(uint32_t(j))) continue;
+      if (Meet(views[i], number_[i], views[j], number_[j])) {
+        unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+      }
+    }
+  }
+  return Number(n, comp);
+}
+
+size_t MaxMinSolver::Number(size_t n, std::vector<uint32_t>* comp) {
+  // Components by their first unknown (each root is its component's lowest index).
+  comp->resize(n);
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t r = static_cast<uint32_t>(i);
+    while (parent_[r] != r) r = parent_[r];
+    (*comp)[i] = r == i ? static_cast<uint32_t>(count++) : (*comp)[r];
+  }
+  return count;
 }
 
 const MaxMinSolver::ClassData& MaxMinSolver::DataOf(const FlowClass* c,

@@ -49,6 +49,7 @@ struct FlowClass {
   std::vector<uint32_t> member_begin;  // size() + 1 offsets into member_links
   std::vector<LinkId> links;           // links any member crosses, ascending
   std::vector<uint32_t> counts;        // per entry of links: member crossings of that link
+  uint64_t hash = 0;  // FNV-1a over member_begin and member_links (equal classes, equal hashes)
   size_t size() const { return member_begin.empty() ? 0 : member_begin.size() - 1; }
   std::span<const LinkId> member(size_t i) const {
     return std::span<const LinkId>(member_links)
@@ -64,6 +65,12 @@ struct ClassView {
   std::span<const LinkId> links;
   std::span<const uint32_t> counts;  // empty: 1 per entry of links
   const FlowClass* members = nullptr;
+  // The caller's dense number for the unknown (FlowNetwork's interned number of the class or of
+  // the single flow's path), with which Components caches which pairs meet; kNoNumber: classes
+  // numbered by address, single flows compared afresh. Numbers stand for the same links until
+  // ForgetClasses(); either every unknown seen between two ForgetClasses() carries one or none.
+  static constexpr uint32_t kNoNumber = UINT32_MAX;
+  uint32_t number = kNoNumber;
 };
 
 class MaxMinSolver {
@@ -87,6 +94,13 @@ class MaxMinSolver {
   void SolveInterned(const std::vector<ClassView>& classes, const std::vector<double>& capacity_Bps,
                      std::vector<double>* rates, std::vector<std::vector<uint32_t>>* loose);
   void ForgetClasses();
+  // Connected components of `views` (two unknowns are connected when they cross a common link):
+  // (*comp)[i] is view i's component, numbered in order of first appearance; returns their
+  // number. Max-min filling runs in each component on its own, so solving each alone gives the
+  // same rates. Same REQUIRES as SolveInterned for the classes (it keeps which pairs meet per
+  // class address); `num_links`: every link id is below it.
+  size_t Components(const std::vector<ClassView>& views, size_t num_links,
+                    std::vector<uint32_t>* comp);
 
  private:
   // Per class, for the capacities it was first seen with.
@@ -126,6 +140,18 @@ class MaxMinSolver {
   std::vector<LinkId> touched_;
   std::vector<uint8_t> frozen_;
   std::vector<double> top_;  // per link: the largest rate frozen on it (SolveClasses)
+  // Whether two numbered unknowns cross a common link (Components), by number: meets_[a][b]
+  // for b < a: 0 not known yet, 1 no, 2 yes.
+  bool Meet(const ClassView& a, uint32_t number_a, const ClassView& b, uint32_t number_b);
+  // Numbers the union-find's components by first unknown into *comp; returns their count.
+  size_t Number(size_t n, std::vector<uint32_t>* comp);
+  uint32_t ClassNumber(const FlowClass* c);
+  std::unordered_map<const FlowClass*, uint32_t> class_number_;
+  std::vector<std::vector<uint8_t>> meets_;
+  std::vector<uint32_t> parent_;  // Components' union-find
+  std::vector<uint32_t> number_;  // per view: its class number
+  std::vector<uint32_t> owner_;   // per link: the single flow that stamped it
+  std::vector<std::pair<LinkId, uint32_t>> single_links_;
   // SolveInterned's caches and scratch.
   std::unordered_map<const FlowClass*, ClassData> class_data_;
   std::unordered_map<std::pair<const FlowClass*, const FlowClass*>, Shared, PairHash> shared_;

@@ -48,17 +48,16 @@ struct StepConfig {
   std::string gemm_dtype = "bf16";
   // Data-parallel collectives (gradient reduction, ZeRO gathers) whose group spans more than
   // this many nodes are timed as one event by comm's closed form on the network's current link
-  // capacities (degraded links count) instead of as flows. Why: a flow expansion over n nodes
-  // costs O(n) flows per wave and max-min solves per drain, so one step of a 16,384-GPU job
-  // took hours; the closed form agrees with the expansion on an idle network (comm tests, 1%).
-  // What is lost: such a collective does not contend with concurrent pipeline sends or with
-  // other stages' reductions on shared switch links. 32 nodes keeps every bundled validation
-  // run (at most 24 nodes per DP group) on flows; a DP group spans tp·dp/gpus_per_node nodes
-  // (2,048 GPUs at TP 8 × PP 8: 32 nodes, flows). At 64 nodes a 16,384-GPU sweep's confirmation
-  // of TP 4 × PP 32 × DP 128 took 6 s on flows (tree buckets) and gave a step 0.9% longer than
-  // the closed form's, so the line sits at 32.
-  // 0 = always closed form; a very large value = always flows.
-  int flow_collective_max_nodes = 32;
+  // capacities (degraded links count) instead of as flows. What is lost: such a collective does
+  // not contend with concurrent pipeline sends or with other stages' reductions on shared switch
+  // links. 128 nodes (raised from 32 in issue 20's session 10, bench/README.md): with flow
+  // classes solved per connected component the 16,384-GPU limits sweep confirms its layouts on
+  // flows (DP 64–128 groups) as fast as it did with the closed form at 32 (2.4–2.6 s of CPU
+  // either way), while at 256 nodes it takes 3.4 s and one step of TP 8 × PP 8 × DP 256
+  // (tests/hardening/limits/gpus_16k.textproto, NCCL-tree buckets) 10 s instead of 0.5 s, too
+  // much for the limits test under ASan. Every bundled example and validation run now runs its
+  // DP collectives on flows. 0 = always closed form; a very large value = always flows.
+  int flow_collective_max_nodes = 128;
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
   // host's launch and per-step overheads (step/host_overhead.h).
   InputPipelineSpec input;

@@ -1,7 +1,8 @@
 // MaxMinSolver::SolveInterned (comm/max_min.h, "Reduced solves") fills only the links two
 // unknowns share plus one private bound per class; it must give SolveClasses's rates and loose
-// members. Expectations: SolveClasses on the same input (the unreduced progressive filling,
-// itself checked against hand-derived rates in flow_class_test.cc) and hand-derived rates.
+// members, also when each connected component (MaxMinSolver::Components) is solved alone.
+// Expectations: SolveClasses on the same input (the unreduced progressive filling, itself checked
+// against hand-derived rates in flow_class_test.cc) and hand-derived rates.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -117,6 +118,86 @@ TEST(ReducedSolveTest, ForgottenClassesAreRecomputedForNewCapacities) {
   solver.SolveInterned({ViewOf(*c)}, {5, 8}, &rates, &loose);
   EXPECT_DOUBLE_EQ(rates[0], 5);
   EXPECT_EQ(loose[0], (std::vector<uint32_t>{1}));
+}
+
+TEST(ComponentsTest, UnknownsMeetThroughAnyCommonLinkAndAreNumberedInOrder) {
+  // Class A crosses links 0 and 1, class B link 2 only, a single flow links 1 and 5, class C
+  // links 5 and 6: A, the single and C are one component (through 1 and 5), B another.
+  const auto a = ClassOf({{0}, {1}});
+  const auto b = ClassOf({{2}, {2}});
+  const auto c = ClassOf({{5}, {6}});
+  const std::vector<LinkId> single = {1, 5};
+  MaxMinSolver solver;
+  std::vector<uint32_t> comp;
+  EXPECT_EQ(
+      solver.Components({ViewOf(*b), ViewOf(*a), {single, {}, nullptr}, ViewOf(*c)}, 7, &comp), 2u);
+  EXPECT_EQ(comp, (std::vector<uint32_t>{0, 1, 1, 1}));
+  // Without the single flow A and C do not meet.
+  EXPECT_EQ(solver.Components({ViewOf(*a), ViewOf(*c), ViewOf(*b)}, 7, &comp), 3u);
+  EXPECT_EQ(comp, (std::vector<uint32_t>{0, 1, 2}));
+}
+
+// Max-min filling never moves capacity between unknowns that share no link, so solving each
+// component alone gives the whole set's rates and loose members (what FlowNetwork relies on).
+TEST(ComponentsTest, SolvingEachComponentAloneMatchesTheWholeSolve) {
+  std::mt19937_64 rng(2010);
+  constexpr int kLinks = 120;  // sparse enough for several components per set
+  MaxMinSolver parts;          // one solver across trials, as in FlowNetwork
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<double> cap(kLinks);
+    for (double& x : cap) x = (rng() % 3 == 0) ? 100.0 : 10.0 + static_cast<double>(rng() % 200);
+    const int n = 1 + static_cast<int>(rng() % 30);
+    std::vector<std::shared_ptr<const FlowClass>> classes;
+    std::vector<std::vector<LinkId>> singles;
+    std::vector<ClassView> views;
+    singles.reserve(n);
+    for (int k = 0; k < n; ++k) {
+      auto path = [&] {
+        std::vector<LinkId> p;
+        const int len = 1 + static_cast<int>(rng() % 3);
+        while (static_cast<int>(p.size()) < len) {
+          const LinkId l = static_cast<LinkId>(rng() % kLinks);
+          if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
+        }
+        return p;
+      };
+      if (rng() % 3 == 0) {
+        singles.push_back(path());
+        views.push_back({singles.back(), {}, nullptr});
+      } else {
+        std::vector<std::vector<LinkId>> members(2 + rng() % 3);
+        for (auto& m : members) m = path();
+        classes.push_back(ClassOf(members));
+        views.push_back(ViewOf(*classes.back()));
+      }
+    }
+    MaxMinSolver whole;
+    std::vector<double> want;
+    std::vector<std::vector<uint32_t>> want_loose;
+    whole.SolveClasses(views, cap, &want, &want_loose);
+    std::vector<uint32_t> comp;
+    const size_t num = parts.Components(views, kLinks, &comp);
+    ASSERT_EQ(comp.size(), views.size());
+    for (size_t k = 0; k < num; ++k) {
+      std::vector<ClassView> sub;
+      std::vector<size_t> at;
+      for (size_t i = 0; i < views.size(); ++i) {
+        if (comp[i] != k) continue;
+        sub.push_back(views[i]);
+        at.push_back(i);
+      }
+      ASSERT_FALSE(sub.empty()) << "trial " << trial << ": component " << k << " is empty";
+      std::vector<double> got;
+      std::vector<std::vector<uint32_t>> got_loose;
+      parts.SolveInterned(sub, cap, &got, &got_loose);
+      for (size_t j = 0; j < sub.size(); ++j) {
+        EXPECT_NEAR(got[j], want[at[j]], 1e-9 * std::max(1.0, want[at[j]])) << "trial " << trial;
+        EXPECT_EQ(got_loose[j], want_loose[at[j]]) << "trial " << trial;
+      }
+    }
+    // The classes are destroyed with this trial: their addresses may come back.
+    parts.ForgetClasses();
+  }
 }
 
 }  // namespace

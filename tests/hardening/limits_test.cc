@@ -70,8 +70,9 @@ TEST(LimitsTest, AYearLongRunSimulates) {
 }
 
 // The step simulation at 16,384 and 131,072 GPUs (GPT-3 175B, TP 8 × PP 8): data-parallel
-// reductions over more than 32 nodes run as closed-form events (the note says so), so `run`
-// answers in seconds (bench/README.md "limits": 0.2 s and 0.4 s) where it used to take hours.
+// reductions over more than 128 nodes (StepConfig::flow_collective_max_nodes) run as closed-form
+// events (the note says so), so `run` answers in seconds (bench/README.md "limits": 0.2 s and 0.4
+// s) where it used to take hours.
 TEST(LimitsTest, StepAndRunOn16kAnd128kGpusFinishAndSayHowDpWasTimed) {
   for (const char* f : {"gpus_16k.textproto", "gpus_128k.textproto"}) {
     RunResult r = RunWithin({"run", kLimits + f}, 300, 4 * kGiB);
