@@ -64,19 +64,17 @@ double GroupedMatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double p
 // amax in the cast kernel itself (transformer_engine/common/recipe/__init__.py, TE docs "Using
 // FP8 with Transformer Engine").
 double CastBytesPerElement(Fp8Recipe r) {
+  const double copy = QuantizedBytesPerElement(r);
   switch (r) {
     case Fp8Recipe::kDelayed:
-      return 2 + 1 + 1;
-    case Fp8Recipe::kCurrent:
-      return 2 + 2 + 1 + 1;
     case Fp8Recipe::kMxfp8:
-      return 2 + 2 * (1 + 1.0 / 32);
+      return 2 + 2 * copy;
+    case Fp8Recipe::kCurrent:
+    // NVFP4 also reads the input for its per-tensor fp32 scale's amax first; the random
+    // Hadamard transform of the weight-gradient operands and stochastic rounding run inside
+    // the cast (TE's NVFP4 quantizer), no extra pass.
     case Fp8Recipe::kNvfp4:
-      // An amax read for the per-tensor fp32 scale, then row- and column-wise E2M1 copies
-      // (half a byte each) with an E4M3 scale per 16 elements; the random Hadamard transform of
-      // the weight-gradient operands and stochastic rounding run inside the cast (TE's NVFP4
-      // quantizer), no extra pass.
-      return 2 + 2 + 2 * (0.5 + 1.0 / 16);
+      return 2 + 2 + 2 * copy;
   }
   return 4;
 }
@@ -92,6 +90,19 @@ bool InputCastFused(const KernelOp& op) {
          op.name == "mlp_down" || op.name == "mamba_in_proj";
 }
 }  // namespace
+
+double QuantizedBytesPerElement(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed:
+    case Fp8Recipe::kCurrent:
+      return 1;
+    case Fp8Recipe::kMxfp8:
+      return 1 + 1.0 / 32;
+    case Fp8Recipe::kNvfp4:
+      return 0.5 + 1.0 / 16;
+  }
+  return 1;
+}
 
 double Fp8CastSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op,
                       bool forward) {

@@ -64,6 +64,11 @@ enum class Fp8Recipe {
   kNvfp4,
 };
 
+// Bytes per element of one quantized copy of a tensor in the recipe's format: FP8 values (1),
+// plus MXFP8's E8M0 scale per 32 elements, or NVFP4's E2M1 values (1/2) with an E4M3 scale per
+// 16. What TE saves of a GEMM input for backward, and each copy its cast writes.
+double QuantizedBytesPerElement(Fp8Recipe r);
+
 // Fused-attention implementation (Megatron-Core --attention-backend).
 enum class AttentionBackend { kTransformerEngine, kFlashAttention };
 

@@ -139,6 +139,15 @@ Result<std::pair<step::StepResult, int>> FastestMicroBatch(const step::StepConfi
   return std::move(*best);
 }
 
+// The scaling recipe of the model's low-precision GEMMs (FP4 runs TE's NVFP4 recipe).
+parallelism::Fp8Recipe Fp8RecipeOf(const pb::Model& m) {
+  using R = parallelism::Fp8Recipe;
+  return m.precision() == pb::FP4               ? R::kNvfp4
+         : m.fp8_recipe() == pb::Model::MXFP8   ? R::kMxfp8
+         : m.fp8_recipe() == pb::Model::CURRENT ? R::kCurrent
+                                                : R::kDelayed;
+}
+
 }  // namespace
 
 comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
@@ -199,11 +208,9 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
   spec.flash_attention = m.flash_attention();
   spec.bytes_per_element = m.precision() == pb::TF32 ? 4 : 2;
   // What Transformer Engine saves of a low-precision GEMM's input (parallelism/model.h).
-  if (m.precision() == pb::FP4) {
-    spec.saved_gemm_input_bytes = 0.5 + 1.0 / 16;
-  } else if (m.precision() == pb::FP8) {
-    spec.saved_gemm_input_bytes = m.fp8_recipe() == pb::Model::MXFP8 ? 1.0 + 1.0 / 32 : 1.0;
-    spec.fp8_attention_saved = m.fp8_attention();
+  if (m.precision() == pb::FP8 || m.precision() == pb::FP4) {
+    spec.saved_gemm_input_bytes = parallelism::QuantizedBytesPerElement(Fp8RecipeOf(m));
+    spec.fp8_attention_saved = m.precision() == pb::FP8 && m.fp8_attention();
   }
   spec.dropout = m.has_dropout() ? m.dropout() : true;
   spec.head_dim = m.has_head_dim() ? m.head_dim() : 0;
@@ -398,10 +405,7 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   // TE casts each weight to FP8 on a step's first micro-batch and reuses it (Megatron-Core
   // passes is_first_microbatch): micro-batches per step = global batch / (micro-batch · DP).
   const int64_t per_step = std::max<int64_t>(1, int64_t(r.dp) * p.micro_batch());
-  c.compute.fp8_recipe = m.precision() == pb::FP4               ? par::Fp8Recipe::kNvfp4
-                         : m.fp8_recipe() == pb::Model::MXFP8   ? par::Fp8Recipe::kMxfp8
-                         : m.fp8_recipe() == pb::Model::CURRENT ? par::Fp8Recipe::kCurrent
-                                                                : par::Fp8Recipe::kDelayed;
+  c.compute.fp8_recipe = Fp8RecipeOf(m);
   c.compute.fp8_attention = m.fp8_attention();
   c.compute.attention_backend = m.attention_backend() == pb::Model::FLASH_ATTENTION
                                     ? par::AttentionBackend::kFlashAttention

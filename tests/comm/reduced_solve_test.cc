@@ -24,6 +24,40 @@ std::shared_ptr<const FlowClass> ClassOf(const std::vector<std::vector<LinkId>>&
 
 ClassView ViewOf(const FlowClass& c) { return {c.links, c.counts, &c}; }
 
+// n random unknowns over `links` links: a third single flows, the rest classes of 2 to
+// 1 + max_members members; every path 1 to max_len distinct links.
+struct RandomSet {
+  std::vector<std::shared_ptr<const FlowClass>> classes;
+  std::vector<std::vector<LinkId>> singles;
+  std::vector<ClassView> views;
+};
+
+RandomSet MakeRandomSet(std::mt19937_64& rng, int links, int n, int max_len, int max_members) {
+  RandomSet set;
+  set.singles.reserve(size_t(n));  // views point into it
+  auto path = [&] {
+    std::vector<LinkId> p;
+    const int len = 1 + static_cast<int>(rng() % uint64_t(max_len));
+    while (static_cast<int>(p.size()) < len) {
+      const LinkId l = static_cast<LinkId>(rng() % uint64_t(links));
+      if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
+    }
+    return p;
+  };
+  for (int k = 0; k < n; ++k) {
+    if (rng() % 3 == 0) {
+      set.singles.push_back(path());
+      set.views.push_back({set.singles.back(), {}, nullptr});
+    } else {
+      std::vector<std::vector<LinkId>> members(2 + rng() % uint64_t(max_members));
+      for (auto& m : members) m = path();
+      set.classes.push_back(ClassOf(members));
+      set.views.push_back(ViewOf(*set.classes.back()));
+    }
+  }
+  return set;
+}
+
 TEST(ReducedSolveTest, PrivateBoundsAndASharedLinkGiveTheHandDerivedRates) {
   // Class A: members on private links 0 and 1 (10 B/s each), both through shared link 4; class
   // B: members on private links 2, 3 (40 B/s) through 4 too; link 4 carries 60 B/s. A is held
@@ -69,30 +103,8 @@ TEST(ReducedSolveTest, RandomSetsMatchTheFullSolve) {
       x = kind == 0 ? 0.0 : (kind < 4 ? 100.0 : 10.0 + static_cast<double>(rng() % 200));
     }
     const int n = 1 + static_cast<int>(rng() % 24);  // both fills: scan (<= 16) and heap
-    std::vector<std::shared_ptr<const FlowClass>> classes;
-    std::vector<std::vector<LinkId>> singles;
-    std::vector<ClassView> views;
-    singles.reserve(n);
-    for (int k = 0; k < n; ++k) {
-      auto path = [&] {
-        std::vector<LinkId> p;
-        const int len = 1 + static_cast<int>(rng() % 4);
-        while (static_cast<int>(p.size()) < len) {
-          const LinkId l = static_cast<LinkId>(rng() % kLinks);
-          if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
-        }
-        return p;
-      };
-      if (rng() % 3 == 0) {
-        singles.push_back(path());
-        views.push_back({singles.back(), {}, nullptr});
-      } else {
-        std::vector<std::vector<LinkId>> members(2 + rng() % 5);
-        for (auto& m : members) m = path();
-        classes.push_back(ClassOf(members));
-        views.push_back(ViewOf(*classes.back()));
-      }
-    }
+    const RandomSet set = MakeRandomSet(rng, kLinks, n, 4, 5);
+    const std::vector<ClassView>& views = set.views;
     MaxMinSolver full, reduced;
     std::vector<double> want, got;
     std::vector<std::vector<uint32_t>> want_loose, got_loose;
@@ -147,30 +159,8 @@ TEST(ComponentsTest, SolvingEachComponentAloneMatchesTheWholeSolve) {
     std::vector<double> cap(kLinks);
     for (double& x : cap) x = (rng() % 3 == 0) ? 100.0 : 10.0 + static_cast<double>(rng() % 200);
     const int n = 1 + static_cast<int>(rng() % 30);
-    std::vector<std::shared_ptr<const FlowClass>> classes;
-    std::vector<std::vector<LinkId>> singles;
-    std::vector<ClassView> views;
-    singles.reserve(n);
-    for (int k = 0; k < n; ++k) {
-      auto path = [&] {
-        std::vector<LinkId> p;
-        const int len = 1 + static_cast<int>(rng() % 3);
-        while (static_cast<int>(p.size()) < len) {
-          const LinkId l = static_cast<LinkId>(rng() % kLinks);
-          if (std::find(p.begin(), p.end(), l) == p.end()) p.push_back(l);
-        }
-        return p;
-      };
-      if (rng() % 3 == 0) {
-        singles.push_back(path());
-        views.push_back({singles.back(), {}, nullptr});
-      } else {
-        std::vector<std::vector<LinkId>> members(2 + rng() % 3);
-        for (auto& m : members) m = path();
-        classes.push_back(ClassOf(members));
-        views.push_back(ViewOf(*classes.back()));
-      }
-    }
+    const RandomSet set = MakeRandomSet(rng, kLinks, n, 3, 3);
+    const std::vector<ClassView>& views = set.views;
     MaxMinSolver whole;
     std::vector<double> want;
     std::vector<std::vector<uint32_t>> want_loose;
