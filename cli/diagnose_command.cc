@@ -225,6 +225,15 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
                  Fmt("%.1f us per kernel launch", cfg.host.launch_s * 1e6) +
                      (cfg.host.cuda_graphs ? ", CUDA graphs on" : ", eager (no CUDA graphs)") +
                      Fmt(", %.0f ms framework time per step", cfg.host.step_s * 1e3)});
+  if (cfg.parallel.cpu_offload_layers > 0) {
+    out.push_back({"activation offload wait", b.offload_wait_s / t,
+                   std::to_string(cfg.parallel.cpu_offload_layers) + " of " +
+                       std::to_string(cfg.model.num_layers) +
+                       Fmt(" layers' activations offloaded over %.0f GB/s per direction",
+                           cfg.host_link_Bps / 1e9) +
+                       (b.offload_wait_s > 0 ? "; fewer offloaded layers copy less per pass"
+                                             : "; the copies finish under the other layers")});
+  }
   out.push_back(
       {"memory-bound ops", compute_share * ls.memory_bound,
        Fmt("%.0f%% of a layer's kernel time is under the ridge point", 100 * ls.memory_bound) +
@@ -470,7 +479,8 @@ void CompareProfile(const Sim& sim, report::Diagnosis* d) {
   const LayerShares ls = SharesOf(sim.step.config);
   const double nccl = b.exposed_tp_comm_s + b.exposed_cp_comm_s + b.exposed_ep_comm_s +
                       b.exposed_dp_comm_s + b.pp_wait_s;
-  const double idle = b.bubble_s + b.input_stall_s + b.host_overhead_s + b.other_s;
+  const double idle =
+      b.bubble_s + b.input_stall_s + b.host_overhead_s + b.other_s + b.offload_wait_s;
   const double predicted[] = {b.compute_s * ls.gemm, b.compute_s * ls.attention, nccl,
                               b.compute_s * ls.other + b.optimizer_s};
   for (int k = 0; k < profile::kNumGroups; ++k) {

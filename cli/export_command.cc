@@ -184,6 +184,10 @@ void RecomputeArgs(const pb::Parallelism& p, Args* a) {
     a->Add("--recompute-num-layers",
            int64_t(p.has_recompute_num_layers() ? p.recompute_num_layers() : 1));
   }
+  // Megatron-LM turns --cpu-offloading on when this is > 0 (arguments.py); activations only.
+  if (p.cpu_offloading_num_layers() > 0) {
+    a->Add("--cpu-offloading-num-layers", int64_t(p.cpu_offloading_num_layers()));
+  }
 }
 
 void DataParallelArgs(const pb::Parallelism& p, Args* a) {

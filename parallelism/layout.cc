@@ -292,6 +292,15 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
         num(num_gpus) + " GPUs");
   }
   TRAINSIM_RETURN_IF_ERROR(ValidateExpertsAndContext(model, c));
+  // Megatron-Core's checks of --cpu-offloading-num-layers (TransformerConfig.__post_init__).
+  if (c.cpu_offload_layers != 0 &&
+      (c.cpu_offload_layers < 0 || c.cpu_offload_layers >= model.num_layers || c.pp > 1 ||
+       c.recompute != Recompute::kNone)) {
+    return Status::InvalidArgument(
+        "cpu offloading of " + num(c.cpu_offload_layers) +
+        " layers needs 0 < layers < the model's " + num(model.num_layers) +
+        ", pp 1 and no recomputation (pp " + num(c.pp) + ")");
+  }
   if (gpus_per_node > 0 && c.tp > gpus_per_node && !c.tp_across_nodes) {
     return Status::InvalidArgument(
         "tp " + num(c.tp) + " exceeds the " + num(gpus_per_node) +

@@ -85,6 +85,10 @@ struct ParallelConfig {
   bool RecomputesLayer(int i) const {
     return recompute == Recompute::kFull && (!recompute_block || i < recompute_num_layers);
   }
+  // Activations of the chunk's first cpu_offload_layers layers offloaded to host memory and
+  // reloaded for their backward (Megatron-Core's --cpu-offloading-num-layers; pp 1, no
+  // recomputation). 0 = off.
+  int cpu_offload_layers = 0;
   int zero_stage = 0;  // 0 (plain DP), 1 (optimizer states), 2 (+ gradients), 3 (+ weights)
   // DP gradient reduction: in buckets launched as backward produces them (PyTorch DDP,
   // Megatron's --overlap-grad-reduce), or all at once after the last backward (Megatron 2021).

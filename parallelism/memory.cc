@@ -142,6 +142,7 @@ std::vector<MemoryBreakdown> PerStage(const ModelSpec& m, const ParallelConfig& 
   for (int stage = 0; stage < c.pp; ++stage) {
     MemoryBreakdown b = StageModelStateBytes(m, c, stage, p);
     b.activations = activations[size_t(stage)];
+    b.host_activations = OffloadedActivationBytes(m, c);
     b.overhead = p.framework_overhead_bytes;
     out.push_back(b);
   }
@@ -174,10 +175,18 @@ namespace {
 std::vector<std::string> Suggestions(const ModelSpec& m, const ParallelConfig& c, double capacity,
                                      int gpus_per_node, const MemoryParams& p) {
   std::vector<std::string> out;
-  auto try_config = [&](const ParallelConfig& alt, const std::string& what) {
+  auto try_config = [&](const ParallelConfig& candidate, const std::string& what) {
+    // Activation offloading needs pp 1 and no recomputation: an alternative that leaves
+    // either behind turns it off, and says so.
+    ParallelConfig alt = candidate;
+    std::string label = what;
+    if (alt.cpu_offload_layers > 0 && (alt.pp > 1 || alt.recompute != Recompute::kNone)) {
+      alt.cpu_offload_layers = 0;
+      label += ", cpu_offloading_num_layers 0";
+    }
     if (!ValidateLayout(m, alt, alt.num_gpus(), gpus_per_node).ok()) return;
     const double peak = Peak(PerStage(m, alt, p), nullptr);
-    if (peak <= capacity) out.push_back(what + " (peak " + Gb(peak) + ")");
+    if (peak <= capacity) out.push_back(label + " (peak " + Gb(peak) + ")");
   };
   if (c.recompute != Recompute::kSelective && c.recompute != Recompute::kFull) {
     ParallelConfig alt = c;

@@ -63,6 +63,9 @@ struct MemoryBreakdown {
   // one prefetched — and the full gradients of the unit being reduce-scattered. Held during
   // forward and backward, beside the activations; freed before the optimizer step.
   double gathered = 0;
+  // Activation offloading: one micro-batch's offloaded activations in host memory (pinned), not
+  // on the GPU and not in total().
+  double host_activations = 0;
   double total() const {
     return weights + gradients + optimizer + std::max(activations + gathered, step_grads) +
            overhead;
@@ -110,8 +113,13 @@ double LayerActivationBytes(const ModelSpec& m, const TensorSplit& split, Recomp
 // The same for the layout `c`: its recomputation with its selective modules.
 double LayerActivationBytes(const ModelSpec& m, const ParallelConfig& c, LayerKind kind);
 // What one micro-batch's forward through the chunk `r` keeps until its backward, with the
-// layout's recomputation (full: the checkpoints' inputs, by --recompute-method).
+// layout's recomputation (full: the checkpoints' inputs, by --recompute-method); with activation
+// offloading (c.cpu_offload_layers), what stays on the GPU at its peak: the largest sum of
+// L − n consecutive layers' activations, as Transformer Engine frees and reloads them.
 double ChunkActivationBytes(const ModelSpec& m, const ParallelConfig& c, const ChunkLayers& r);
+// Activation bytes of one micro-batch that activation offloading holds in host memory per GPU
+// (the first c.cpu_offload_layers layers; pinned buffers); 0 without offloading.
+double OffloadedActivationBytes(const ModelSpec& m, const ParallelConfig& c);
 // The dense-layer case without CP (kept for callers of the original API).
 double ActivationBytesPerLayer(const ModelSpec& m, int tp, bool sequence_parallel,
                                Recompute recompute, int micro_batch);

@@ -315,6 +315,25 @@ double StoredBytes(const ParallelConfig& c, const LayerKindBytes& kinds, int i, 
   return i % n == 0 ? kinds.bytes[kind] : 0.0;
 }
 
+// What a chunk keeps on the GPU at its peak, from its layers' bytes in order: their sum, or
+// with activation offloading of the first n (TE cpu_offload.py, DefaultOffloadSynchronizer:
+// layer i is freed before layer L − n + i's forward and reloaded after layer L − 1 − n + i's
+// backward starts) the largest sum of L − n consecutive layers.
+double ResidentChunkBytes(const std::vector<double>& layer_bytes, int offloaded) {
+  const int L = int(layer_bytes.size());
+  double sum = 0;
+  for (double b : layer_bytes) sum += b;
+  if (offloaded <= 0 || offloaded >= L) return sum;
+  const int w = L - offloaded;
+  double window = 0, best = 0;
+  for (int l = 0; l < L; ++l) {
+    window += layer_bytes[size_t(l)];
+    if (l >= w) window -= layer_bytes[size_t(l - w)];
+    if (l >= w - 1) best = std::max(best, window);
+  }
+  return best;
+}
+
 double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stage,
                            const std::vector<ChunkLayers>& ranges, const LayerKindBytes& kinds,
                            const PeakPoints& peaks, const MemoryParams& p) {
@@ -326,11 +345,13 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
   int max_layers = 0;  // the most layers a chunk of this rank has
   for (int chunk = 0; chunk < v; ++chunk) {
     const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
+    std::vector<double> layer_bytes;
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
       const LayerKind k = kinds.kind_of_layer[size_t(l)];
-      chunk_bytes[size_t(chunk)] += StoredBytes(c, kinds, l - r.first_layer, size_t(k.index()));
+      layer_bytes.push_back(StoredBytes(c, kinds, l - r.first_layer, size_t(k.index())));
       if (std::find(held.begin(), held.end(), k) == held.end()) held.push_back(k);
     }
+    chunk_bytes[size_t(chunk)] = ResidentChunkBytes(layer_bytes, c.cpu_offload_layers);
     max_layers = std::max(max_layers, r.layers);
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
@@ -371,10 +392,19 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
 
 double ChunkActivationBytes(const ModelSpec& m, const ParallelConfig& c, const ChunkLayers& r) {
   const LayerKindBytes kinds = KindBytes(m, c);
-  double bytes = 0;
+  std::vector<double> layer_bytes;
   for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
-    bytes +=
-        StoredBytes(c, kinds, l - r.first_layer, size_t(kinds.kind_of_layer[size_t(l)].index()));
+    layer_bytes.push_back(
+        StoredBytes(c, kinds, l - r.first_layer, size_t(kinds.kind_of_layer[size_t(l)].index())));
+  }
+  return ResidentChunkBytes(layer_bytes, c.cpu_offload_layers);
+}
+
+double OffloadedActivationBytes(const ModelSpec& m, const ParallelConfig& c) {
+  if (c.cpu_offload_layers <= 0) return 0;
+  double bytes = 0;
+  for (int l = 0; l < std::min(c.cpu_offload_layers, m.num_layers); ++l) {
+    bytes += LayerActivationBytes(m, c, LayerKindAt(m, l));
   }
   return bytes;
 }

@@ -64,6 +64,7 @@ void FillGradientDefaults(pb::Scenario* s) {
   if (!p->has_grad_reduce_in_fp32()) {
     p->set_grad_reduce_in_fp32(s->model().precision() != pb::FP16);
   }
+  if (!p->has_cpu_offloading_num_layers()) p->set_cpu_offloading_num_layers(0);
 }
 
 void FillInputAndHostDefaults(pb::Scenario* s) {

@@ -73,6 +73,9 @@ std::optional<FieldError> ValidateHybridModel(const pb::Scenario& scenario);
 // recompute: SELECTIVE) and recompute_method / recompute_num_layers (with FULL; 1..layers)
 // (validate_hybrid.cc).
 std::optional<FieldError> ValidateRecomputeModules(const pb::Scenario& scenario);
+// parallelism.cpu_offloading_num_layers: 0..layers-1, with pp 1, no recomputation and no CUDA
+// graphs, as Megatron-Core requires (validate_hybrid.cc; called by ValidateRecomputeModules).
+std::optional<FieldError> ValidateCpuOffloading(const pb::Scenario& scenario);
 // cost.usd_per_gpu_hour, usd_per_kwh, pue and gpu_idle_fraction in their ranges (run_config.cc).
 std::optional<FieldError> ValidateCost(const pb::Cost& cost);
 // Every string field of `m` (nested, repeated) is well-formed UTF-8; the error names the field

@@ -108,9 +108,11 @@ rn::StepTiming ToStepTiming(const step::StepBreakdown& b) {
   // Compute slowed by overlapped collectives is time the communication costs.
   t.exposed_comm = Seconds(b.exposed_tp_comm_s + b.exposed_cp_comm_s + b.exposed_ep_comm_s +
                            b.exposed_dp_comm_s + b.pp_wait_s + b.compute_slowed_s);
-  // The GPUs idle waiting for the data loader or the host count with the bubble (the run
-  // report's idle share); without them the run would use a step shorter than simulated.
-  t.bubble = Seconds(b.bubble_s + b.other_s + b.input_stall_s + b.host_overhead_s);
+  // The GPUs idle waiting for the data loader, the host or activation offloading's copies count
+  // with the bubble (the run report's idle share); without them the run would use a step
+  // shorter than simulated.
+  t.bubble =
+      Seconds(b.bubble_s + b.other_s + b.input_stall_s + b.host_overhead_s + b.offload_wait_s);
   return t;
 }
 

@@ -332,6 +332,10 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
   c.nccl_min_ctas = p.nccl_min_ctas();
   c.nccl_max_ctas = p.nccl_max_ctas();
+  // Host memory behind its own link (Grace's NVLink-C2C), else the GPU's PCIe link.
+  const double host_link = r.gpu.host_link_gbyte_per_s() > 0 ? r.gpu.host_link_gbyte_per_s()
+                                                              : r.gpu.pcie_gbyte_per_s();
+  if (host_link > 0) c.host_link_Bps = host_link * 1e9;
   c.parallel.moe_dispatcher =
       p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? par::MoeDispatcher::kAllGather
       : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? par::MoeDispatcher::kFlex
@@ -362,6 +366,7 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   }
   c.parallel.recompute_block = p.recompute_method() == pb::Parallelism::BLOCK;
   if (p.has_recompute_num_layers()) c.parallel.recompute_num_layers = p.recompute_num_layers();
+  c.parallel.cpu_offload_layers = p.cpu_offloading_num_layers();
   if (p.recompute_modules_size() > 0) {
     // Names checked by the validator (ValidateRecomputeModules).
     c.parallel.recompute_modules = 0;

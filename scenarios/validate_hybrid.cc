@@ -167,6 +167,35 @@ std::optional<FieldError> ValidateRecomputeModules(const pb::Scenario& s) {
                "applies with recompute: SELECTIVE only (Megatron's --recompute-granularity "
                "selective); set parallelism.recompute to SELECTIVE, or drop the list");
   }
+  return ValidateCpuOffloading(s);
+}
+
+// Megatron-Core's TransformerConfig checks of --cpu-offloading-num-layers, in its order, and its
+// CUDA-graph check (transformer_config.py __post_init__).
+std::optional<FieldError> ValidateCpuOffloading(const pb::Scenario& s) {
+  const pb::Parallelism& p = s.parallelism();
+  const int n = p.cpu_offloading_num_layers();
+  if (n == 0) return std::nullopt;
+  const char* path = "parallelism.cpu_offloading_num_layers";
+  if (n < 0 || n >= s.model().layers()) {
+    return Err(path, Str(n) + " is out of range: offloaded layers are between 0 (off) and " +
+                         Str(std::max(0, s.model().layers() - 1)) +
+                         ", fewer than the model's " + Str(s.model().layers()) +
+                         " layers (Megatron-Core: \"CPU offloading can be done only for layers "
+                         "less than num_layers\")");
+  }
+  if (p.pp() > 1) {
+    return Err(path, "needs pp: 1; Megatron-Core has no CPU offloading with pipeline "
+                     "parallelism (pp is " + Str(p.pp()) + ")");
+  }
+  if (p.recompute() != pb::Parallelism::NONE) {
+    return Err(path, "needs recompute: NONE; Megatron-Core's CPU offloading does not work with "
+                     "activation recomputation");
+  }
+  if (p.cuda_graphs()) {
+    return Err(path, "cannot be used with parallelism.cuda_graphs; Megatron-Core: \"CUDA graphs "
+                     "not supported with CPU offloading\"");
+  }
   return std::nullopt;
 }
 

@@ -7,6 +7,7 @@
 
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
+#include "step/activation_offload.h"
 #include "step/comm_sm_share.h"
 #include "step/ep_overlap.h"
 
@@ -476,6 +477,25 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
   *moe_fwd_s_out = moe_fwd_s;
 }
 
+// The chunk's layers in forward order for activation offloading: each one's time on the
+// compute stream (compute and the exposed layer collectives) and the activations it saves.
+std::vector<OffloadLayer> OffloadLayers(const StepConfig& cfg,
+                                        const std::vector<LayerCost>& kind_cost,
+                                        const ChunkLayers& range) {
+  std::vector<OffloadLayer> layers;
+  layers.reserve(size_t(std::max(0, range.layers)));
+  std::vector<double> bytes(kind_cost.size(), -1.0);
+  for (int l = range.first_layer; l < range.first_layer + range.layers; ++l) {
+    const LayerKind kind = LayerKindAt(cfg.model, l);
+    const size_t i = size_t(kind.index());
+    if (bytes[i] < 0) bytes[i] = parallelism::LayerActivationBytes(cfg.model, cfg.parallel, kind);
+    const LayerCost& lc = kind_cost[i];
+    layers.push_back({lc.fwd + lc.tp_fwd + lc.cp_fwd + lc.ep_fwd,
+                      lc.bwd + lc.recompute + lc.tp_bwd + lc.cp_bwd + lc.ep_bwd, bytes[i]});
+  }
+  return layers;
+}
+
 }  // namespace
 
 Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCalibration& gemm,
@@ -569,6 +589,12 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
     }
     k.fwd_host_s += LaunchBoundSeconds(cfg.host, fwd_rest_kernels, std::max(0.0, fwd_rest_s));
     k.bwd_host_s = LaunchBoundSeconds(cfg.host, k.bwd_kernels, k.bwd_compute_s + k.bwd_comm_s());
+    if (c.cpu_offload_layers > 0) {
+      const OffloadWait w = OffloadWaitSeconds(OffloadLayers(cfg, kind_cost, ranges[size_t(j)]),
+                                               c.cpu_offload_layers, cfg.host_link_Bps);
+      k.fwd_offload_s = w.fwd_s;
+      k.bwd_offload_s = w.bwd_s;
+    }
   }
   return out;
 }

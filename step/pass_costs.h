@@ -65,6 +65,9 @@ struct ChunkCost {
   // the pass's own time (step/host_overhead.h: 0 unless the pass is launch-bound).
   double fwd_kernels = 0, bwd_kernels = 0;
   double fwd_host_s = 0, bwd_host_s = 0;
+  // The pass waiting for activation offloading's copies (step/activation_offload.h; 0 unless
+  // ParallelConfig::cpu_offload_layers).
+  double fwd_offload_s = 0, bwd_offload_s = 0;
   // The part of fwd/bwd_compute_s that is compute slowed by the layer collectives overlapped
   // with it (TE userbuffers' TP, the CP ring under attention, overlapped EP all-to-alls), for
   // the breakdown's "compute slowed by overlapped comm" (step/comm_sm_share.h).

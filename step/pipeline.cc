@@ -129,6 +129,7 @@ void Pipeline::RunTask(int ei, double gather_s) {
   const double cp = t.forward ? k.fwd_cp_s : k.bwd_cp_s;
   const double ep = t.forward ? k.fwd_ep_s : k.bwd_ep_s;
   const double host = t.forward ? k.fwd_host_s : k.bwd_host_s;
+  const double offload = t.forward ? k.fwd_offload_s : k.bwd_offload_s;
   // The layer collectives' slowdown of this pass's compute (ChunkCost::fwd_slowed_s).
   const double slowed = (t.forward ? k.fwd_slowed_s : k.bwd_slowed_s) * e.slow;
   const double start = st_->now();
@@ -138,7 +139,8 @@ void Pipeline::RunTask(int ei, double gather_s) {
   e.b.exposed_tp_comm_s += tp;
   e.b.exposed_cp_comm_s += cp;
   e.b.exposed_ep_comm_s += ep;
-  const double dur = compute + tp + cp + ep + host + gather_s;
+  e.b.offload_wait_s += offload;
+  const double dur = compute + tp + cp + ep + host + offload + gather_s;
   if (st_->trace.enabled()) {
     TaskSlices(e, t, start, dur);
     // The host's launch wait (host_overhead.h) nested at the end of the task, after its layers.
@@ -150,6 +152,17 @@ void Pipeline::RunTask(int ei, double gather_s) {
       hn.append(t.forward ? "F" : "B").append(std::to_string(t.micro_batch));
       st_->trace.SliceNs(e.gpu, kTrackCompute, std::move(hn), "host", h0, h1 - h0,
                          {{"micro_batch", t.micro_batch}, {"host_wait_s", host}});
+    }
+    // Activation offloading's waits (activation_offload.h), summed at the end of the task.
+    if (offload > 0) {
+      const int64_t o0 =
+          TraceRecorder::Ns(start) + TraceRecorder::Ns(compute + tp + cp + ep + host);
+      const int64_t o1 =
+          TraceRecorder::Ns(start) + TraceRecorder::Ns(compute + tp + cp + ep + host + offload);
+      std::string on(t.forward ? "offload wait F" : "reload wait B");
+      on.append(std::to_string(t.micro_batch));
+      st_->trace.SliceNs(e.gpu, kTrackCompute, std::move(on), "offload", o0, o1 - o0,
+                         {{"micro_batch", t.micro_batch}, {"offload_wait_s", offload}});
     }
     if (t.forward) MemorySample(ei, chunk_act_bytes_[size_t(j)]);
   }

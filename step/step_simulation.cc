@@ -24,7 +24,7 @@ Status CheckStepLength(const ParallelConfig& c, const std::vector<ChunkCost>& co
   double total = 0;
   for (const ChunkCost& k : costs) {
     total += k.fwd_compute_s + k.fwd_comm_s() + k.bwd_compute_s + k.bwd_comm_s() + k.fwd_host_s +
-             k.bwd_host_s;
+             k.bwd_host_s + k.fwd_offload_s + k.bwd_offload_s;
   }
   total *= double(c.num_micro_batches()) * max_slowdown;
   if (!(total < 1e9)) {

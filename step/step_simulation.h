@@ -66,6 +66,9 @@ struct StepConfig {
   // overlapped collective takes from the compute (step/comm_sm_share.h). 0 = NCCL's default.
   int nccl_min_ctas = 0;
   int nccl_max_ctas = 0;
+  // GPU <-> host-memory copy bandwidth per direction, bytes/s: what activation offloading
+  // (ParallelConfig::cpu_offload_layers, step/activation_offload.h) moves at.
+  double host_link_Bps = 64e9;
 };
 
 // What a step took from its calibration (all zero/empty without one).
@@ -115,10 +118,14 @@ struct StepBreakdown {
   // NCCL's kernels (and TE's userbuffers) occupy while they run beside it (step/comm_sm_share.h).
   // compute_s is the compute at the full GPU's rate.
   double compute_slowed_s = 0;
+  // The GPU waiting for activation offloading: an offloaded layer's copy to the host not done
+  // when Transformer Engine frees its memory, or its copy back not done when its backward
+  // starts (step/activation_offload.h).
+  double offload_wait_s = 0;
   double total_s() const {
     return compute_s + exposed_tp_comm_s + exposed_cp_comm_s + exposed_ep_comm_s +
            exposed_dp_comm_s + pp_wait_s + bubble_s + optimizer_s + other_s + input_stall_s +
-           host_overhead_s + compute_slowed_s;
+           host_overhead_s + compute_slowed_s + offload_wait_s;
   }
 };
 

@@ -151,6 +151,9 @@ void AddTechniques(const SweepProblem& problem, int n, int tp, int cp, int pp, i
               q.schedule = sc.s;
               q.virtual_stages = sc.v;
               q.recompute = rc;
+              // Activation offloading is not a sweep dimension (it needs pp 1 and no
+              // recomputation): layouts are ranked without it.
+              q.cpu_offload_layers = 0;
               q.sequence_parallel = sp;
               q.zero_stage = z;
               q.shard_group = shard;

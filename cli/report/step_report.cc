@@ -26,6 +26,7 @@ nlohmann::json MemoryJson(const par::MemoryReport& m) {
                             {"optimizer_step_grads", w.step_grads},
                             {"fsdp_gathered", w.gathered},
                             {"overhead", w.overhead}};
+  if (w.host_activations > 0) j["host_offloaded_activation_bytes"] = w.host_activations;
   if (!m.fits) {
     j["reason"] = m.reason;
     j["would_fit"] = m.suggestions;
@@ -45,7 +46,8 @@ nlohmann::json BreakdownJson(const step::StepBreakdown& b) {
           {"other", b.other_s},
           {"input_stall", b.input_stall_s},
           {"host_overhead", b.host_overhead_s},
-          {"compute_slowed_by_comm", b.compute_slowed_s}};
+          {"compute_slowed_by_comm", b.compute_slowed_s},
+          {"offload_wait", b.offload_wait_s}};
 }
 
 nlohmann::json StepJson(const step::StepResult& r) {
@@ -120,6 +122,9 @@ std::string LayoutText(const step::StepConfig& c) {
     s += std::string(p.recompute_block ? " (block, " : " (uniform, ") +
          std::to_string(p.recompute_num_layers) + " layers)";
   }
+  if (p.cpu_offload_layers > 0) {
+    s += ", " + std::to_string(p.cpu_offload_layers) + " layers' activations offloaded";
+  }
   if (p.sequence_parallel) s += ", SP";
   if (p.zero_stage > 0) s += ", ZeRO-" + std::to_string(p.zero_stage);
   if (c.model.flash_attention) s += ", flash attention";
@@ -158,7 +163,11 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   out << Line("weights", Gb(w.weights));
   out << Line("gradients", Gb(w.gradients));
   out << Line("optimizer", Gb(w.optimizer));
-  out << Line("activations", Gb(w.activations));
+  out << Line("activations", Gb(w.activations) +
+                                 (w.host_activations > 0
+                                      ? " on the GPU; " + Gb(w.host_activations) +
+                                            " offloaded to host memory"
+                                      : ""));
   if (w.gathered > 0) out << Line("FSDP gathered units", Gb(w.gathered));
   if (w.step_grads > 0) {
     out << Line("fp32 grad copies", Gb(w.step_grads) +
@@ -190,6 +199,7 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   row("other", b.other_s);
   if (b.input_stall_s > 0) row("input stall", b.input_stall_s);
   if (b.host_overhead_s > 0) row("host overhead", b.host_overhead_s);
+  if (b.offload_wait_s > 0) row("offload wait", b.offload_wait_s);
   row("total", b.total_s());
 
   if (faulted) {

@@ -117,7 +117,8 @@ nlohmann::ordered_json EvalJson(const std::vector<sweep::SweepProblem>& problems
                       {"other_s", b.other_s},
                       {"input_stall_s", b.input_stall_s},
                       {"host_overhead_s", b.host_overhead_s},
-                      {"compute_slowed_by_comm_s", b.compute_slowed_s}};
+                      {"compute_slowed_by_comm_s", b.compute_slowed_s},
+                      {"offload_wait_s", b.offload_wait_s}};
   }
   j["busy_fraction"] = e.busy_fraction;
   j["gpu_watts"] = e.gpu_watts;
