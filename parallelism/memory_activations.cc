@@ -345,13 +345,17 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
   int max_layers = 0;  // the most layers a chunk of this rank has
   for (int chunk = 0; chunk < v; ++chunk) {
     const ChunkLayers& r = ranges[size_t(chunk) * c.pp + stage];
-    std::vector<double> layer_bytes;
+    std::vector<double> layer_bytes;  // only with offloading (the sweep's hot path has none)
     for (int l = r.first_layer; l < r.first_layer + r.layers; ++l) {
       const LayerKind k = kinds.kind_of_layer[size_t(l)];
-      layer_bytes.push_back(StoredBytes(c, kinds, l - r.first_layer, size_t(k.index())));
+      const double b = StoredBytes(c, kinds, l - r.first_layer, size_t(k.index()));
+      chunk_bytes[size_t(chunk)] += b;
+      if (c.cpu_offload_layers > 0) layer_bytes.push_back(b);
       if (std::find(held.begin(), held.end(), k) == held.end()) held.push_back(k);
     }
-    chunk_bytes[size_t(chunk)] = ResidentChunkBytes(layer_bytes, c.cpu_offload_layers);
+    if (c.cpu_offload_layers > 0) {
+      chunk_bytes[size_t(chunk)] = ResidentChunkBytes(layer_bytes, c.cpu_offload_layers);
+    }
     max_layers = std::max(max_layers, r.layers);
   }
   // The schedule's peak: forwards add their chunk's activations, backwards free them.
