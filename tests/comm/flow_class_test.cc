@@ -13,6 +13,7 @@
 
 #include "comm/flow_network.h"
 #include "comm/max_min.h"
+#include "comm/pat.h"
 #include "comm/ring.h"
 #include "comm/schedule.h"
 #include "gtest/gtest.h"
@@ -207,6 +208,40 @@ TEST_F(FlowClassNetworkTest, ContendedRingAllReduceMatchesThePerFlowExpansion) {
   const double expected = run(flat);
   EXPECT_GT(expected, 0);
   EXPECT_NEAR(run(ring), expected, 1e-9 * expected);
+}
+
+// PAT's steps (one GPU per node, every rank sending the same blocks the same distance) start as
+// one class per step; beside a long flow on one of its NICs a reduce-scatter ends when the same
+// schedule expanded flow by flow does.
+TEST_F(FlowClassNetworkTest, ContendedPatReduceScatterMatchesThePerFlowExpansion) {
+  const Topology topo = Build(8);
+  std::vector<int> gpus;
+  for (int node = 0; node < 8; ++node) gpus.push_back(8 * node + node % 2);
+  Result<TransferSchedule> pat =
+      BuildPatSchedule(topo, Op::kReduceScatter, gpus, uint64_t{1} << 28);
+  ASSERT_TRUE(pat.ok()) << pat.status().message();
+  const std::shared_ptr<const PreparedSchedule> prepared =
+      PrepareSchedule(topo, *pat, Protocol::kSimple);
+  ASSERT_EQ(prepared->segments.size(), 3u);  // steps at distance 1, 2, 4
+  for (const auto& seg : prepared->segments) {
+    ASSERT_EQ(seg.classes.size(), 1u);
+    EXPECT_EQ(seg.classes[0].members->size(), 8u);
+    EXPECT_TRUE(seg.singles.empty());
+  }
+  TransferSchedule flat = *pat;
+  for (auto& t : flat.transfers) t.flow_class = -1;
+  auto run = [&](const TransferSchedule& s) {
+    sim::Engine engine;
+    FlowNetwork net(&engine, &topo);
+    double done = 0;
+    net.StartFlow(std::vector<LinkId>{topo.nic_tx(16)}, uint64_t{1} << 25, [] {});
+    RunSchedule(&net, s, Protocol::kSimple, [&] { done = engine.now().seconds(); });
+    engine.Run();
+    return done;
+  };
+  const double expected = run(flat);
+  EXPECT_GT(expected, 0);
+  EXPECT_NEAR(run(*pat), expected, 1e-9 * expected);
 }
 
 }  // namespace
