@@ -52,10 +52,10 @@ struct StepConfig {
   // capacities (degraded links count) instead of as flows; such a collective does not contend
   // with concurrent pipeline sends or with other stages' reductions on shared switch links. No
   // line by default (issue 20, session 11): every collective of every stage runs as flows at
-  // any scale — with PAT, hierarchical and CollNet legs in flow classes, one step of TP 8 × PP 8
-  // × DP 2,048 on 131,072 H100 takes ~1 s of CPU on flows (bench/README.md). It was 32 nodes,
-  // then 128 (session 10). A lower value is for comparisons with the closed form (tests,
-  // bench); 0 = always closed form.
+  // any scale — with PAT, hierarchical and CollNet legs in flow classes, `run` of TP 8 × PP 8 ×
+  // DP 2,048 on 131,072 H100 (tests/hardening/limits/gpus_128k.textproto) takes ~2 s of CPU with
+  // every DP collective on flows (bench/README.md). It was 32 nodes, then 128 (session 10). A
+  // lower value is for comparisons with the closed form (tests, bench); 0 = always closed form.
   int flow_collective_max_nodes = std::numeric_limits<int>::max();
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
   // host's launch and per-step overheads (step/host_overhead.h).

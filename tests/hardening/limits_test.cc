@@ -73,7 +73,7 @@ TEST(LimitsTest, AYearLongRunSimulates) {
 // collective runs as flows, however many nodes its group spans (StepConfig::
 // flow_collective_max_nodes has no line by default since issue 20's session 11; it was 128
 // nodes, and the output then said which reductions were timed in closed form), and `run` still
-// answers in seconds (bench/README.md, "Issue 20, session 11": ~0.8 s and ~3 s of CPU).
+// answers in seconds (bench/README.md, "Issue 20, session 11": ~0.7 s and ~2 s of CPU).
 TEST(LimitsTest, StepAndRunOn16kAnd128kGpusFinishWithDpOnFlows) {
   for (const char* f : {"gpus_16k.textproto", "gpus_128k.textproto"}) {
     RunResult r = RunWithin({"run", kLimits + f}, 300, 4 * kGiB);
