@@ -29,6 +29,9 @@ Result<TransferSchedule> BuildCollNetSchedule(const Topology& topology,
     t.src_gpu = src;
     t.dst_gpu = dst;
     t.payload_bytes = shard;
+    // Symmetric by construction on every node: one class per leg kind (max_min.h checks each
+    // member's rate).
+    t.flow_class = static_cast<int>(leg);
     s.transfers.push_back(t);
   };
   for (size_t v = 0; v < g->segments.size(); ++v) {

@@ -35,6 +35,9 @@ Result<TransferSchedule> BuildHierarchicalSchedule(const Topology& topology,
     t.payload_bytes = payload;
     t.first_wave = first;
     t.num_waves = count;
+    // Symmetric by construction, as the ring's legs: the intra-node rings' NVLink legs form one
+    // class, the cross-node rings' legs another (max_min.h checks each member's rate).
+    t.flow_class = HopClassOf(topology, src, dst) == HopClass::kNvlink ? 0 : 1;
     s.transfers.push_back(t);
   };
   // Hops of every intra-node ring and every cross-node ring, for the chain latency.

@@ -37,6 +37,9 @@ Result<TransferSchedule> BuildPatSchedule(const Topology& topology, Op op,
       t.dst_gpu = order[static_cast<size_t>(peer)];
       t.payload_bytes = payload;
       t.first_wave = wave;
+      // Symmetric by construction: every rank of a step sends the same blocks the same distance
+      // (every leg crosses nodes); max_min.h splits off members that would not share the rate.
+      t.flow_class = 0;
       s.transfers.push_back(t);
     }
   }

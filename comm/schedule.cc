@@ -504,14 +504,17 @@ void SweepSegments(const TransferSchedule& s, const FlatPaths& paths,
   for (size_t b = 0; b < bounds.size() && bounds[b] < end_wave; ++b) {
     const int64_t wave = bounds[b];
     const int64_t next = b + 1 < bounds.size() ? std::min(bounds[b + 1], end_wave) : end_wave;
-    for (; start_run < starts.size() && starts[start_run].key <= wave; ++start_run) {
-      for (; started < starts[start_run].end; ++started) {
-        loads->Add(paths.Local(by_start[started]), cls[by_start[started]]);
-      }
-    }
+    // The transfers that end here leave before the new ones come (the counts are the same in
+    // either order, but a link that the old and the new wave share with different wire bytes
+    // would be kept apart in the meantime, at a map lookup per link crossing).
     for (; end_run < ends.size() && ends[end_run].key <= wave; ++end_run) {
       for (; ended < ends[end_run].end; ++ended) {
         loads->Remove(paths.Local(by_end[ended]), cls[by_end[ended]]);
+      }
+    }
+    for (; start_run < starts.size() && starts[start_run].key <= wave; ++start_run) {
+      for (; started < starts[start_run].end; ++started) {
+        loads->Add(paths.Local(by_start[started]), cls[by_start[started]]);
       }
     }
     visit(wave, next, started - ended);

@@ -5,9 +5,10 @@
 // when its backwards are done and its last bucket has drained. Then, with PP > 1, the tied
 // embedding's gradient all-reduce between the first and last stage; the gradient-norm barrier
 // across stages; each stage's optimizer; with ZeRO-1/2 the all-gather of updated weights.
-// ZeRO-3 gathers a chunk's weights before each of its passes. A collective whose group spans
-// more than StepConfig::flow_collective_max_nodes nodes is one closed-form event on the
-// network's current capacities instead of flows (docs/step-simulation.md says what that loses).
+// ZeRO-3 gathers a chunk's weights before each of its passes. Every collective runs as flows,
+// unless StepConfig::flow_collective_max_nodes (no line by default) is set below the nodes its
+// group spans: then it is one closed-form event on the network's current capacities
+// (docs/step-simulation.md says what that loses).
 // Every collective that runs while the stage computes takes the SMs of its NCCL channels from
 // it (StepState::AddCommShare).
 #ifndef TRAINSIM_STEP_GRADIENT_SYNC_H_

@@ -13,6 +13,7 @@
 #define TRAINSIM_STEP_STEP_SIMULATION_H_
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -48,16 +49,14 @@ struct StepConfig {
   std::string gemm_dtype = "bf16";
   // Data-parallel collectives (gradient reduction, ZeRO gathers) whose group spans more than
   // this many nodes are timed as one event by comm's closed form on the network's current link
-  // capacities (degraded links count) instead of as flows. What is lost: such a collective does
-  // not contend with concurrent pipeline sends or with other stages' reductions on shared switch
-  // links. 128 nodes (raised from 32 in issue 20's session 10, bench/README.md): with flow
-  // classes solved per connected component the 16,384-GPU limits sweep confirms its layouts on
-  // flows (DP 64–128 groups) as fast as it did with the closed form at 32 (2.4–2.6 s of CPU
-  // either way), while at 256 nodes it takes 3.4 s and one step of TP 8 × PP 8 × DP 256
-  // (tests/hardening/limits/gpus_16k.textproto, NCCL-tree buckets) 10 s instead of 0.5 s, too
-  // much for the limits test under ASan. Every bundled example and validation run now runs its
-  // DP collectives on flows. 0 = always closed form; a very large value = always flows.
-  int flow_collective_max_nodes = 128;
+  // capacities (degraded links count) instead of as flows; such a collective does not contend
+  // with concurrent pipeline sends or with other stages' reductions on shared switch links. No
+  // line by default (issue 20, session 11): every collective of every stage runs as flows at
+  // any scale — with PAT, hierarchical and CollNet legs in flow classes, `run` of TP 8 × PP 8 ×
+  // DP 2,048 on 131,072 H100 (tests/hardening/limits/gpus_128k.textproto) takes ~2 s of CPU with
+  // every DP collective on flows (bench/README.md). It was 32 nodes, then 128 (session 10). A
+  // lower value is for comparisons with the closed form (tests, bench); 0 = always closed form.
+  int flow_collective_max_nodes = std::numeric_limits<int>::max();
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
   // host's launch and per-step overheads (step/host_overhead.h).
   InputPipelineSpec input;
@@ -196,8 +195,8 @@ struct StepResult {
   StepBreakdown breakdown;                     // of report_gpu
   std::vector<StepBreakdown> stage_breakdown;  // report_gpu's replica, index = pp rank
   int simulated_replicas = 0;
-  // Data-parallel collectives timed in closed form (StepConfig::flow_collective_max_nodes) and
-  // the most nodes one of them spanned (0 when all ran as flows).
+  // Data-parallel collectives timed in closed form (StepConfig::flow_collective_max_nodes; none
+  // by default) and the most nodes one of them spanned (0 when all ran as flows).
   int closed_form_collectives = 0;
   int closed_form_max_nodes = 0;
   std::string simulation_note;

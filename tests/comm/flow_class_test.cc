@@ -11,8 +11,11 @@
 #include <span>
 #include <vector>
 
+#include "comm/collnet.h"
 #include "comm/flow_network.h"
+#include "comm/hierarchical.h"
 #include "comm/max_min.h"
+#include "comm/pat.h"
 #include "comm/ring.h"
 #include "comm/schedule.h"
 #include "gtest/gtest.h"
@@ -207,6 +210,78 @@ TEST_F(FlowClassNetworkTest, ContendedRingAllReduceMatchesThePerFlowExpansion) {
   const double expected = run(flat);
   EXPECT_GT(expected, 0);
   EXPECT_NEAR(run(ring), expected, 1e-9 * expected);
+}
+
+// PAT's steps (one GPU per node, every rank sending the same blocks the same distance) start as
+// one class per step; beside a long flow on one of its NICs a reduce-scatter ends when the same
+// schedule expanded flow by flow does.
+TEST_F(FlowClassNetworkTest, ContendedPatReduceScatterMatchesThePerFlowExpansion) {
+  const Topology topo = Build(8);
+  std::vector<int> gpus;
+  for (int node = 0; node < 8; ++node) gpus.push_back(8 * node + node % 2);
+  Result<TransferSchedule> pat =
+      BuildPatSchedule(topo, Op::kReduceScatter, gpus, uint64_t{1} << 28);
+  ASSERT_TRUE(pat.ok()) << pat.status().message();
+  const std::shared_ptr<const PreparedSchedule> prepared =
+      PrepareSchedule(topo, *pat, Protocol::kSimple);
+  ASSERT_EQ(prepared->segments.size(), 3u);  // steps at distance 1, 2, 4
+  for (const auto& seg : prepared->segments) {
+    ASSERT_EQ(seg.classes.size(), 1u);
+    EXPECT_EQ(seg.classes[0].members->size(), 8u);
+    EXPECT_TRUE(seg.singles.empty());
+  }
+  TransferSchedule flat = *pat;
+  for (auto& t : flat.transfers) t.flow_class = -1;
+  auto run = [&](const TransferSchedule& s) {
+    sim::Engine engine;
+    FlowNetwork net(&engine, &topo);
+    double done = 0;
+    net.StartFlow(std::vector<LinkId>{topo.nic_tx(16)}, uint64_t{1} << 25, [] {});
+    RunSchedule(&net, s, Protocol::kSimple, [&] { done = engine.now().seconds(); });
+    engine.Run();
+    return done;
+  };
+  const double expected = run(flat);
+  EXPECT_GT(expected, 0);
+  EXPECT_NEAR(run(*pat), expected, 1e-9 * expected);
+}
+
+// The hierarchical all-reduce's rings (NVLink legs and cross-node legs in classes) and CollNet's
+// legs (one class per leg kind) beside a long flow on one NIC end when the same schedules
+// expanded flow by flow do.
+TEST_F(FlowClassNetworkTest, ContendedHierarchicalAndCollNetMatchThePerFlowExpansion) {
+  TopologySpec spec;
+  spec.nodes = 4;
+  spec.sharp = true;
+  const Topology topo = Topology::Build(spec).value();
+  std::vector<int> gpus;
+  for (int node = 0; node < 4; ++node) {
+    for (int g = 0; g < 4; ++g) gpus.push_back(8 * node + g);
+  }
+  auto run = [&](const TransferSchedule& s) {
+    sim::Engine engine;
+    FlowNetwork net(&engine, &topo);
+    double done = 0;
+    net.StartFlow(std::vector<LinkId>{topo.nic_tx(9)}, uint64_t{1} << 24, [] {});
+    RunSchedule(&net, s, Protocol::kSimple, [&] { done = engine.now().seconds(); });
+    engine.Run();
+    return done;
+  };
+  for (Result<TransferSchedule> schedule :
+       {BuildHierarchicalSchedule(topo, gpus, uint64_t{1} << 28),
+        BuildCollNetSchedule(topo, gpus, uint64_t{1} << 28)}) {
+    ASSERT_TRUE(schedule.ok()) << schedule.status().message();
+    size_t classes = 0;
+    for (const auto& seg : PrepareSchedule(topo, *schedule, Protocol::kSimple)->segments) {
+      classes += seg.classes.size();
+    }
+    EXPECT_GT(classes, 0u);
+    TransferSchedule flat = *schedule;
+    for (auto& t : flat.transfers) t.flow_class = -1;
+    const double expected = run(flat);
+    EXPECT_GT(expected, 0);
+    EXPECT_NEAR(run(*schedule), expected, 1e-9 * expected);
+  }
 }
 
 }  // namespace
