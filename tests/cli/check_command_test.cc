@@ -134,7 +134,7 @@ TEST(CliTest, BadOverridesExitTwoNamingThePath) {
       {"parallelism.recompute=SOME", "(valid: NONE, SELECTIVE, FULL)"},
       {"parallelism.tp=8.5", "\"8.5\" is not a 32-bit integer"},
       {"parallelism.tp=4", "tp x pp x dp = 4 x 8 x 2 = 64 must equal the 128 GPUs"},
-      {"cluster.gpu=H100-SXM-40GB", "unknown GPU \"H100-SXM-40GB\"; did you mean \"H100-SXM-80GB"},
+      {"cluster.gpu=H100-SXM-80G", "unknown GPU \"H100-SXM-80G\"; did you mean \"H100-SXM-80GB"},
       {"faults.0.kind=GPU", "faults[0].at: every fault needs a time"},
       {"model", "expected PATH=VALUE"},
   };
