@@ -272,7 +272,9 @@ TEST_F(FlowClassNetworkTest, ContendedHierarchicalAndCollNetMatchThePerFlowExpan
         BuildCollNetSchedule(topo, gpus, uint64_t{1} << 28)}) {
     ASSERT_TRUE(schedule.ok()) << schedule.status().message();
     size_t classes = 0;
-    for (const auto& seg : PrepareSchedule(topo, *schedule, Protocol::kSimple)->segments) {
+    // Held: a range-for over a member of the temporary would outlive it.
+    const auto prepared = PrepareSchedule(topo, *schedule, Protocol::kSimple);
+    for (const auto& seg : prepared->segments) {
       classes += seg.classes.size();
     }
     EXPECT_GT(classes, 0u);
