@@ -296,10 +296,10 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
   if (c.cpu_offload_layers != 0 &&
       (c.cpu_offload_layers < 0 || c.cpu_offload_layers >= model.num_layers || c.pp > 1 ||
        c.recompute != Recompute::kNone)) {
-    return Status::InvalidArgument(
-        "cpu offloading of " + num(c.cpu_offload_layers) +
-        " layers needs 0 < layers < the model's " + num(model.num_layers) +
-        ", pp 1 and no recomputation (pp " + num(c.pp) + ")");
+    return Status::InvalidArgument("cpu offloading of " + num(c.cpu_offload_layers) +
+                                   " layers needs 0 < layers < the model's " +
+                                   num(model.num_layers) + ", pp 1 and no recomputation (pp " +
+                                   num(c.pp) + ")");
   }
   if (gpus_per_node > 0 && c.tp > gpus_per_node && !c.tp_across_nodes) {
     return Status::InvalidArgument(

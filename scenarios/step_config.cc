@@ -333,8 +333,8 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.nccl_min_ctas = p.nccl_min_ctas();
   c.nccl_max_ctas = p.nccl_max_ctas();
   // Host memory behind its own link (Grace's NVLink-C2C), else the GPU's PCIe link.
-  const double host_link = r.gpu.host_link_gbyte_per_s() > 0 ? r.gpu.host_link_gbyte_per_s()
-                                                              : r.gpu.pcie_gbyte_per_s();
+  const double host_link =
+      r.gpu.host_link_gbyte_per_s() > 0 ? r.gpu.host_link_gbyte_per_s() : r.gpu.pcie_gbyte_per_s();
   if (host_link > 0) c.host_link_Bps = host_link * 1e9;
   c.parallel.moe_dispatcher =
       p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? par::MoeDispatcher::kAllGather

@@ -179,22 +179,26 @@ std::optional<FieldError> ValidateCpuOffloading(const pb::Scenario& s) {
   const char* path = "parallelism.cpu_offloading_num_layers";
   if (n < 0 || n >= s.model().layers()) {
     return Err(path, Str(n) + " is out of range: offloaded layers are between 0 (off) and " +
-                         Str(std::max(0, s.model().layers() - 1)) +
-                         ", fewer than the model's " + Str(s.model().layers()) +
+                         Str(std::max(0, s.model().layers() - 1)) + ", fewer than the model's " +
+                         Str(s.model().layers()) +
                          " layers (Megatron-Core: \"CPU offloading can be done only for layers "
                          "less than num_layers\")");
   }
   if (p.pp() > 1) {
-    return Err(path, "needs pp: 1; Megatron-Core has no CPU offloading with pipeline "
-                     "parallelism (pp is " + Str(p.pp()) + ")");
+    return Err(path,
+               "needs pp: 1; Megatron-Core has no CPU offloading with pipeline "
+               "parallelism (pp is " +
+                   Str(p.pp()) + ")");
   }
   if (p.recompute() != pb::Parallelism::NONE) {
-    return Err(path, "needs recompute: NONE; Megatron-Core's CPU offloading does not work with "
-                     "activation recomputation");
+    return Err(path,
+               "needs recompute: NONE; Megatron-Core's CPU offloading does not work with "
+               "activation recomputation");
   }
   if (p.cuda_graphs()) {
-    return Err(path, "cannot be used with parallelism.cuda_graphs; Megatron-Core: \"CUDA graphs "
-                     "not supported with CPU offloading\"");
+    return Err(path,
+               "cannot be used with parallelism.cuda_graphs; Megatron-Core: \"CUDA graphs "
+               "not supported with CPU offloading\"");
   }
   return std::nullopt;
 }

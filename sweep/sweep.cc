@@ -150,8 +150,7 @@ void Read(Reader& r, Evaluation* e) {
   step::StepBreakdown& b = e->breakdown;
   for (double* v : {&b.compute_s, &b.exposed_tp_comm_s, &b.exposed_cp_comm_s, &b.exposed_ep_comm_s,
                     &b.exposed_dp_comm_s, &b.pp_wait_s, &b.bubble_s, &b.optimizer_s, &b.other_s,
-                    &b.input_stall_s, &b.host_overhead_s, &b.compute_slowed_s,
-                    &b.offload_wait_s}) {
+                    &b.input_stall_s, &b.host_overhead_s, &b.compute_slowed_s, &b.offload_wait_s}) {
     *v = r.D();
   }
 }

@@ -163,11 +163,10 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   out << Line("weights", Gb(w.weights));
   out << Line("gradients", Gb(w.gradients));
   out << Line("optimizer", Gb(w.optimizer));
-  out << Line("activations", Gb(w.activations) +
-                                 (w.host_activations > 0
-                                      ? " on the GPU; " + Gb(w.host_activations) +
-                                            " offloaded to host memory"
-                                      : ""));
+  out << Line("activations", Gb(w.activations) + (w.host_activations > 0
+                                                      ? " on the GPU; " + Gb(w.host_activations) +
+                                                            " offloaded to host memory"
+                                                      : ""));
   if (w.gathered > 0) out << Line("FSDP gathered units", Gb(w.gathered));
   if (w.step_grads > 0) {
     out << Line("fp32 grad copies", Gb(w.step_grads) +

@@ -1,12 +1,13 @@
 // Activation offloading (step/activation_offload.h; Megatron-Core --cpu-offloading-num-layers):
 // the offload stream's waits worked by hand, the memory it frees, and its place in the step.
+#include "step/activation_offload.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "parallelism/layout.h"
 #include "parallelism/memory.h"
-#include "step/activation_offload.h"
 #include "step/step_simulation.h"
 
 namespace trainsim::step {
