@@ -230,6 +230,26 @@ std::vector<std::string> Suggestions(const ModelSpec& m, const ParallelConfig& c
     if (alt.shard_group > 0 && alt.dp % alt.shard_group != 0) alt.shard_group = alt.dp;
     try_config(alt, "cp " + std::to_string(alt.cp) + ", dp " + std::to_string(alt.dp));
   }
+  // Activation offloading (pp 1, no recomputation): the fewest offloaded layers that fit; the
+  // stash shrinks as more layers go, so the first that fits is found by bisection.
+  if (c.pp == 1 && c.recompute == Recompute::kNone && m.num_layers > 1 &&
+      c.cpu_offload_layers < m.num_layers - 1) {
+    auto peak_with = [&](int n) {
+      ParallelConfig alt = c;
+      alt.cpu_offload_layers = n;
+      return Peak(PerStage(m, alt, p), nullptr);
+    };
+    int lo = c.cpu_offload_layers, hi = m.num_layers - 1;  // lo does not fit
+    if (peak_with(hi) <= capacity) {
+      while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        (peak_with(mid) <= capacity ? hi : lo) = mid;
+      }
+      out.push_back("cpu_offloading_num_layers " + std::to_string(hi) +
+                    " (activations to host memory; no CUDA graphs) (peak " + Gb(peak_with(hi)) +
+                    ")");
+    }
+  }
   if (m.moe.enabled()) {
     // Expert parallelism spreads the routed experts (and their states) over more ranks.
     for (int ep = c.ep * 2; ep <= m.moe.experts; ep *= 2) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "parallelism/layout.h"
@@ -99,6 +101,28 @@ TEST(OffloadMemoryTest, LayoutRejectsOffloadingWithPipelineOrRecomputation) {
   parallelism::ParallelConfig all = c;
   all.cpu_offload_layers = 12;
   EXPECT_FALSE(parallelism::ValidateLayout(m, all, 8, 8).ok());
+}
+
+TEST(OffloadMemoryTest, ALayoutThatDoesNotFitIsToldTheFewestLayersToOffload) {
+  const parallelism::ModelSpec m = Gpt(12);
+  parallelism::ParallelConfig c;
+  c.dp = 8;
+  c.global_batch = 16;
+  c.micro_batch = 2;
+  auto peak = [&](int n) {
+    parallelism::ParallelConfig alt = c;
+    alt.cpu_offload_layers = n;
+    return parallelism::EstimateMemory(m, alt, 1e15, 8, {}, false).peak_bytes;
+  };
+  // A capacity between the peaks with 4 and 5 layers offloaded: 5 is the answer.
+  const double capacity = (peak(4) + peak(5)) / 2;
+  const parallelism::MemoryReport r = parallelism::EstimateMemory(m, c, capacity, 8);
+  ASSERT_FALSE(r.fits);
+  const auto it = std::find_if(
+      r.suggestions.begin(), r.suggestions.end(),
+      [](const std::string& x) { return x.rfind("cpu_offloading_num_layers", 0) == 0; });
+  ASSERT_NE(it, r.suggestions.end());
+  EXPECT_EQ(it->rfind("cpu_offloading_num_layers 5 ", 0), 0u) << *it;
 }
 
 // One DGX-like node, TP 1 × PP 1 × DP 8, 4 micro-batches.
