@@ -274,6 +274,26 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
   r.capacity_bytes = capacity;
   const double usable = capacity - p.headroom_bytes;
   r.fits = r.peak_bytes <= usable;
+  const double host = r.per_stage[0].host_activations;
+  if (r.fits && p.host_bytes_per_gpu > 0 && host > p.host_bytes_per_gpu) {
+    r.fits = false;
+    r.reason = "activation offloading puts " + Gb(host) + " per GPU in host memory, over the " +
+               Gb(p.host_bytes_per_gpu) + " of host memory per GPU; offload fewer layers";
+    if (suggest) {
+      // The most layers whose copies the host holds, if the GPU then holds the rest.
+      ParallelConfig alt = c;
+      while (alt.cpu_offload_layers > 0 &&
+             OffloadedActivationBytes(m, alt) > p.host_bytes_per_gpu) {
+        --alt.cpu_offload_layers;
+      }
+      const double peak = Peak(PerStage(m, alt, p), nullptr);
+      r.suggestions.push_back(
+          peak <= usable ? "cpu_offloading_num_layers " + std::to_string(alt.cpu_offload_layers) +
+                               " (peak " + Gb(peak) + ")"
+                         : "no single change fits: use more GPUs or GPUs with more memory");
+    }
+    return r;
+  }
   if (r.fits) return r;
   const MemoryBreakdown& w = r.per_stage[r.peak_stage];
   r.reason = "pipeline stage " + std::to_string(r.peak_stage) + " needs " + Gb(r.peak_bytes) +

@@ -48,6 +48,9 @@ struct MemoryParams {
   // memory_headroom): the caching allocator's fragmentation, NCCL's buffers, CUDA graphs'
   // private pools (docs/memory.md). A layout fits when peak <= capacity - headroom_bytes.
   double headroom_bytes = 0;
+  // Host memory per GPU (the node's CPU memory over its GPUs; 0 = not checked): activation
+  // offloading's pinned copies of one micro-batch must fit in it.
+  double host_bytes_per_gpu = 0;
   double gathered_bytes() const {
     return gathered_bytes_per_param > 0 ? gathered_bytes_per_param : weight_bytes_per_param;
   }

@@ -402,6 +402,10 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   Result<double> headroom = MemoryHeadroomBytes(s.cluster().memory_headroom(), c.gpu.memory_bytes);
   if (!headroom.ok()) return headroom.status();
   c.memory.headroom_bytes = *headroom;
+  // The node type's CPU memory shared by its GPUs (a GB200 NVL72 rack: 36 Graces for 72).
+  if (r.node.host_memory_bytes() > 0 && r.node.gpus_per_node() > 0) {
+    c.memory.host_bytes_per_gpu = double(r.node.host_memory_bytes()) / r.node.gpus_per_node();
+  }
   // FP4 runs as TE's low-precision GEMM path with the NVFP4 recipe (par::Fp8Recipe::kNvfp4).
   c.compute.precision = m.precision() == pb::FP8 || m.precision() == pb::FP4 ? par::Precision::kFp8
                         : m.precision() == pb::FP16                          ? par::Precision::kFp16

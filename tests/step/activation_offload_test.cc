@@ -125,6 +125,22 @@ TEST(OffloadMemoryTest, ALayoutThatDoesNotFitIsToldTheFewestLayersToOffload) {
   EXPECT_EQ(it->rfind("cpu_offloading_num_layers 5 ", 0), 0u) << *it;
 }
 
+TEST(OffloadMemoryTest, OffloadedBytesBeyondTheHostsMemoryDoNotFit) {
+  const parallelism::ModelSpec m = Gpt(12);
+  parallelism::ParallelConfig c;
+  c.dp = 8;
+  c.global_batch = 16;
+  c.cpu_offload_layers = 6;
+  parallelism::MemoryParams p;
+  const double host = parallelism::OffloadedActivationBytes(m, c);
+  p.host_bytes_per_gpu = host * 1.01;
+  EXPECT_TRUE(parallelism::EstimateMemory(m, c, 1e15, 8, p).fits);
+  p.host_bytes_per_gpu = host * 0.99;
+  const parallelism::MemoryReport r = parallelism::EstimateMemory(m, c, 1e15, 8, p);
+  EXPECT_FALSE(r.fits);
+  EXPECT_NE(r.reason.find("host memory"), std::string::npos) << r.reason;
+}
+
 // One DGX-like node, TP 1 × PP 1 × DP 8, 4 micro-batches.
 StepConfig Offloaded(int layers_offloaded, double link_Bps) {
   StepConfig c;
