@@ -74,7 +74,8 @@ std::string BreakdownLine(const step::StepBreakdown& b) {
   return "compute " + pct(b.compute_s) + slowed + "  TP " + pct(b.exposed_tp_comm_s) + "  CP " +
          pct(b.exposed_cp_comm_s) + "  EP " + pct(b.exposed_ep_comm_s) + "  DP " +
          pct(b.exposed_dp_comm_s) + "  PP wait " + pct(b.pp_wait_s) + "  bubble " +
-         pct(b.bubble_s) + "  optimizer " + pct(b.optimizer_s + b.other_s);
+         pct(b.bubble_s) + "  optimizer " + pct(b.optimizer_s + b.other_s) +
+         (b.offload_wait_s > 0 ? "  offload wait " + pct(b.offload_wait_s) : "");
 }
 
 }  // namespace
