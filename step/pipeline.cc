@@ -143,26 +143,25 @@ void Pipeline::RunTask(int ei, double gather_s) {
   const double dur = compute + tp + cp + ep + host + offload + gather_s;
   if (st_->trace.enabled()) {
     TaskSlices(e, t, start, dur);
-    // The host's launch wait (host_overhead.h) nested at the end of the task, after its layers.
-    if (host > 0) {
+    // The waits nested at the end of the task, after its layers: the host's launches
+    // (host_overhead.h), then activation offloading's copies (activation_offload.h).
+    const double layers_s = compute + tp + cp + ep;
+    auto wait_slice = [&](std::string name, const char* category, const char* key, double from,
+                          double len) {
       const int64_t a = TraceRecorder::Ns(start);
-      const int64_t h0 = a + TraceRecorder::Ns(compute + tp + cp + ep);
-      const int64_t h1 = a + TraceRecorder::Ns(compute + tp + cp + ep + host);
-      std::string hn("launch-bound ");
-      hn.append(t.forward ? "F" : "B").append(std::to_string(t.micro_batch));
-      st_->trace.SliceNs(e.gpu, kTrackCompute, std::move(hn), "host", h0, h1 - h0,
-                         {{"micro_batch", t.micro_batch}, {"host_wait_s", host}});
+      const int64_t w0 = a + TraceRecorder::Ns(from);
+      const int64_t w1 = a + TraceRecorder::Ns(from + len);
+      name.append(std::to_string(t.micro_batch));
+      st_->trace.SliceNs(e.gpu, kTrackCompute, std::move(name), category, w0, w1 - w0,
+                         {{"micro_batch", t.micro_batch}, {key, len}});
+    };
+    if (host > 0) {
+      wait_slice(t.forward ? "launch-bound F" : "launch-bound B", "host", "host_wait_s", layers_s,
+                 host);
     }
-    // Activation offloading's waits (activation_offload.h), summed at the end of the task.
     if (offload > 0) {
-      const int64_t o0 =
-          TraceRecorder::Ns(start) + TraceRecorder::Ns(compute + tp + cp + ep + host);
-      const int64_t o1 =
-          TraceRecorder::Ns(start) + TraceRecorder::Ns(compute + tp + cp + ep + host + offload);
-      std::string on(t.forward ? "offload wait F" : "reload wait B");
-      on.append(std::to_string(t.micro_batch));
-      st_->trace.SliceNs(e.gpu, kTrackCompute, std::move(on), "offload", o0, o1 - o0,
-                         {{"micro_batch", t.micro_batch}, {"offload_wait_s", offload}});
+      wait_slice(t.forward ? "offload wait F" : "reload wait B", "offload", "offload_wait_s",
+                 layers_s + host, offload);
     }
     if (t.forward) MemorySample(ei, chunk_act_bytes_[size_t(j)]);
   }
