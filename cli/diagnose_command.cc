@@ -408,8 +408,14 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
     if (!c.moe_a2a_overlap) {
       out.push_back({"EP all-to-all overlap on", {"parallelism.moe_a2a_overlap=true"}});
     }
-    if (c.moe_dispatcher == par::MoeDispatcher::kAllToAll && c.ep_nodes > 1) {
-      out.push_back({"FLEX dispatcher (DeepEP/HybridEP: one copy per destination node)",
+    // FLEX sends a token once per destination node across nodes and once per destination GPU
+    // inside one (par::FlexDedupFactor): worth trying wherever that is fewer copies.
+    const bool dedups = c.ep_nodes > 1 ||
+                        par::FlexDedupFactor(cfg.model.moe.experts, cfg.model.moe.top_k, c.ep) < 1;
+    if (c.moe_dispatcher == par::MoeDispatcher::kAllToAll && dedups) {
+      out.push_back({c.ep_nodes > 1
+                         ? "FLEX dispatcher (DeepEP/HybridEP: one copy per destination node)"
+                         : "FLEX dispatcher (DeepEP/HybridEP: one copy per destination GPU)",
                      {"parallelism.moe_token_dispatcher=FLEX"}});
     }
   }

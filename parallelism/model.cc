@@ -481,15 +481,15 @@ AttentionDims AttentionDimsOf(const ModelSpec& m) {
   return d;
 }
 
-double FlexInterNodeFactor(int experts, int top_k, int ep_nodes) {
-  if (ep_nodes <= 1 || experts <= 0 || top_k <= 0) return 1.0;
-  const double n = ep_nodes, e = experts, per_node = e / n;
-  // P(none of the k experts on a given other node) = C(E − E/N, k) / C(E, k).
+double FlexDedupFactor(int experts, int top_k, int groups) {
+  if (groups <= 1 || experts <= 0 || top_k <= 0) return 1.0;
+  const double n = groups, e = experts, per_group = e / n;
+  // P(none of the k experts in a given other group) = C(E − E/N, k) / C(E, k).
   double miss = 1;
-  for (int i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - per_node - i) / (e - i));
-  const double nodes_hit = (n - 1) * (1 - miss);
+  for (int i = 0; i < top_k; ++i) miss *= std::max(0.0, (e - per_group - i) / (e - i));
+  const double groups_hit = (n - 1) * (1 - miss);
   const double copies = top_k * (n - 1) / n;
-  return nodes_hit / copies;
+  return groups_hit / copies;
 }
 
 int MoeDispatchKernels(TensorSplit split) {

@@ -261,12 +261,15 @@ MoeTokens MoeTokensPerGpu(const ModelSpec& m, TensorSplit split, int micro_batch
 // many tokens go where, before the host synchronises on them (Megatron-Core's
 // token_dispatcher.py as of 2026: dropless, permute fusion on).
 int MoeDispatchKernels(TensorSplit split);
-// The FLEX dispatcher's (DeepEP / HybridEP) inter-node bytes over the all-to-all's: a token is
-// sent once to each other node that holds at least one of its top_k experts (then forwarded over
-// NVLink) instead of once per expert there. With `experts` spread evenly over `ep_nodes` nodes
-// and routing uniform without replacement (force-balanced): E[other nodes hit] / E[copies to
-// other nodes] = (N−1)·(1 − C(E − E/N, k)/C(E, k)) / (k·(N−1)/N). 1 when ep_nodes <= 1.
-double FlexInterNodeFactor(int experts, int top_k, int ep_nodes);
+// The FLEX dispatcher's (DeepEP / HybridEP) bytes over the all-to-all's: a token is sent once to
+// each other group that holds at least one of its top_k experts instead of once per expert
+// there. Across nodes the groups are nodes (then forwarded over NVLink); inside one NVLink domain
+// they are ranks (DeepEP's get_dispatch_layout marks is_token_in_rank per rank and the intranode
+// dispatch sends a token to each marked rank once: csrc/kernels/legacy/layout.cu, intranode.cu).
+// With `experts` spread evenly over `groups` and routing uniform without replacement
+// (force-balanced): E[other groups hit] / E[copies to other groups] =
+// (N−1)·(1 − C(E − E/N, k)/C(E, k)) / (k·(N−1)/N). 1 when groups <= 1.
+double FlexDedupFactor(int experts, int top_k, int groups);
 
 // The operations of one transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU: tensor-parallel over split.tp, the sequence split over split.cp (causally balanced:

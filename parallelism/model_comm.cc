@@ -134,13 +134,16 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
       out->push_back(Coll("ep_combine_all_gather_bwd", K::kAllGather, bytes, false, g));
       out->push_back(Coll("ep_dispatch_reduce_scatter_bwd", K::kReduceScatter, bytes, false, g));
     } else {
-      // All-to-all: every routed copy; FLEX (DeepEP/HybridEP): the inter-node part
-      // deduplicated per destination node (FlexInterNodeFactor). Sizing the all-to-all by the
-      // factor gives its network share exactly the deduplicated bytes; the NVLink share
-      // (forwarding inside the node, ~9x the NIC's bandwidth on DGX H100) is not what binds.
-      const double dedup = split.dispatcher == MoeDispatcher::kFlex
-                               ? FlexInterNodeFactor(m.moe.experts, m.moe.top_k, split.ep_nodes)
-                               : 1.0;
+      // All-to-all: every routed copy. FLEX (DeepEP/HybridEP) deduplicates (FlexDedupFactor):
+      // across nodes a token crosses the network once per destination node, and sizing the
+      // all-to-all by that factor gives its network share exactly the deduplicated bytes (the
+      // NVLink forwarding inside the node, ~9x the NIC's bandwidth on DGX H100, is not what
+      // binds); inside one NVLink domain it moves once per destination rank.
+      double dedup = 1.0;
+      if (split.dispatcher == MoeDispatcher::kFlex) {
+        dedup = split.ep_nodes > 1 ? FlexDedupFactor(m.moe.experts, m.moe.top_k, split.ep_nodes)
+                                   : FlexDedupFactor(m.moe.experts, m.moe.top_k, split.ep);
+      }
       const double bytes = tok.routed * m.hidden * e * dedup;
       if (split.dispatcher == MoeDispatcher::kAllToAll) {
         // Before the tokens move, MoEAlltoAllTokenDispatcher.preprocess all-gathers every

@@ -106,6 +106,23 @@ TEST(DiagnoseCommandTest, ExposedEpCommProposesOverlapAndFlexAndNamesTheBusiestS
   }
 }
 
+// Inside one node FLEX still sends fewer copies when a GPU holds several experts: one per
+// destination GPU, not one per expert (DeepSeek proxy: 32 experts, top-8, 4 per GPU on 8).
+TEST(DiagnoseCommandTest, ExposedEpCommInsideOneNodeProposesFlexPerDestinationGpu) {
+  const nlohmann::json d =
+      Json({"diagnose", "scenarios/validation/checks/moe_perf_deepseek_proxy_h100.textproto",
+            "--json", "--no-run"});
+  bool found = false;
+  for (const auto& p : d["proposals"]) {
+    const std::string change = p["change"];
+    if (change.rfind("FLEX dispatcher", 0) != 0) continue;
+    found = true;
+    EXPECT_NE(change.find("per destination GPU"), std::string::npos) << change;
+    EXPECT_LT(p["predicted_step_s"].get<double>(), d["step_time_s"].get<double>());
+  }
+  EXPECT_TRUE(found);
+}
+
 // GPT-OSS 120B's recipe splits 36 layers evenly over PP 4, and the last stage also carries the
 // 201k-vocabulary output layer and loss: it is the busiest, and the others wait for it. The
 // pipeline-wait cause proposes uneven end stages (a valid split: 36 = first + last + 2 middle

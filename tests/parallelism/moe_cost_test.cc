@@ -65,13 +65,13 @@ TEST(MoeCostTest, FlexSendsOneCopyPerOtherNodeHit) {
   // = C(64,8)/C(128,8) = 4,426,165,368 / 1,429,702,652,400; the all-to-all sends 8·1/2 = 4
   // copies there on average, FLEX one copy whenever at least one expert is there.
   const double miss = 4426165368.0 / 1429702652400.0;
-  EXPECT_NEAR(FlexInterNodeFactor(128, 8, 2), (1 - miss) / 4, 1e-12);
-  // One copy per token cannot be deduplicated; inside one node nothing crosses the network.
-  EXPECT_DOUBLE_EQ(FlexInterNodeFactor(128, 1, 4), 1.0);
-  EXPECT_DOUBLE_EQ(FlexInterNodeFactor(128, 8, 1), 1.0);
+  EXPECT_NEAR(FlexDedupFactor(128, 8, 2), (1 - miss) / 4, 1e-12);
+  // One copy per token cannot be deduplicated; one group has no other group to send to.
+  EXPECT_DOUBLE_EQ(FlexDedupFactor(128, 1, 4), 1.0);
+  EXPECT_DOUBLE_EQ(FlexDedupFactor(128, 8, 1), 1.0);
   // top-2 of 8 experts over 4 nodes (2 each): P(miss a node) = C(6,2)/C(8,2) = 15/28;
   // 3 · (1 − 15/28) nodes hit against 2 · 3/4 copies.
-  EXPECT_NEAR(FlexInterNodeFactor(8, 2, 4), 3 * (13.0 / 28) / 1.5, 1e-12);
+  EXPECT_NEAR(FlexDedupFactor(8, 2, 4), 3 * (13.0 / 28) / 1.5, 1e-12);
 }
 
 TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
@@ -102,10 +102,19 @@ TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
   const auto flex = EpCollectives(m, EpSplit(16, MoeDispatcher::kFlex, 2));
   ASSERT_EQ(flex.size(), 4u);
   for (const TpCollective& c : flex) {
-    EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * h * e * FlexInterNodeFactor(128, 8, 2));
+    EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * h * e * FlexDedupFactor(128, 8, 2));
   }
-  // FLEX inside one node is the plain all-to-all.
-  EXPECT_DOUBLE_EQ(EpCollectives(m, EpSplit(8, MoeDispatcher::kFlex, 1))[0].bytes,
+  // FLEX inside one node sends a token once per rank that holds one of its experts (DeepEP's
+  // is_token_in_rank): 128 experts on 8 ranks (16 each), top-8: P(a given rank misses) =
+  // C(112,8)/C(128,8) = (112·111·…·105)/(128·127·…·121); 8·(1 − miss) ranks hit for 8 copies.
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
+  EXPECT_NEAR(miss, 0.3326, 1e-4);
+  for (const TpCollective& c : EpCollectives(m, EpSplit(8, MoeDispatcher::kFlex, 1))) {
+    EXPECT_NEAR(c.bytes, tokens * h * e * 8 * (1 - miss), 1e-6 * c.bytes);
+  }
+  // ... while the all-to-all dispatcher in the same node still moves every routed copy.
+  EXPECT_DOUBLE_EQ(EpCollectives(m, EpSplit(8, MoeDispatcher::kAllToAll, 1))[1].bytes,
                    tokens * 8 * h * e);
   // All-gather: every rank gathers the group's tokens (ep · tokens · h) and reduce-scatters the
   // outputs back; backward mirrors.
