@@ -61,24 +61,37 @@ CalibratedTpTimer::CalibratedTpTimer(const comm::Topology* topo, std::vector<int
   nodes_ = topo_->NodesSpanned(group_);
 }
 
+std::vector<std::vector<int>> TimedGroups(comm::Op op, const std::vector<int>& group) {
+  if (op != comm::Op::kSendRecv || group.size() <= 2) return {group};
+  std::vector<std::vector<int>> pairs;
+  for (size_t i = 0; i < group.size(); ++i)
+    pairs.push_back({group[i], group[(i + 1) % group.size()]});
+  return pairs;
+}
+
 Result<double> CalibratedTpTimer::Seconds(comm::Op op, double bytes) {
   if (group_.size() <= 1 || bytes <= 0) return 0.0;
   const auto key = std::make_pair(int(op), uint64_t(bytes));
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group_, uint64_t(bytes)};
-  Result<comm::CollectiveTiming> est = comm::EstimateCollectiveCalibrated(*topo_, spec, cal_);
-  if (!est.ok()) return est.status();
-  const double s = est->time.seconds();
+  double s = 0;
+  bool calibrated = true;
+  for (const std::vector<int>& gpus : TimedGroups(op, group_)) {
+    const comm::CollectiveSpec spec{op, comm::Algo::kAuto, gpus, uint64_t(bytes)};
+    Result<comm::CollectiveTiming> est = comm::EstimateCollectiveCalibrated(*topo_, spec, cal_);
+    if (!est.ok()) return est.status();
+    s = std::max(s, est->time.seconds());
+    calibrated = calibrated && est->calibrated;
+  }
   cache_[key] = s;
   std::string name(comm::OpName(op));
   name.append(" ").append(std::to_string(group_.size())).append(" ranks");
   if (nodes_ > 1) name.append(" over ").append(std::to_string(nodes_)).append(" nodes");
   auto u = std::find_if(use_.begin(), use_.end(), [&](const auto& x) { return x.first == name; });
   if (u == use_.end()) {
-    use_.emplace_back(name, est->calibrated);
+    use_.emplace_back(name, calibrated);
   } else {
-    u->second = u->second && est->calibrated;
+    u->second = u->second && calibrated;
   }
   return s;
 }

@@ -32,6 +32,13 @@ class TpCollectiveTimer {
   virtual Result<double> Seconds(comm::Op op, double bytes) = 0;
 };
 
+// The GPU sets a layer group's collective is timed over, the collective lasting as long as the
+// slowest: the group itself, except that a send/recv over more than two GPUs is one step of a
+// ring (the CP ring's K/V pass): every rank sends to the next at once, each pair on its own
+// path, so it is timed pair by pair (the pair that leaves the node binds when the ring spans
+// nodes).
+std::vector<std::vector<int>> TimedGroups(comm::Op op, const std::vector<int>& group);
+
 // comm's closed form over `group`, the calibration's measured curve where it covers the
 // collective, memoised per (op, bytes); records which collectives came from the calibration.
 class CalibratedTpTimer final : public TpCollectiveTimer {

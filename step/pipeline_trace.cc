@@ -93,12 +93,15 @@ void Pipeline::InitTrace() {
       lc.track = TrackOf(col.group);
       lc.forward = col.forward;
       lc.recomputed = col.forward && (col.recomputed_by & c.recomputed_modules()) != 0;
-      Result<comm::CollectiveEstimate> est = comm::EstimateCollective(
-          *st_->topo, {lc.op, comm::Algo::kAuto, group, uint64_t(col.bytes)});
-      if (est.ok()) {
-        lc.algorithm = std::string(comm::AlgoName(est->algo));
-        lc.protocol = std::string(comm::ProtocolName(est->protocol));
-        lc.estimate_s = est->time.seconds() * lc.count;
+      // A ring step of send/recvs lasts as long as its slowest pair (TimedGroups).
+      for (const std::vector<int>& gpus : TimedGroups(lc.op, group)) {
+        Result<comm::CollectiveEstimate> est = comm::EstimateCollective(
+            *st_->topo, {lc.op, comm::Algo::kAuto, gpus, uint64_t(col.bytes)});
+        if (est.ok() && est->time.seconds() * lc.count >= lc.estimate_s) {
+          lc.algorithm = std::string(comm::AlgoName(est->algo));
+          lc.protocol = std::string(comm::ProtocolName(est->protocol));
+          lc.estimate_s = est->time.seconds() * lc.count;
+        }
       }
       colls_out.push_back(std::move(lc));
     }

@@ -24,7 +24,13 @@ class CachedTpTimer final : public step::TpCollectiveTimer {
   CachedTpTimer(EstimatorCache* cache, const comm::Topology* topo, std::vector<int> group)
       : cache_(cache), topo_(topo), group_(std::move(group)) {}
   Result<double> Seconds(comm::Op op, double bytes) override {
-    return cache_->CollectiveSeconds(*topo_, op, group_, bytes);
+    double s = 0;
+    for (const std::vector<int>& gpus : step::TimedGroups(op, group_)) {
+      Result<double> t = cache_->CollectiveSeconds(*topo_, op, gpus, bytes);
+      if (!t.ok()) return t.status();
+      s = std::max(s, *t);
+    }
+    return s;
   }
 
  private:

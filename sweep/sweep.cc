@@ -420,7 +420,9 @@ Evaluation EvaluateLayout(const SweepProblem& problem, const Candidate& c, Estim
   e.memory_bytes_per_gpu = mem.peak_bytes;
   if (!mem.fits) {
     e.rejected = true;
-    e.memory_shortfall_bytes = mem.peak_bytes - mem.capacity_bytes;
+    // Against what a layout may use (the GPU less the headroom), as the reason says: a layout
+    // over the usable memory but under the GPU's is short too.
+    e.memory_shortfall_bytes = mem.peak_bytes - (mem.capacity_bytes - cfg.memory.headroom_bytes);
     e.reason = "does not fit in GPU memory: " + mem.reason;
     return e;
   }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <string>
 
+#include "comm/collective.h"
+#include "comm/topology.h"
 #include "step/pass_costs.h"
 #include "step/step_simulation.h"
 
@@ -162,6 +164,37 @@ TEST(ModernLayoutsTest, ContextParallelRanksReduceGradientsTogetherWithoutDataPa
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(TraceHas(*r, "dp grad reduce"));
   EXPECT_GT(r->breakdown.exposed_cp_comm_s + r->breakdown.compute_s, 0);
+}
+
+// CP 4 and more: the ring's K/V pass is a send/recv from every rank to the next at once (it
+// was timed as one send/recv over the whole group, which is only defined for two GPUs, so any
+// cp > 2 failed with "send_recv needs exactly two GPUs").
+TEST(ModernLayoutsTest, ContextParallelRingOfFourRunsAndLastsAsLongAsItsSlowestPair) {
+  for (int tp : {2, 8}) {
+    StepConfig c = Gpt(tp == 8 ? 4 : 1, 8, tp, 1, 1, 4);
+    c.model.seq_len = 16384;
+    c.parallel.cp = 4;
+    Result<StepResult> r = SimulateStep(c);
+    ASSERT_TRUE(r.ok()) << "tp " << tp << ": " << r.status().message();
+    EXPECT_GT(r->time_s, 0);
+  }
+  // Ring 0 → 4 → 8 → 12 → 0 over two 8-GPU nodes: two hops stay in a node (NVLink), two cross
+  // (one NIC each way): the step is the crossing pair's send/recv.
+  const comm::Topology topo = comm::Topology::Build(DgxH100(2)).value();
+  CalibratedTpTimer ring(&topo, {0, 4, 8, 12}, nullptr);
+  const double bytes = 64e6;
+  Result<double> step = ring.Seconds(comm::Op::kSendRecv, bytes);
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  auto pair = [&](int a, int b) {
+    return comm::EstimateCollective(
+               topo, {comm::Op::kSendRecv, comm::Algo::kAuto, {a, b}, uint64_t(bytes)})
+        ->time.seconds();
+  };
+  EXPECT_DOUBLE_EQ(*step, pair(4, 8));
+  EXPECT_GT(*step, pair(0, 4));
+  // Two ranks are the plain send/recv.
+  CalibratedTpTimer two(&topo, {0, 8}, nullptr);
+  EXPECT_DOUBLE_EQ(*two.Seconds(comm::Op::kSendRecv, bytes), pair(0, 8));
 }
 
 TEST(ModernLayoutsTest, ContextParallelRanksSendOnlyTheirTokensDownThePipeline) {

@@ -327,6 +327,41 @@ TEST(SweepTest, AModelNoLayoutFitsNamesTheSmallestShortfallAndAFix) {
   EXPECT_NE(msg.find("GPUs (e.g."), std::string::npos) << msg;
 }
 
+// A layout over the usable memory (GPU less headroom) but under the GPU's is short by what
+// exceeds the usable part: the smallest shortfall names it and the headroom as what binds (it
+// was measured against the whole GPU, so such layouts had no shortfall and were never named).
+TEST(SweepTest, TheShortfallIsOverTheUsableMemoryAndNamesTheHeadroomWhenThatBinds) {
+  SweepProblem p = Problem({8});
+  p.base.memory.headroom_bytes = p.base.gpu.memory_bytes;  // nothing may be used
+  LocalCommunicator comm;
+  Result<SweepResult> r = RunSweep(p, {}, &comm);
+  ASSERT_FALSE(r.ok());
+  const std::string& msg = r.status().message();
+  EXPECT_NE(msg.find("smallest shortfall"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--memory-headroom 0 would fit it"), std::string::npos) << msg;
+}
+
+// Long context: CP 4 and 8 layouts are timed like CP 2 (each was rejected, the CP ring's
+// exchange timed as one send/recv over the whole CP group, defined only for two GPUs).
+TEST(SweepTest, ContextParallelDegreesAboveTwoAreEvaluatedNotRejected) {
+  SweepProblem p = Problem({64});
+  p.base.model.seq_len = 32768;
+  p.base.model.flash_attention = true;
+  p.base.parallel.global_batch = 64;
+  p.micro_batches = {1};
+  p.cp_degrees = {4, 8};
+  LocalCommunicator comm;
+  Result<SweepResult> r = RunSweep(p, {}, &comm);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int timed[9] = {};
+  for (const Evaluation& e : r->evaluations) {
+    EXPECT_EQ(e.reason.find("send_recv"), std::string::npos) << e.reason;
+    if (!e.rejected) ++timed[e.layout.parallel.cp];
+  }
+  EXPECT_GT(timed[4], 0);
+  EXPECT_GT(timed[8], 0);
+}
+
 TEST(SweepTest, UnknownObjectiveIsRejected) {
   EXPECT_FALSE(ParseObjective("fastest").ok());
   EXPECT_EQ(*ParseObjective("cost"), Objective::kCost);
