@@ -35,10 +35,15 @@ struct Args {
   void Add(std::string flag, int64_t value) { Add(std::move(flag), std::to_string(value)); }
 };
 
-// "[0]*3+[1]*58": Megatron's --moe-layer-freq as a Python list expression (0 dense, 1 MoE).
-std::string MoeLayerFreq(int first_dense, int layers) {
-  return "([0]*" + std::to_string(first_dense) + "+[1]*" + std::to_string(layers - first_dense) +
-         ")";
+// "([0]*3+[1]*58)": Megatron's --moe-layer-freq as a Python list expression (0 dense, 1 MoE);
+// every k-th layer MoE after the leading dense ones: "([0]*F+([0]*(k-1)+[1])*n+[0]*r)".
+std::string MoeLayerFreq(int first_dense, int step, int layers) {
+  const int rest = layers - first_dense;
+  if (step <= 1) {
+    return "([0]*" + std::to_string(first_dense) + "+[1]*" + std::to_string(rest) + ")";
+  }
+  return "([0]*" + std::to_string(first_dense) + "+([0]*" + std::to_string(step - 1) + "+[1])*" +
+         std::to_string(rest / step) + "+[0]*" + std::to_string(rest % step) + ")";
 }
 
 void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
@@ -82,8 +87,9 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
     if (e.shared_expert_ffn_hidden() > 0) {
       a->Add("--moe-shared-expert-intermediate-size", e.shared_expert_ffn_hidden());
     }
-    if (e.first_dense_layers() > 0) {
-      a->Add("--moe-layer-freq", MoeLayerFreq(e.first_dense_layers(), m.layers()));
+    if (e.first_dense_layers() > 0 || e.interleave_step() > 1) {
+      a->Add("--moe-layer-freq",
+             MoeLayerFreq(e.first_dense_layers(), e.interleave_step(), m.layers()));
     }
     if (e.capacity_factor() > 0) {
       char buf[32];

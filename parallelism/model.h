@@ -31,6 +31,8 @@ struct MoeSpec {
   // Total FFN width of the shared experts; 0: shared_experts · expert FFN width.
   int shared_expert_ffn_hidden = 0;
   int first_dense_layers = 0;  // leading layers with a dense MLP (DeepSeek-V3: 3)
+  // Every k-th layer a MoE layer, the k-th first (layers k−1, 2k−1, …; Llama 4 Maverick: 2).
+  int interleave_step = 1;
   double capacity_factor = 0;  // 0: dropless; else tokens per expert capped at cf · mean
   // max/mean tokens per expert of a micro-batch: the busiest expert sets the grouped GEMM's
   // pace. 1 = perfectly balanced (Megatron-Bridge's benchmarks force-balance the router).
@@ -153,7 +155,8 @@ struct ModelSpec {
     if (hybrid())
       return layer >= 0 && size_t(layer) < hybrid_pattern.size() &&
              hybrid_pattern[size_t(layer)] == 'E' && moe.enabled();
-    return moe.enabled() && layer >= moe.first_dense_layers;
+    return moe.enabled() && layer >= moe.first_dense_layers &&
+           (moe.interleave_step <= 1 || (layer + 1) % moe.interleave_step == 0);
   }
   // Whether layer `layer`'s attention (if it has any) is sliding-window.
   bool IsWindowedLayer(int layer) const {

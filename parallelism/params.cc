@@ -167,10 +167,10 @@ int64_t CountModel(const ModelSpec& m, ExpertsCounted experts_counted) {
     }
     return total;
   }
-  const int dense_layers =
-      m.moe.enabled() ? std::min(m.num_layers, m.moe.first_dense_layers) : m.num_layers;
+  int moe_layers = 0;  // ModelSpec::IsMoeLayer: past first_dense_layers, every interleave_step-th
+  for (int l = 0; l < m.num_layers; ++l) moe_layers += m.IsMoeLayer(l) ? 1 : 0;
+  const int dense_layers = m.num_layers - moe_layers;
   if (dense_layers > 0) total += int64_t(dense_layers) * LayerParameterCount(m, false);
-  const int moe_layers = m.num_layers - dense_layers;
   if (moe_layers > 0) {
     const LayerParts parts = Layer(m, true);
     total += int64_t(moe_layers) *

@@ -126,6 +126,7 @@ std::optional<FieldError> FillModelDefaults(pb::Model* m) {
       moe->set_shared_expert_ffn_hidden(static_cast<int32_t>(shared));
     }
     if (!moe->has_first_dense_layers()) moe->set_first_dense_layers(0);
+    if (!moe->has_interleave_step()) moe->set_interleave_step(1);
     if (!moe->has_capacity_factor()) moe->set_capacity_factor(0);
     if (!moe->has_load_imbalance()) moe->set_load_imbalance(kDefaultMoeLoadImbalance);
   }

@@ -4,7 +4,9 @@
 // Qwen2Config / Qwen3Config (dense), MixtralConfig and GptOssConfig (num_local_experts,
 // num_experts_per_tok or experts_per_token), Qwen2MoeConfig / Qwen3MoeConfig (num_experts,
 // moe_intermediate_size, shared_expert_intermediate_size), DeepseekV3Config (n_routed_experts,
-// n_shared_experts, first_k_dense_replace and the MLA ranks).
+// n_shared_experts, first_k_dense_replace and the MLA ranks), Llama4TextConfig (a shared expert,
+// intermediate_size_mlp, interleave_moe_layer_step) and Gemma3TextConfig (GeGLU,
+// sliding_window_pattern); a multimodal config's text_config (Llama 4, Gemma 3).
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -133,6 +135,30 @@ void ReadMoe(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
     moe->set_shared_expert_ffn_hidden(f);
   }
   moe->set_first_dense_layers(r.NonNegative("first_k_dense_replace", "leading dense layers"));
+  if (r.String("model_type") == "llama4_text") {
+    // Llama4TextMoe: one shared expert beside the routed ones, both intermediate_size wide; the
+    // dense layers between MoE layers use intermediate_size_mlp; a MoE layer every
+    // interleave_moe_layer_step-th layer (moe_layers = range(step - 1, layers, step)).
+    moe->set_shared_experts(1);
+    moe->set_shared_expert_ffn_hidden(moe->expert_ffn_hidden());
+    if (r.Has("intermediate_size_mlp")) {
+      if (auto f = r.Required("intermediate_size_mlp", "dense layers' MLP inner size")) {
+        m->set_ffn_hidden(*f);
+      }
+    }
+    if (auto k = r.Optional("interleave_moe_layer_step", "every k-th layer MoE", 1)) {
+      moe->set_interleave_step(*k);
+    }
+    if (r.Has("moe_layers") && r.Get("moe_layers").is_array()) {
+      notes->push_back("moe_layers " + r.Get("moe_layers").dump() +
+                       " not read: every interleave_moe_layer_step-th layer is taken as MoE");
+    }
+    if (r.Has("attention_chunk_size")) {
+      notes->push_back("attention_chunk_size " + r.Get("attention_chunk_size").dump() +
+                       " (chunked attention on the RoPE layers) not modelled: full causal "
+                       "attention, the same up to sequences of that length");
+    }
+  }
   if (r.Has("mlp_only_layers") && r.Get("mlp_only_layers").is_array() &&
       !r.Get("mlp_only_layers").empty()) {
     notes->push_back("mlp_only_layers " + r.Get("mlp_only_layers").dump() +
@@ -169,6 +195,12 @@ void ReadSlidingWindow(ConfigReader& r, pb::Model* m, std::vector<std::string>* 
   const auto w = static_cast<int32_t>(r.Get("sliding_window").get<int64_t>());
   if (!r.Has("layer_types") || !r.Get("layer_types").is_array()) {
     m->set_sliding_window(w);  // every layer windowed
+    // Gemma 3: every sliding_window_pattern-th layer keeps full attention (5 local : 1 global).
+    if (r.Has("sliding_window_pattern")) {
+      if (auto k = r.Required("sliding_window_pattern", "every k-th layer global")) {
+        m->set_sliding_window_full_every(*k);
+      }
+    }
     return;
   }
   const json& types = r.Get("layer_types");
@@ -214,8 +246,15 @@ void ReadHybrid(ConfigReader& r, pb::Model* m) {
 void ReadSwitches(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
   const std::string act = r.String("hidden_act");
   // Every family above gates its SiLU MLP (gate_proj/up_proj/down_proj); GELU configs are
-  // GPT-2-style plain MLPs.
-  m->set_swiglu(act.empty() || act == "silu" || act == "swish" || act == "swiglu");
+  // GPT-2-style plain MLPs, except Gemma's, which gates a GELU (GeGLU: the same three
+  // matrices as SwiGLU).
+  const bool gemma = r.String("model_type").rfind("gemma", 0) == 0;
+  m->set_swiglu(act.empty() || act == "silu" || act == "swish" || act == "swiglu" || gemma);
+  if (gemma) {
+    notes->push_back(
+        "Gemma's GeGLU MLP as a gated MLP (swiglu: same matrices); its extra "
+        "post-attention and post-MLP RMSNorms not modelled");
+  }
   m->set_normalization(r.Has("layer_norm_eps") || r.Has("layer_norm_epsilon") ? pb::Model::LAYERNORM
                                                                               : pb::Model::RMSNORM);
   m->set_position_embedding(r.Has("n_positions") && !r.Has("rope_theta") ? pb::Model::LEARNED
@@ -235,7 +274,8 @@ void ReadSwitches(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes
   m->set_tied_embeddings(r.Bool("tie_word_embeddings", true));
   m->set_dropout(r.Number("attention_dropout", 0) > 0 || r.Number("hidden_dropout", 0) > 0);
   ReadSlidingWindow(r, m, notes);
-  if (r.Bool("qk_norm", false) || r.String("model_type").rfind("qwen3", 0) == 0) {
+  if (r.Bool("qk_norm", false) || r.Bool("use_qk_norm", false) ||
+      r.String("model_type").rfind("qwen3", 0) == 0) {
     notes->push_back("QK-norm (two RMSNorms of head_dim per layer) not modelled");
   }
 }
@@ -256,6 +296,21 @@ Result<pb::Model> ModelFromHfConfig(std::string_view text, const std::string& na
   if (!config.is_object()) {
     return Status::InvalidArgument(name + ": a config.json is a JSON object {...}, got " +
                                    std::string(config.type_name()));
+  }
+  // A multimodal config (Llama 4, Gemma 3) nests its language model under text_config: that is
+  // the model trained here; the vision encoder is not modelled.
+  if (!config.contains("num_hidden_layers") && config.contains("text_config") &&
+      config["text_config"].is_object()) {
+    json text = config["text_config"];
+    if (!text.contains("tie_word_embeddings") && config.contains("tie_word_embeddings")) {
+      text["tie_word_embeddings"] = config["tie_word_embeddings"];
+    }
+    notes.push_back("the language model (text_config) of a " +
+                    (config.contains("model_type") && config["model_type"].is_string()
+                         ? config["model_type"].get<std::string>()
+                         : std::string("multimodal")) +
+                    " config; its vision encoder is not modelled");
+    config = std::move(text);
   }
   ConfigReader r(config, name);
   pb::Model m;

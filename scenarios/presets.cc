@@ -110,6 +110,20 @@ const PresetText kPresets[] = {
      "shared_expert_ffn_hidden: 2048 first_dense_layers: 3 } "
      "mla { q_lora_rank: 1536 kv_lora_rank: 512 qk_rope_head_dim: 64 qk_nope_head_dim: 128 "
      "v_head_dim: 128 }"},
+    // Llama 4 Maverick. https://huggingface.co/meta-llama/Llama-4-Maverick-17B-128E config.json
+    // text_config: 48 layers, hidden 5120, 40 heads, 8 KV heads, head_dim 128, 128 experts
+    // (num_local_experts), top-1, intermediate_size 8192 (each routed expert and the shared
+    // one), intermediate_size_mlp 16384 (the dense layers), interleave_moe_layer_step 2, vocab
+    // 202048, untied. Meta's model card: 17 B active, 400 B total (the vision encoder is not
+    // modelled). Chunked attention (8192-token chunks on three of four layers) is taken as
+    // full causal attention: the same at the 8192-token sequences set here.
+    {"llama4-maverick",
+     "huggingface.co/meta-llama/Llama-4-Maverick-17B-128E config.json; Llama 4 model card",
+     "400", "17", false,
+     "name: \"Llama 4 Maverick\" layers: 48 hidden: 5120 heads: 40 kv_heads: 8 head_dim: 128 "
+     "ffn_hidden: 16384 seq_len: 8192 vocab: 202048 "
+     "moe { experts: 128 top_k: 1 expert_ffn_hidden: 8192 shared_experts: 1 "
+     "shared_expert_ffn_hidden: 8192 first_dense_layers: 0 interleave_step: 2 }"},
     // Qwen3-235B-A22B. https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json: 94
     // layers, hidden 4096, 64 heads, 4 KV heads, head_dim 128, intermediate 12288 (no dense
     // layer uses it: decoder_sparse_step 1, mlp_only_layers []), moe_intermediate_size 1536,

@@ -226,6 +226,7 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
     spec.moe.shared_experts = e.shared_experts();
     spec.moe.shared_expert_ffn_hidden = e.shared_expert_ffn_hidden();
     spec.moe.first_dense_layers = e.first_dense_layers();
+    spec.moe.interleave_step = e.has_interleave_step() ? e.interleave_step() : 1;
     spec.moe.capacity_factor = e.capacity_factor();
     spec.moe.load_imbalance = e.has_load_imbalance() ? e.load_imbalance() : 1.0;
     spec.moe.fp8 =

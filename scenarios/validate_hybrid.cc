@@ -1,5 +1,6 @@
 // ValidateHybridModel: the checks of a hybrid (Mamba / attention / MLP / MoE) layer pattern, the
-// Mamba-2 mixer and sliding-window attention (scenario.proto Model fields 24-27), and
+// Mamba-2 mixer and sliding-window attention (scenario.proto Model fields 24-27), which layers
+// are MoE (moe.interleave_step), and
 // ValidateRecomputeModules (parallelism.recompute_modules), kept apart from validate.cc. Each
 // message names what is wrong and what would be valid.
 #include <algorithm>
@@ -56,6 +57,10 @@ Error CheckPattern(const pb::Model& m) {
     return Err("model.moe.first_dense_layers",
                "must be 0 with a hybrid pattern (the pattern says which layers are MoE)");
   }
+  if (m.has_moe() && m.moe().interleave_step() > 1) {
+    return Err("model.moe.interleave_step",
+               "must be 1 with a hybrid pattern (the pattern says which layers are MoE)");
+  }
   return std::nullopt;
 }
 
@@ -97,6 +102,18 @@ std::optional<FieldError> ValidateHybridModel(const pb::Scenario& s) {
     }
     if (p.cp() > 1) {
       return Err("parallelism.cp", "context parallelism of Mamba layers is not modelled; use cp 1");
+    }
+  }
+  if (m.has_moe() && m.moe().has_interleave_step()) {
+    // Every k-th layer MoE past first_dense_layers: some layer l >= F with (l+1) % k == 0, the
+    // first at ceil((F+1)/k)·k − 1; any k <= layers − F leaves one.
+    const int64_t k = m.moe().interleave_step(), f = m.moe().first_dense_layers();
+    if (k < 1 || k > m.layers() || (f / k + 1) * k > m.layers()) {
+      return Err("model.moe.interleave_step", "with first_dense_layers " + Str(f) + " and " +
+                                                  Str(m.layers()) + " layers, interleave_step " +
+                                                  Str(k) + " leaves no MoE layer; valid: at most " +
+                                                  Str(std::max<int64_t>(1, m.layers() - f)) +
+                                                  " (every k-th layer MoE, 1 = every layer)");
     }
   }
   if (m.has_sliding_window() && (m.sliding_window() < 1 || m.sliding_window() > (1 << 24))) {

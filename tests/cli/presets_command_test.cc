@@ -251,6 +251,13 @@ TEST(PresetsCliTest, ExportOfAQwen3PresetAddsItsQkNormAndDisablesNothingElse) {
   EXPECT_EQ(flags["--expert-model-parallel-size"], "16");
   EXPECT_FALSE(flags.count("--moe-layer-freq")) << "every layer is a MoE layer";
   EXPECT_FALSE(flags.count("--moe-shared-expert-intermediate-size"));
+  // Every second layer MoE (Llama 4 Maverick's interleave): 48 layers are 24 × [dense, MoE].
+  RunResult every2 =
+      RunTrainsim({"export", "megatron", path, "--set", "model.moe.interleave_step=2"});
+  ASSERT_EQ(every2.exit_code, 0) << every2.err;
+  EXPECT_EQ(ParseFlags(every2.out)["--moe-layer-freq"], "'([0]*0+([0]*1+[1])*24+[0]*0)'");
+  ExpectBadInput({"export", "megatron", path, "--set", "model.moe.interleave_step=0"},
+                 "model.moe.interleave_step");
 }
 
 // The sliding window and the hybrid pattern reach Megatron-LM's flags: GPT-OSS's 128-token

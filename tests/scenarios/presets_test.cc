@@ -269,6 +269,49 @@ TEST(HfImportTest, QwenMoeSharedExpertAndDeepSeekFieldsMap) {
   EXPECT_NE(notes[0].find("pre-training used 4096"), std::string::npos) << notes[0];
 }
 
+// Multimodal configs nest the language model under text_config (the vision encoder is not
+// modelled). Llama 4 Maverick (meta-llama/Llama-4-Maverick-17B-128E): 128 experts, top-1, one
+// shared expert, a MoE layer every second layer and 16384-wide dense MLPs between them; Meta's
+// model card: 400 B parameters, 17 B active. Gemma 3 27B (google/gemma-3-27b-pt): GeGLU, five
+// sliding-window layers to each global one; 27 B.
+TEST(HfImportTest, MultimodalTextConfigsOfLlama4AndGemma3Map) {
+  std::vector<std::string> notes;
+  auto l4 = ModelFromHfConfig(ReadFile(kHfDir / "llama4_maverick.json"), "l4", &notes);
+  ASSERT_TRUE(l4.ok()) << l4.status().message();
+  EXPECT_EQ(l4->layers(), 48);
+  EXPECT_EQ(l4->ffn_hidden(), 16384) << "intermediate_size_mlp: the dense layers";
+  EXPECT_EQ(l4->moe().expert_ffn_hidden(), 8192);
+  EXPECT_EQ(l4->moe().shared_experts(), 1);
+  EXPECT_EQ(l4->moe().shared_expert_ffn_hidden(), 8192);
+  EXPECT_EQ(l4->moe().interleave_step(), 2);
+  EXPECT_FALSE(l4->tied_embeddings());
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("text_config"), std::string::npos) << notes[0];
+  pb::Scenario s;
+  *s.mutable_model() = *l4;
+  ASSERT_TRUE(FillDefaults(&s).ok());
+  parallelism::ModelSpec spec = MakeModelSpec(s.model());
+  EXPECT_FALSE(spec.IsMoeLayer(0));
+  EXPECT_TRUE(spec.IsMoeLayer(1));
+  EXPECT_NEAR(double(parallelism::ParameterCount(spec)), 400e9, 0.01 * 400e9);
+  EXPECT_NEAR(double(parallelism::ActiveParameterCount(spec)), 17e9, PublishedTolerance("17"));
+  // Every layer MoE (Scout's step, 1) would hold twice the experts.
+  spec.moe.interleave_step = 1;
+  EXPECT_GT(double(parallelism::ParameterCount(spec)), 750e9);
+
+  auto g = ModelFromHfConfig(ReadFile(kHfDir / "gemma3_27b.json"), "g");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(g->swiglu()) << "GeGLU: gated, three matrices";
+  EXPECT_EQ(g->sliding_window(), 1024);
+  EXPECT_EQ(g->sliding_window_full_every(), 6);
+  EXPECT_TRUE(g->tied_embeddings());
+  pb::Scenario gs;
+  *gs.mutable_model() = *g;
+  ASSERT_TRUE(FillDefaults(&gs).ok());
+  EXPECT_NEAR(double(parallelism::ParameterCount(MakeModelSpec(gs.model()))), 27e9,
+              PublishedTolerance("27"));
+}
+
 TEST(HfImportTest, TheBlockParsesBackAsAScenarioModel) {
   auto m = ModelFromHfConfig(ReadFile(kHfDir / "mixtral_8x7b.json"), "m");
   ASSERT_TRUE(m.ok());
