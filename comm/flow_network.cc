@@ -216,6 +216,7 @@ void FlowNetwork::Recompute() {
     }
     split_.assign(memo_parts_.begin() + m.parts, memo_parts_.begin() + m.parts + m.size);
     SplitLoose(split_);
+    split_.clear();  // (holds no class beyond its use)
   }
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
@@ -373,9 +374,11 @@ size_t FlowNetwork::SolveByComponents() {
     any_loose = true;
     for (size_t j = 0; j < idx.size(); ++j) whole_parts_[idx[j]] = memo_parts_[m.parts + j];
   }
-  return AddMemo(
+  const size_t at = AddMemo(
       key_, whole_rates_,
       any_loose ? std::span<const ClassParts>(whole_parts_) : std::span<const ClassParts>());
+  whole_parts_.clear();
+  return at;
 }
 
 size_t FlowNetwork::FindOrSolve(std::span<const uint32_t> idx) {
@@ -405,6 +408,7 @@ size_t FlowNetwork::FindOrSolve(std::span<const uint32_t> idx) {
     found = AddMemo(comp_key_, solve_rates_,
                     any_loose ? std::span<const ClassParts>(solve_parts_)
                               : std::span<const ClassParts>());  // (may clear alone_ too)
+    solve_parts_.clear();
   }
   if (n == 1) {
     if (alone_.size() <= single) alone_.resize(single + 1, 0);
