@@ -13,8 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <string>
-#include <vector>
 
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
@@ -683,16 +681,10 @@ Result<pb::Scenario> LoadScenario(const std::string& path,
   if (!in) return Status::NotFound(path + ": cannot open the scenario file (does it exist?)");
   // Read at most one byte past the limit, so a huge file, a sparse one or /dev/zero is refused
   // after reading kMaxScenarioBytes rather than exhausting memory or never returning.
-  // In pieces: a buffer of the whole limit, zeroed, cost every command ~0.05 s of page faults.
-  std::string body;
-  std::vector<char> piece(size_t{1} << 16);
-  while (body.size() <= kMaxScenarioBytes) {
-    const size_t want = std::min(piece.size(), kMaxScenarioBytes + 1 - body.size());
-    in.read(piece.data(), static_cast<std::streamsize>(want));
-    body.append(piece.data(), static_cast<size_t>(in.gcount()));
-    if (!in) break;
-  }
+  std::string body(kMaxScenarioBytes + 1, '\0');
+  in.read(body.data(), static_cast<std::streamsize>(body.size()));
   if (in.bad()) return Status::InvalidArgument(path + ": read error");
+  body.resize(static_cast<size_t>(in.gcount()));
   if (body.size() > kMaxScenarioBytes) {
     return Status::InvalidArgument(path + ": larger than " +
                                    std::to_string(kMaxScenarioBytes >> 20) +
