@@ -83,8 +83,12 @@ Result<RunOutcome> Run(scenarios::ResolvedScenario resolved, const RunOptions& o
   step_request.trace_microbatches = options.trace_microbatches;
   Result<scenarios::StepOutcome> step = scenarios::SimulateScenarioStep(resolved, step_request);
   if (!step.ok()) return step.status();
+  scenarios::RunRequest run_request = RunRequestOf(options);
+  // The run's healthy step is the one just simulated (the trace, when recorded, changes no
+  // number; it is left out anyway so the run sees exactly an untraced simulation).
+  if (!options.record_trace) run_request.healthy_step = step->result.breakdown;
   Result<scenarios::RunOutcome> run =
-      scenarios::SimulateScenarioRun(resolved, step->config, RunRequestOf(options));
+      scenarios::SimulateScenarioRun(resolved, step->config, run_request);
   if (!run.ok()) return run.status();
   return RunOutcome{std::move(resolved), std::move(*step), std::move(*run)};
 }

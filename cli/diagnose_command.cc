@@ -592,6 +592,7 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
     if (!opts->no_run) {
       scenarios::RunRequest request;
       request.progress = false;
+      request.healthy_step = base->step.result.breakdown;
       Result<scenarios::RunOutcome> r =
           scenarios::SimulateScenarioRun(base->resolved, base->step.config, request);
       if (!r.ok()) {

@@ -208,12 +208,15 @@ void FlowNetwork::Recompute() {
     for (uint32_t slot : active_) key_.push_back(flows_[slot].number);
     size_t memo = FindMemo(key_);
     if (memo == kNoMemo) memo = SolveByComponents();
-    const Memo& m = memos_[memo];
-    if (!m.any_loose) {
-      rates_ = m.rates;
+    const Memo m = memos_[memo];
+    if (m.parts == kNoParts) {
+      const std::span<const double> r = MemoRates(m);
+      rates_.assign(r.begin(), r.end());
       break;
     }
-    SplitLoose(m.parts);
+    split_.assign(memo_parts_.begin() + m.parts, memo_parts_.begin() + m.parts + m.size);
+    SplitLoose(split_);
+    split_.clear();  // (holds no class beyond its use)
   }
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
@@ -230,7 +233,10 @@ void FlowNetwork::Recompute() {
 
 void FlowNetwork::ClearMemos(bool forget_classes) {
   memos_.clear();
-  memo_index_.clear();
+  memo_block_ = 0;
+  memo_block_used_ = 0;
+  memo_parts_.clear();
+  memo_table_.clear();
   memo_links_ = 0;
   alone_.clear();
   if (!forget_classes) return;
@@ -267,22 +273,73 @@ uint64_t KeyHash(std::span<const uint32_t> key) {
 }  // namespace
 
 size_t FlowNetwork::FindMemo(std::span<const uint32_t> key) {
-  auto [first, last] = memo_index_.equal_range(KeyHash(key));
-  for (auto it = first; it != last; ++it) {
-    const std::vector<uint32_t>& k = memos_[it->second].key;
-    if (std::equal(k.begin(), k.end(), key.begin(), key.end())) return it->second;
+  if (memo_table_.empty()) return kNoMemo;
+  const uint64_t h = KeyHash(key);
+  const uint64_t tag = h >> 32;
+  const size_t mask = memo_table_.size() - 1;
+  for (size_t at = h & mask;; at = (at + 1) & mask) {
+    const uint64_t e = memo_table_[at];
+    if (e == 0) return kNoMemo;
+    if ((e >> 32) != tag) continue;
+    const Memo& m = memos_[(e & 0xffffffffu) - 1];
+    if (m.size == key.size() && std::equal(key.begin(), key.end(), MemoKey(m).begin())) {
+      return (e & 0xffffffffu) - 1;
+    }
   }
-  return kNoMemo;
 }
 
-size_t FlowNetwork::AddMemo(Memo m) {
-  const size_t entries = 2 * m.key.size();
+size_t FlowNetwork::AddMemo(std::span<const uint32_t> key, std::span<const double> rates,
+                            std::span<const ClassParts> parts) {
+  const size_t entries = 2 * key.size();
   if (memo_links_ + entries > kMemoMaxLinks) ClearMemos(/*forget_classes=*/false);
   memo_links_ += entries;
-  memos_.push_back(std::move(m));
-  const size_t at = memos_.size() - 1;
-  memo_index_.emplace(KeyHash(memos_[at].key), static_cast<uint32_t>(at));
-  return at;
+  const uint32_t n = static_cast<uint32_t>(key.size());
+  while (memo_block_ < memo_blocks_.size() &&
+         memo_block_used_ + n > memo_blocks_[memo_block_].capacity) {
+    ++memo_block_;
+    memo_block_used_ = 0;
+  }
+  if (memo_block_ == memo_blocks_.size()) {
+    MemoBlock b;
+    b.capacity = std::max(kMemoBlock, n);
+    b.keys = std::make_unique<uint32_t[]>(b.capacity);
+    b.rates = std::make_unique<double[]>(b.capacity);
+    memo_blocks_.push_back(std::move(b));
+  }
+  Memo m;
+  m.block = memo_block_;
+  m.offset = memo_block_used_;
+  m.size = n;
+  memo_block_used_ += n;
+  std::copy(key.begin(), key.end(), memo_blocks_[m.block].keys.get() + m.offset);
+  std::copy(rates.begin(), rates.end(), memo_blocks_[m.block].rates.get() + m.offset);
+  if (!parts.empty()) {
+    m.parts = static_cast<uint32_t>(memo_parts_.size());
+    memo_parts_.insert(memo_parts_.end(), parts.begin(), parts.end());
+  }
+  memos_.push_back(m);
+  const size_t index = memos_.size() - 1;
+  if (2 * memos_.size() > memo_table_.size()) {
+    // Grow to twice the size (at least 1,024 slots) and place every memo again.
+    std::vector<uint64_t> old;
+    old.swap(memo_table_);
+    memo_table_.assign(std::max<size_t>(1024, 2 * old.size()), 0);
+    const size_t mask = memo_table_.size() - 1;
+    for (uint64_t e : old) {
+      if (e == 0) continue;
+      const Memo& o = memos_[(e & 0xffffffffu) - 1];
+      const uint64_t h = KeyHash(MemoKey(o));
+      size_t at = h & mask;
+      while (memo_table_[at] != 0) at = (at + 1) & mask;
+      memo_table_[at] = e;
+    }
+  }
+  const uint64_t h = KeyHash(key);
+  const size_t mask = memo_table_.size() - 1;
+  size_t at = h & mask;
+  while (memo_table_[at] != 0) at = (at + 1) & mask;
+  memo_table_[at] = ((h >> 32) << 32) | (index + 1);
+  return index;
 }
 
 size_t FlowNetwork::SolveByComponents() {
@@ -303,21 +360,25 @@ size_t FlowNetwork::SolveByComponents() {
   comp_index_.resize(active_.size());
   comp_cursor_.assign(comp_begin_.begin(), comp_begin_.end() - 1);
   for (size_t i = 0; i < active_.size(); ++i) comp_index_[comp_cursor_[comp_[i]]++] = uint32_t(i);
-  Memo whole;
-  whole.rates.resize(active_.size());
+  whole_rates_.resize(active_.size());
+  bool any_loose = false;
   for (size_t k = 0; k < num; ++k) {
     const std::span<const uint32_t> idx(comp_index_.data() + comp_begin_[k],
                                         comp_begin_[k + 1] - comp_begin_[k]);
     // FindOrSolve may clear the memo: take what is needed from it at once.
-    const Memo& m = memos_[FindOrSolve(idx)];
-    for (size_t j = 0; j < idx.size(); ++j) whole.rates[idx[j]] = m.rates[j];
-    if (!m.any_loose) continue;
-    whole.any_loose = true;
-    whole.parts.resize(active_.size());
-    for (size_t j = 0; j < idx.size(); ++j) whole.parts[idx[j]] = m.parts[j];
+    const Memo m = memos_[FindOrSolve(idx)];
+    const std::span<const double> r = MemoRates(m);
+    for (size_t j = 0; j < idx.size(); ++j) whole_rates_[idx[j]] = r[j];
+    if (m.parts == kNoParts) continue;
+    if (!any_loose) whole_parts_.assign(active_.size(), ClassParts{});
+    any_loose = true;
+    for (size_t j = 0; j < idx.size(); ++j) whole_parts_[idx[j]] = memo_parts_[m.parts + j];
   }
-  whole.key = key_;
-  return AddMemo(std::move(whole));
+  const size_t at = AddMemo(
+      key_, whole_rates_,
+      any_loose ? std::span<const ClassParts>(whole_parts_) : std::span<const ClassParts>());
+  whole_parts_.clear();
+  return at;
 }
 
 size_t FlowNetwork::FindOrSolve(std::span<const uint32_t> idx) {
@@ -333,20 +394,21 @@ size_t FlowNetwork::FindOrSolve(std::span<const uint32_t> idx) {
   if (found == kNoMemo) {
     comp_views_.clear();
     for (size_t j = 0; j < n; ++j) comp_views_.push_back(solver_views_[at(j)]);
-    Memo m;
-    std::vector<std::vector<uint32_t>> loose;
-    solver_.SolveInterned(comp_views_, capacity_Bps_, &m.rates, &loose);
-    for (size_t j = 0; j < loose.size(); ++j) {
+    solver_.SolveInterned(comp_views_, capacity_Bps_, &solve_rates_, &loose_);
+    bool any_loose = false;
+    for (size_t j = 0; j < loose_.size(); ++j) {
       // A class none of whose members is held would split into itself (only rounding could do
       // that); it is kept whole.
       const FlowClass* c = flows_[active_[at(j)]].cls.get();
-      if (loose[j].empty() || loose[j].size() >= c->size()) continue;
-      if (m.parts.empty()) m.parts.resize(n);
-      m.parts[j] = SplitClass(*c, loose[j]);
-      m.any_loose = true;
+      if (loose_[j].empty() || loose_[j].size() >= c->size()) continue;
+      if (!any_loose) solve_parts_.assign(n, ClassParts{});
+      any_loose = true;
+      solve_parts_[j] = SplitClass(*c, loose_[j]);
     }
-    m.key = comp_key_;
-    found = AddMemo(std::move(m));  // (may clear alone_ with the memo)
+    found = AddMemo(comp_key_, solve_rates_,
+                    any_loose ? std::span<const ClassParts>(solve_parts_)
+                              : std::span<const ClassParts>());  // (may clear alone_ too)
+    solve_parts_.clear();
   }
   if (n == 1) {
     if (alone_.size() <= single) alone_.resize(single + 1, 0);

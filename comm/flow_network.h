@@ -148,16 +148,29 @@ class FlowNetwork {
   // equal classes or paths); cleared when a capacity changes or when it holds more than
   // kMemoMaxLinks entries, and with the interned classes when those hold more than
   // kInternMaxLinks member path entries.
+  // A memo's numbers and rates lie in one block of memo_blocks_ (`size` of each from
+  // `offset`), its parts (when a class splits) in memo_parts_ from `parts`: no allocation per
+  // memo, and the index below is one flat table, so a lookup touches ~3 cache lines (a step
+  // makes ~10^5 of them; the node-based multimap and per-memo vectors were half of Recompute).
   struct Memo {
-    std::vector<uint32_t> key;  // the unknowns' numbers, in active_ order
-    std::vector<double> rates;
-    std::vector<ClassParts> parts;  // per unknown: how to split it (empty: exact)
-    bool any_loose = false;
+    uint32_t block = 0;
+    uint32_t offset = 0;
+    uint32_t size = 0;
+    uint32_t parts = kNoParts;  // kNoParts: exact (no class splits)
   };
+  static constexpr uint32_t kNoParts = UINT32_MAX;
   static constexpr size_t kNoMemo = SIZE_MAX;
   size_t FindMemo(std::span<const uint32_t> key);  // kNoMemo: none
-  // Adds m (may clear the memo first); its index.
-  size_t AddMemo(Memo m);
+  // Adds the memo of `key` with `rates` and, when not empty, `parts` (per unknown); may clear
+  // the memo first. Returns its index. The spans must not point into the memo's own storage.
+  size_t AddMemo(std::span<const uint32_t> key, std::span<const double> rates,
+                 std::span<const ClassParts> parts);
+  std::span<const uint32_t> MemoKey(const Memo& m) const {
+    return {memo_blocks_[m.block].keys.get() + m.offset, m.size};
+  }
+  std::span<const double> MemoRates(const Memo& m) const {
+    return {memo_blocks_[m.block].rates.get() + m.offset, m.size};
+  }
   // The memo of the whole active set (key_ set) from its components', added.
   size_t SolveByComponents();
   // The memo of the active flows active_[idx[j]] (one connected component; empty idx: all of
@@ -167,7 +180,22 @@ class FlowNetwork {
   // forget_classes: the interned classes and the solver's per-class data too.
   void ClearMemos(bool forget_classes);
   std::vector<Memo> memos_;
-  std::unordered_multimap<uint64_t, uint32_t> memo_index_;  // hash of the key -> memos_ index
+  // Blocks of kMemoBlock numbers and rates (one of its own for a longer key), filled in order
+  // and kept when the memo is cleared: no copying as the memo grows, and heap-sized pieces.
+  struct MemoBlock {
+    std::unique_ptr<uint32_t[]> keys;
+    std::unique_ptr<double[]> rates;
+    uint32_t capacity = 0;
+  };
+  static constexpr uint32_t kMemoBlock = 4096;
+  std::vector<MemoBlock> memo_blocks_;
+  uint32_t memo_block_ = 0;       // the block being filled
+  uint32_t memo_block_used_ = 0;  // its entries in use
+  std::vector<ClassParts> memo_parts_;
+  // Open addressing, linear probing, a power of two at most half full, placed by the key
+  // hash's low bits: per slot (the hash's high 32 bits << 32) | (memos_ index + 1), 0 empty;
+  // the numbers are compared only where the high bits match.
+  std::vector<uint64_t> memo_table_;
   size_t memo_links_ = 0;      // Σ 2 · key.size() over memos_ (numbers and rates)
   size_t interned_links_ = 0;  // Σ member_links.size() over interned_, + the paths'
   uint64_t capacity_version_ = 0;
@@ -186,6 +214,11 @@ class FlowNetwork {
   // component (comp_index_[comp_begin_[k] .. comp_begin_[k + 1])).
   std::vector<uint32_t> comp_, comp_begin_, comp_cursor_, comp_index_;
   std::vector<double> rates_;
+  std::vector<ClassParts> split_;  // Recompute's: the parts of a memo that splits classes
+  // SolveByComponents' and FindOrSolve's scratch.
+  std::vector<double> whole_rates_, solve_rates_;
+  std::vector<ClassParts> whole_parts_, solve_parts_;
+  std::vector<std::vector<uint32_t>> loose_;
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

@@ -29,9 +29,13 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "comm/topology.h"
 #include "scenarios/internal.h"
@@ -308,13 +312,42 @@ Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
   return c;
 }
 
-rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
-  // Topologies by node count, built on first use (shared by all copies of the callback).
-  auto topologies = std::make_shared<std::map<int, std::shared_ptr<comm::Topology>>>();
-  return [base, topologies](const rn::RunState& state) -> Result<rn::StepTiming> {
+rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base,
+                              std::optional<step::StepBreakdown> healthy) {
+  // Shared by all copies of the callback, under one mutex (the run's trials may call it from
+  // several threads): topologies by node count, built on first use, and the simulated step's
+  // breakdown per cluster state as the simulation sees it. The background checkpoint share only
+  // stretches a breakdown afterwards, so a state that differs from another only in it (every
+  // ASYNC run has one: the steps while a checkpoint is written) is not simulated again, nor is
+  // the healthy state when the caller has simulated it already (`healthy`).
+  struct Shared {
+    std::mutex mu;
+    std::map<int, std::shared_ptr<comm::Topology>> topologies;
+    // (live replicas, GPU slowdowns, NIC link factors): the simulated step's breakdown.
+    using Key =
+        std::tuple<int, std::vector<std::pair<int, double>>, std::vector<std::pair<int, double>>>;
+    std::map<Key, step::StepBreakdown> steps;
+  };
+  auto shared = std::make_shared<Shared>();
+  if (healthy) shared->steps.emplace(Shared::Key{base.parallel.dp, {}, {}}, *healthy);
+  return [base, shared](const rn::RunState& state) -> Result<rn::StepTiming> {
     step::StepConfig cfg = base;
     const int full_dp = base.parallel.dp;
     const int live = state.live_dp_replicas > 0 ? state.live_dp_replicas : full_dp;
+    auto stretched = [&state](step::StepBreakdown b) {
+      if (state.checkpoint_traffic_share > 0) {
+        const double stretch = 1.0 / (1.0 - std::min(0.9, state.checkpoint_traffic_share));
+        b.exposed_dp_comm_s *= stretch;
+        b.pp_wait_s *= stretch;
+      }
+      return ToStepTiming(b);
+    };
+    Shared::Key key{live, state.gpu_slowdown, state.nic_link_factor};
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      auto it = shared->steps.find(key);
+      if (it != shared->steps.end()) return stretched(it->second);
+    }
     if (live != full_dp) {
       const int gpn = base.topology.gpus_per_node;
       const int replica = base.parallel.tp * base.parallel.cp * base.parallel.pp;
@@ -341,11 +374,17 @@ rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
       if (gpu < gpus) ps.gpu_slowdown.push_back({gpu, f});
     }
     if (!state.nic_link_factor.empty()) {
-      auto& slot = (*topologies)[cfg.topology.nodes];
+      std::shared_ptr<comm::Topology> slot;
+      {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        slot = shared->topologies[cfg.topology.nodes];
+      }
       if (!slot) {
         Result<comm::Topology> topo = comm::Topology::Build(cfg.topology);
         if (!topo.ok()) return topo.status();
         slot = std::make_shared<comm::Topology>(std::move(topo).value());
+        std::lock_guard<std::mutex> lock(shared->mu);
+        shared->topologies[cfg.topology.nodes] = slot;
       }
       const int nics = cfg.topology.nodes * cfg.topology.nics_per_node;
       for (const auto& [nic, f] : state.nic_link_factor) {
@@ -356,13 +395,12 @@ rn::StepTimeFn MakeStepTimeFn(const step::StepConfig& base) {
     }
     Result<step::StepResult> r = step::SimulateStep(cfg, ps);
     if (!r.ok()) return r.status();
-    step::StepBreakdown b = r->breakdown;
-    if (state.checkpoint_traffic_share > 0) {
-      const double stretch = 1.0 / (1.0 - std::min(0.9, state.checkpoint_traffic_share));
-      b.exposed_dp_comm_s *= stretch;
-      b.pp_wait_s *= stretch;
+    {
+      // Two threads may simulate the same state; the results are equal (deterministic).
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->steps.emplace(std::move(key), r->breakdown);
     }
-    return ToStepTiming(b);
+    return stretched(r->breakdown);
   };
 }
 

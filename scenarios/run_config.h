@@ -9,6 +9,8 @@
 #ifndef TRAINSIM_SCENARIOS_RUN_CONFIG_H_
 #define TRAINSIM_SCENARIOS_RUN_CONFIG_H_
 
+#include <optional>
+
 #include "run/run_simulation.h"
 #include "scenarios/scenario.h"
 #include "sim/status.h"
@@ -23,8 +25,12 @@ Result<run::RunConfig> MakeRunConfig(const ResolvedScenario& r);
 Result<run::ScheduledFault> MakeScheduledFault(const ResolvedFault& f);
 
 // The step simulation as a run-simulation callback (see the header comment). `base` is the
-// healthy step's configuration (MakeStepConfig); `base.allow_oom` is honoured.
-run::StepTimeFn MakeStepTimeFn(const step::StepConfig& base);
+// healthy step's configuration (MakeStepConfig); `base.allow_oom` is honoured. Each distinct
+// cluster state is simulated once per callback (copies share it): states that differ only in
+// the background checkpoint share reuse one simulation. `healthy`: the breakdown of
+// SimulateStep(base) when the caller has it already (it is then not simulated again).
+run::StepTimeFn MakeStepTimeFn(const step::StepConfig& base,
+                               std::optional<step::StepBreakdown> healthy = std::nullopt);
 
 // StepBreakdown → StepTiming (rounded to whole nanoseconds per category).
 run::StepTiming ToStepTiming(const step::StepBreakdown& b);

@@ -104,7 +104,7 @@ Result<RunOutcome> SimulateScenarioRun(const ResolvedScenario& resolved,
   if (!config.ok()) return config.status();
   if (request.seed) config->seed = *request.seed;
   if (request.trials < 0) return Status::InvalidArgument("--trials must be at least 1");
-  run::StepTimeCache cache(MakeStepTimeFn(step));
+  run::StepTimeCache cache(MakeStepTimeFn(step, request.healthy_step));
   RunOutcome out;
   out.config = config.value();
   Result<run::RunReport> report = run::SimulateRun(out.config, cache, 0);

@@ -55,6 +55,9 @@ struct RunRequest {
   int64_t default_scan_trials = 100;  // trials per scanned interval when `trials` is 0
   bool progress = true;               // a progress bar on a terminal (sim::ProgressBar decides)
   int threads = 1;  // ≥ 1: trials run side by side (run::RunTrials; same results as 1)
+  // The breakdown of step::SimulateStep(step) on the healthy cluster when the caller has it
+  // already (SimulateScenarioStep's result): the run then does not simulate that step again.
+  std::optional<step::StepBreakdown> healthy_step;
 };
 
 struct RunOutcome {

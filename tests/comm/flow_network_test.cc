@@ -1,6 +1,7 @@
 #include "comm/flow_network.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -145,6 +146,77 @@ TEST_F(FlowNetworkTest, EmptyPathOrZeroBytesCompletesAfterLatencyOnly) {
       std::vector<LinkId>{}, 1000, [&] { done = engine_.now(); }, sim::Time::Micros(3));
   engine_.Run();
   EXPECT_EQ(done, sim::Time::Micros(3));
+}
+
+// Every active flow's rate against a fresh per-flow solve of the active set (MaxMinFairRates:
+// no memo, no components), within rounding. `paths` by flow id.
+void ExpectFreshRates(const FlowNetwork& net, const Topology& t,
+                      const std::vector<std::pair<FlowId, std::vector<LinkId>>>& flows,
+                      const std::vector<double>& factor) {
+  std::vector<FlowId> ids;
+  std::vector<std::vector<LinkId>> paths;
+  for (const auto& [id, path] : flows) {
+    if (net.FlowRate(id) > 0) {
+      ids.push_back(id);
+      paths.push_back(path);
+    }
+  }
+  ASSERT_EQ(ids.size(), net.active_flows());
+  const std::vector<double> want = MaxMinFairRates(t, paths, factor);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_NEAR(net.FlowRate(ids[i]), want[i], 1e-9 * want[i]) << "flow " << i;
+  }
+}
+
+// The memo (a flat table over blocks of numbers and rates) returns what a fresh solve gives:
+// thousands of distinct and recurring active sets (past one block of numbers and the table's
+// first growth), a set longer than a block, and the memo cleared by a capacity change.
+TEST(FlowNetworkMemoTest, MemoisedRatesMatchAFreshSolveOfEverySet) {
+  TopologySpec spec;
+  spec.nodes = 4;
+  const Topology t = Topology::Build(spec).value();
+  sim::Engine engine;
+  FlowNetwork net(&engine, &t);
+  std::vector<double> factor(size_t(t.num_links()), 1.0);
+  // 40 routes between GPU pairs (NVLink inside a node, NICs and switches across).
+  std::vector<std::vector<LinkId>> routes;
+  uint64_t x = 12345;
+  auto next = [&x] {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x >> 33;
+  };
+  while (routes.size() < 40) {
+    const int a = int(next() % 32), b = int(next() % 32);
+    if (a != b) routes.push_back(t.Route(a, b));
+  }
+  std::vector<std::pair<FlowId, std::vector<LinkId>>> flows;
+  // One flow every microsecond, lasting 1-12 µs alone, checked half-way to the next start.
+  for (int k = 0; k < 1500; ++k) {
+    const std::vector<LinkId>& r = routes[next() % routes.size()];
+    const uint64_t bytes = 40'000 * (1 + next() % 12);
+    flows.emplace_back(net.StartFlow(r, bytes, [] {}), r);
+    engine.RunUntil(sim::Time::Nanos(1000 * k + 500));
+    ExpectFreshRates(net, t, flows, factor);
+    if (k == 900) {  // clears the memo; the rates follow the new capacity
+      net.SetLinkBandwidthFactor(routes[0].front(), 0.5);
+      factor[size_t(routes[0].front())] = 0.5;
+    }
+  }
+  EXPECT_GT(net.rate_recomputations(), 1500u);
+  engine.Run();
+  // 4,200 flows at once (a key longer than a memo block), equal bytes: they drain route by
+  // route, each instant a new set.
+  flows.clear();
+  for (int k = 0; k < 4200; ++k) {
+    const std::vector<LinkId>& r = routes[size_t(k) % routes.size()];
+    flows.emplace_back(net.StartFlow(r, 1'000'000, [] {}), r);
+  }
+  for (int i = 0; i < 6 && net.active_flows() > 0; ++i) {
+    engine.RunUntil(engine.now() + sim::Time::Micros(1));
+    ExpectFreshRates(net, t, flows, factor);
+  }
+  engine.Run();
+  EXPECT_EQ(net.active_flows(), 0u);
 }
 
 TEST(MaxMinFairRatesTest, ClassicThreeFlowExample) {

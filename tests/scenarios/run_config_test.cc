@@ -109,6 +109,57 @@ TEST(RunConfigTest, StepTimeFnUsesTheStepSimulation) {
   EXPECT_LT(t1->total().seconds(), 2.1 * t->total().seconds());
 }
 
+// Each cluster state is simulated once: a state that differs from another only in the
+// background checkpoint share stretches the same simulated breakdown (its exposed DP comm and
+// pipeline wait by 1 / (1 − s)), exactly as simulating it again did; and a healthy breakdown
+// handed in is used instead of simulating the healthy state.
+TEST(RunConfigTest, StepTimeFnSimulatesEachStateOnce) {
+  ResolvedScenario r = LoadDemo({"failures.enabled=false"});
+  Result<step::StepConfig> sc = MakeStepConfig(r);
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  Result<step::StepResult> direct = step::SimulateStep(sc.value());
+  ASSERT_TRUE(direct.ok());
+  run::StepTimeFn fn = MakeStepTimeFn(sc.value());
+  run::RunState writing;
+  writing.live_dp_replicas = 2;
+  writing.checkpoint_traffic_share = 0.25;
+  // The old path: the state simulated afresh, then stretched.
+  step::StepBreakdown b = direct->breakdown;
+  b.exposed_dp_comm_s /= 0.75;
+  b.pp_wait_s /= 0.75;
+  const run::StepTiming want = ToStepTiming(b);
+  for (int k = 0; k < 2; ++k) {  // first simulated, then from the callback's memo
+    Result<run::StepTiming> t = fn(writing);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_EQ(t->useful, want.useful);
+    EXPECT_EQ(t->exposed_comm, want.exposed_comm);
+    EXPECT_EQ(t->bubble, want.bubble);
+  }
+  run::RunState healthy;  // live_dp_replicas 0: all of them
+  Result<run::StepTiming> h = fn(healthy);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->total(), ToStepTiming(direct->breakdown).total());
+
+  // Handed the healthy breakdown, the callback uses it for the healthy state and its stretched
+  // twin (a doubled compute shows it was not simulated).
+  step::StepBreakdown seeded = direct->breakdown;
+  seeded.compute_s *= 2;
+  run::StepTimeFn with = MakeStepTimeFn(sc.value(), seeded);
+  Result<run::StepTiming> s0 = with(healthy);
+  Result<run::StepTiming> s1 = with(writing);
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  EXPECT_EQ(s0->total(), ToStepTiming(seeded).total());
+  b.compute_s *= 2;
+  EXPECT_EQ(s1->total(), ToStepTiming(b).total());
+  // Another state is simulated.
+  run::RunState slowed = healthy;
+  slowed.gpu_slowdown = {{5, 1.5}};
+  Result<run::StepTiming> s2 = with(slowed);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_GT(s2->total(), h->total());
+  EXPECT_LT(s2->total(), s0->total());
+}
+
 // The requirement's example on the default scenario: `gpu 37 fails at 16h` with the stochastic
 // model off costs exactly the work since the last checkpoint completed before 16 h, plus detection
 // and restart, and the report names that checkpoint. SYNC so the checkpoint times have a closed
