@@ -181,8 +181,11 @@ Status EstimatePasses(Estimate& e) {
       Result<double> rest = e.cache->CollectiveSeconds(
           e.topo, comm::Op::kAllGather, group, layers > 1 ? bytes.dense - bytes.dense / layers : 0);
       if (!rest.ok()) return rest.status();
-      Result<double> experts = e.cache->CollectiveSeconds(
-          e.topo, comm::Op::kAllGather, e.layout.ExpertDpGroup(gpu), bytes.expert);
+      // (The expert DP group is built only when there are expert bytes: a dense model has none.)
+      Result<double> experts =
+          bytes.expert > 0 ? e.cache->CollectiveSeconds(e.topo, comm::Op::kAllGather,
+                                                        e.layout.ExpertDpGroup(gpu), bytes.expert)
+                           : Result<double>(0.0);
       if (!experts.ok()) return experts.status();
       gather_first[size_t(s)] = *first;
       gather_rest[size_t(s)] = *rest + *experts;
@@ -336,8 +339,9 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
     const int gpu = e.layout.GpuOf({0, s, 0});
     const std::vector<int> dp_group = step::DenseShardGroup(e.layout, gpu);
     const std::vector<int> replica_group = step::ShardReplicaGroup(e.layout, gpu);
-    const std::vector<int> expert_group = e.layout.ExpertDpGroup(gpu);
     const step::GradientBuckets buckets = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
+    const std::vector<int> expert_group =
+        buckets.expert_bytes > 0 ? e.layout.ExpertDpGroup(gpu) : std::vector<int>();
     if (buckets.count > 0) {
       Result<double> t = e.cache->CollectiveSeconds(e.topo, buckets.op, dp_group, buckets.bytes);
       if (!t.ok()) return t.status();
