@@ -118,8 +118,8 @@ const PresetText kPresets[] = {
     // modelled). Chunked attention (8192-token chunks on three of four layers) is taken as
     // full causal attention: the same at the 8192-token sequences set here.
     {"llama4-maverick",
-     "huggingface.co/meta-llama/Llama-4-Maverick-17B-128E config.json; Llama 4 model card",
-     "400", "17", false,
+     "huggingface.co/meta-llama/Llama-4-Maverick-17B-128E config.json; Llama 4 model card", "400",
+     "17", false,
      "name: \"Llama 4 Maverick\" layers: 48 hidden: 5120 heads: 40 kv_heads: 8 head_dim: 128 "
      "ffn_hidden: 16384 seq_len: 8192 vocab: 202048 "
      "moe { experts: 128 top_k: 1 expert_ffn_hidden: 8192 shared_experts: 1 "
