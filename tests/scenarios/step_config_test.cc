@@ -320,10 +320,11 @@ TEST(ValidationTest, MixtralOutOfSampleCheckIsWithinTenPercentOfTheReadme) {
 // Out of sample (not validation rows): one MoE layer forward and backward on 8 H100, EP 8, as
 // Megatron-LM's moe_perf test times it (baseline.json, BF16; the scenarios' comments give the
 // source): the layer's own ops (router, dispatcher metadata, permutation, experts, shared
-// experts) and its EP all-to-alls per layer and micro-batch, against the published milliseconds
-// of the dispatcher the model stands for (FLEX: HybridEP, which the H100 recipes run). At these
-// large shapes the model is slower than measured, by up to 30%; the gap was 38% for the DeepSeek
-// proxy under FLEX before DeepEP/HybridEP's per-rank deduplication inside a node.
+// experts: what the "moe" recompute module re-runs) and its EP all-to-alls per layer and
+// micro-batch, against the published milliseconds of the dispatcher the model stands for (FLEX:
+// HybridEP, which the H100 recipes run). At these large shapes the model is slower than measured,
+// by up to 30%; the gap was 38% for the DeepSeek proxy under FLEX before DeepEP/HybridEP's per-rank
+// deduplication inside a node.
 double MoeLayerMs(const std::string& path, pb::Parallelism::MoeTokenDispatcher dispatcher) {
   Result<pb::Scenario> s = LoadScenario(path);
   EXPECT_TRUE(s.ok()) << s.status().message();
@@ -338,12 +339,12 @@ double MoeLayerMs(const std::string& path, pb::Parallelism::MoeTokenDispatcher d
   if (!r.ok() || !c.ok() || !res.ok()) return 0;
   double ops_s = 0;
   const parallelism::GemmCalibration cal{c->calibration.get(), c->gemm_dtype};
-  for (const parallelism::OpRoofline& op : parallelism::RooflineOfOps(
-           c->gpu, c->compute,
-           parallelism::LayerOps(c->model, c->parallel.split(), c->parallel.micro_batch, true),
-           &cal)) {
-    for (const char* prefix : {"router", "moe_", "expert_", "shared_"}) {
-      if (op.name.rfind(prefix, 0) == 0) ops_s += op.time_s;
+  // The MoELayer's own ops are those its "moe" recompute module re-runs (AppendMoe tags them).
+  for (const parallelism::KernelOp& op :
+       parallelism::LayerOps(c->model, c->parallel.split(), c->parallel.micro_batch, true)) {
+    if ((op.recomputed_by & parallelism::kRecomputeMoe) == 0) continue;
+    for (bool forward : {true, false}) {
+      ops_s += parallelism::RooflineOf(c->gpu, c->compute, op, forward, &cal).time_s;
     }
   }
   const double layer_passes = double(c->model.num_layers) * double(c->parallel.num_micro_batches());
