@@ -132,6 +132,10 @@ struct LayerCost {
   double tp_fwd = 0, tp_bwd = 0, cp_fwd = 0, cp_bwd = 0, ep_fwd = 0, ep_bwd = 0;
   // Exposed forward collectives that recomputation re-runs in the backward.
   double tp_re = 0, cp_re = 0, ep_re = 0;
+  // The EP collectives' bytes per rank and closed-form seconds before overlap (ChunkCost::
+  // fwd_ep_bytes), and the share of them recomputation re-runs.
+  double ep_bytes_fwd = 0, ep_bytes_bwd = 0, ep_raw_fwd = 0, ep_raw_bwd = 0;
+  double ep_bytes_re = 0, ep_raw_re = 0;
   // Of fwd, bwd and recompute: compute slowed by the overlapped collectives.
   double slow_fwd = 0, slow_bwd = 0, slow_recompute = 0;
 };
@@ -290,6 +294,7 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
   lc.fwd = SumOps(cfg, gemm, ops, true);
   lc.bwd = SumOps(cfg, gemm, ops, false);
   const uint32_t mods = c.recomputed_modules();
+  const bool full_re = c.recompute == Recompute::kFull;
   if (c.recompute == Recompute::kFull) lc.recompute = lc.fwd;
   if (mods != 0) lc.recompute = SumOps(cfg, gemm, ops, true, mods);
   lc.fwd_kernels = SumKernels(ops, true);
@@ -337,6 +342,13 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
         break;
       case CommGroup::kEp: {
         (col.forward ? lc.ep_fwd : lc.ep_bwd) += t;
+        const double sent = col.bytes * std::max(1, col.count);
+        (col.forward ? lc.ep_bytes_fwd : lc.ep_bytes_bwd) += sent;
+        (col.forward ? lc.ep_raw_fwd : lc.ep_raw_bwd) += t;
+        if (col.forward && (full_re || (col.recomputed_by & mods))) {
+          lc.ep_bytes_re += sent;
+          lc.ep_raw_re += t;
+        }
         // Dispatch (with the token counts and the probabilities) or combine, per direction.
         const bool combine = col.name.find("combine") != std::string::npos;
         (col.forward ? (combine ? ep_parts.combine_fwd : ep_parts.dispatch_fwd)
@@ -432,6 +444,10 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
     k.bwd_slowed_s += n * (lc.slow_bwd + lc.slow_recompute);
     k.fwd_kernels += n * lc.fwd_kernels;
     k.bwd_kernels += n * lc.bwd_kernels;
+    k.fwd_ep_bytes += n * lc.ep_bytes_fwd;
+    k.bwd_ep_bytes += n * (lc.ep_bytes_bwd + lc.ep_bytes_re);
+    k.fwd_ep_raw_s += n * lc.ep_raw_fwd;
+    k.bwd_ep_raw_s += n * (lc.ep_raw_bwd + lc.ep_raw_re);
   };
   // Layers of each kind in this chunk, and of those the ones recomputation re-runs (all of
   // them, except under full recomputation's block method).
@@ -460,6 +476,7 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
     if (re < n) {  // layers outside the block method's checkpoints: nothing re-run
       LayerCost kept = lc;
       kept.recompute = kept.slow_recompute = kept.tp_re = kept.cp_re = kept.ep_re = 0;
+      kept.ep_bytes_re = kept.ep_raw_re = 0;
       kept.bwd_kernels -= lc.fwd_kernels;
       add(kept, n - re, moe_kind ? k.moe : k.dense, w * (n - re) / n);
     }

@@ -79,6 +79,13 @@ struct ChunkCost {
   // with it (TE userbuffers' TP, the CP ring under attention, overlapped EP all-to-alls), for
   // the breakdown's "compute slowed by overlapped comm" (step/comm_sm_share.h).
   double fwd_slowed_s = 0, bwd_slowed_s = 0;
+  // The pass's EP traffic, which the step simulation runs as flows on the network (Pipeline):
+  // the bytes each rank of the EP group sends over all the pass's EP collectives, summed (the
+  // all-to-alls' buffers; an all-gather's or reduce-scatter's tensor, whose wire volume per
+  // rank is the same), and their closed-form seconds before any overlap hid them, of which
+  // fwd/bwd_ep_s is the exposed part. Backward includes what recomputation re-runs.
+  double fwd_ep_bytes = 0, bwd_ep_bytes = 0;
+  double fwd_ep_raw_s = 0, bwd_ep_raw_s = 0;
   double fwd_comm_s() const { return fwd_tp_s + fwd_cp_s + fwd_ep_s; }
   double bwd_comm_s() const { return bwd_tp_s + bwd_cp_s + bwd_ep_s; }
   // One dense and one MoE layer's share of the above (the trace draws the pass layer by layer;

@@ -10,6 +10,7 @@
 #define TRAINSIM_STEP_PIPELINE_H_
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "comm/collective.h"
@@ -33,6 +34,16 @@ class Pipeline {
     double fwd_flops = 0, bwd_flops = 0;
     uint32_t recomputed_by = 0;         // parallelism::RecomputeModule bits
     sim::TraceArgs fwd_args, bwd_args;  // the op's roofline (parallelism/roofline.h)
+  };
+  // A pass's EP traffic (InitEpTraffic): the bytes per rank that run as flows, split into the
+  // exposed share (scaled down where the network alone would outlast the closed form's exposed
+  // time) and the share overlap hides.
+  struct EpTraffic {
+    uint64_t exposed = 0, hidden = 0;
+    // What the closed form's exposed time holds beyond the exposed bytes' own time on the idle
+    // network (the latencies of the pass's several collectives): the exposed flows start after
+    // it, so that other traffic slows what is bandwidth, not what is latency.
+    double latency_s = 0;
   };
   struct Send {  // a pipeline send: from executor src to dst's inbox[idx]
     int src = 0, dst = 0;
@@ -59,6 +70,13 @@ class Pipeline {
   void TaskDone(int ei, parallelism::Task t, int j);
   void StartSend(size_t s);
   void Advance(int ei);
+  // The exposed part of a pass's EP traffic, after its other work: `bytes` per rank as an
+  // all-to-all over the executor's EP group on the network, lasting at least `exposed_s` (the
+  // closed form's exposed time); the task settles when both have ended.
+  void InitEpTraffic();
+  void EpPhase(int ei, parallelism::Task t, int j, double exposed_s, EpTraffic traffic);
+  void EpFlows(int ei, parallelism::Task t, int j, uint64_t bytes);
+  void EpPartDone(int ei, parallelism::Task t, int j);
 
   StepState* st_;
   std::vector<ChunkCost> costs_;
@@ -81,8 +99,22 @@ class Pipeline {
     double estimate_s = 0;
   };
   std::vector<LayerCollective> layer_colls_, moe_colls_;
-  std::vector<double> chunk_act_bytes_;  // per virtual stage: one micro-batch's activations
-  std::vector<double> memory_bytes_;     // per executor: memory in use now
+  std::vector<double> chunk_act_bytes_;      // per virtual stage: one micro-batch's activations
+  std::vector<double> memory_bytes_;         // per executor: memory in use now
+  std::vector<EpTraffic> ep_traffic_;        // per pass, index direction · chunks + j (forward 0)
+  std::vector<std::vector<int>> ep_groups_;  // per executor: its EP group
+  // An EP group spans DP ranks, so the executors of several simulated replicas can share one:
+  // each pass's all-to-all starts once, when the last of them reaches it (they run the same
+  // schedule, and it holds them, so they meet at every phase in order). The group's first
+  // executor (the leader) also starts the hidden traffic, once for all.
+  struct EpMeeting {
+    int members = 0;
+    std::vector<std::tuple<int, parallelism::Task, int>> waiting;  // (executor, task, j)
+  };
+  std::vector<EpMeeting> ep_meetings_;
+  std::vector<int> ep_meeting_of_;  // per executor
+  std::vector<bool> ep_leader_;     // per executor
+  comm::CollectivePlanCache ep_plans_;
 };
 
 }  // namespace trainsim::step
