@@ -132,8 +132,10 @@ struct LayerCost {
   double tp_fwd = 0, tp_bwd = 0, cp_fwd = 0, cp_bwd = 0, ep_fwd = 0, ep_bwd = 0;
   // Exposed forward collectives that recomputation re-runs in the backward.
   double tp_re = 0, cp_re = 0, ep_re = 0;
-  // The EP collectives' bytes per rank and closed-form seconds before overlap (ChunkCost::
-  // fwd_ep_bytes), and the share of them recomputation re-runs.
+  // The CP and EP collectives' bytes per rank and closed-form seconds before overlap
+  // (ChunkCost::fwd_cp_bytes), and the share of them recomputation re-runs.
+  double cp_bytes_fwd = 0, cp_bytes_bwd = 0, cp_raw_fwd = 0, cp_raw_bwd = 0;
+  double cp_bytes_re = 0, cp_raw_re = 0;
   double ep_bytes_fwd = 0, ep_bytes_bwd = 0, ep_raw_fwd = 0, ep_raw_bwd = 0;
   double ep_bytes_re = 0, ep_raw_re = 0;
   // Of fwd, bwd and recompute: compute slowed by the overlapped collectives.
@@ -312,6 +314,18 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     Result<double> one = timer->Seconds(ToCommOp(col.kind), col.bytes);
     if (!one.ok()) return one.status();
     double t = *one * std::max(1, col.count);
+    if (col.group == CommGroup::kCp || col.group == CommGroup::kEp) {
+      const bool cp = col.group == CommGroup::kCp;
+      const double sent = col.bytes * std::max(1, col.count);
+      (col.forward ? (cp ? lc.cp_bytes_fwd : lc.ep_bytes_fwd)
+                   : (cp ? lc.cp_bytes_bwd : lc.ep_bytes_bwd)) += sent;
+      (col.forward ? (cp ? lc.cp_raw_fwd : lc.ep_raw_fwd) : (cp ? lc.cp_raw_bwd : lc.ep_raw_bwd)) +=
+          t;
+      if (col.forward && (full_re || (col.recomputed_by & mods))) {
+        (cp ? lc.cp_bytes_re : lc.ep_bytes_re) += sent;
+        (cp ? lc.cp_raw_re : lc.ep_raw_re) += t;
+      }
+    }
     if (!col.overlaps_op.empty()) {
       // The CP ring's K/V steps beside the attention blocks: the attention loses the SMs of
       // the send/recv kernel while the exchange runs (step/comm_sm_share.h).
@@ -342,13 +356,6 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
         break;
       case CommGroup::kEp: {
         (col.forward ? lc.ep_fwd : lc.ep_bwd) += t;
-        const double sent = col.bytes * std::max(1, col.count);
-        (col.forward ? lc.ep_bytes_fwd : lc.ep_bytes_bwd) += sent;
-        (col.forward ? lc.ep_raw_fwd : lc.ep_raw_bwd) += t;
-        if (col.forward && (full_re || (col.recomputed_by & mods))) {
-          lc.ep_bytes_re += sent;
-          lc.ep_raw_re += t;
-        }
         // Dispatch (with the token counts and the probabilities) or combine, per direction.
         const bool combine = col.name.find("combine") != std::string::npos;
         (col.forward ? (combine ? ep_parts.combine_fwd : ep_parts.dispatch_fwd)
@@ -444,6 +451,10 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
     k.bwd_slowed_s += n * (lc.slow_bwd + lc.slow_recompute);
     k.fwd_kernels += n * lc.fwd_kernels;
     k.bwd_kernels += n * lc.bwd_kernels;
+    k.fwd_cp_bytes += n * lc.cp_bytes_fwd;
+    k.bwd_cp_bytes += n * (lc.cp_bytes_bwd + lc.cp_bytes_re);
+    k.fwd_cp_raw_s += n * lc.cp_raw_fwd;
+    k.bwd_cp_raw_s += n * (lc.cp_raw_bwd + lc.cp_raw_re);
     k.fwd_ep_bytes += n * lc.ep_bytes_fwd;
     k.bwd_ep_bytes += n * (lc.ep_bytes_bwd + lc.ep_bytes_re);
     k.fwd_ep_raw_s += n * lc.ep_raw_fwd;
@@ -476,7 +487,7 @@ void AddChunkLayers(const StepConfig& cfg, const std::vector<LayerCost>& kind_co
     if (re < n) {  // layers outside the block method's checkpoints: nothing re-run
       LayerCost kept = lc;
       kept.recompute = kept.slow_recompute = kept.tp_re = kept.cp_re = kept.ep_re = 0;
-      kept.ep_bytes_re = kept.ep_raw_re = 0;
+      kept.cp_bytes_re = kept.cp_raw_re = kept.ep_bytes_re = kept.ep_raw_re = 0;
       kept.bwd_kernels -= lc.fwd_kernels;
       add(kept, n - re, moe_kind ? k.moe : k.dense, w * (n - re) / n);
     }

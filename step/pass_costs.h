@@ -79,11 +79,15 @@ struct ChunkCost {
   // with it (TE userbuffers' TP, the CP ring under attention, overlapped EP all-to-alls), for
   // the breakdown's "compute slowed by overlapped comm" (step/comm_sm_share.h).
   double fwd_slowed_s = 0, bwd_slowed_s = 0;
-  // The pass's EP traffic, which the step simulation runs as flows on the network (Pipeline):
-  // the bytes each rank of the EP group sends over all the pass's EP collectives, summed (the
-  // all-to-alls' buffers; an all-gather's or reduce-scatter's tensor, whose wire volume per
-  // rank is the same), and their closed-form seconds before any overlap hid them, of which
-  // fwd/bwd_ep_s is the exposed part. Backward includes what recomputation re-runs.
+  // The pass's CP and EP traffic, which the step simulation runs as flows on the network
+  // (Pipeline): the bytes each rank of the group sends over all the pass's collectives of the
+  // group, summed (a send/recv's message times its steps; the all-to-alls' buffers; an
+  // all-gather's or reduce-scatter's tensor, whose wire volume per rank is an all-to-all's of
+  // that size), and their closed-form seconds before any overlap hid them, of which
+  // fwd/bwd_cp_s and fwd/bwd_ep_s are the exposed part. Backward includes what recomputation
+  // re-runs.
+  double fwd_cp_bytes = 0, bwd_cp_bytes = 0;
+  double fwd_cp_raw_s = 0, bwd_cp_raw_s = 0;
   double fwd_ep_bytes = 0, bwd_ep_bytes = 0;
   double fwd_ep_raw_s = 0, bwd_ep_raw_s = 0;
   double fwd_comm_s() const { return fwd_tp_s + fwd_cp_s + fwd_ep_s; }

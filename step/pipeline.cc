@@ -1,8 +1,6 @@
 #include "step/pipeline.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <map>
 #include <utility>
 
 #include "parallelism/compute.h"
@@ -21,54 +19,8 @@ Pipeline::Pipeline(StepState* state, std::vector<ChunkCost> costs, GradientSync*
       send_bytes_(PipelineSendBytes(state->cfg, state->nic_share)),
       orders_(BuildSchedule(state->c.schedule, state->c.pp, state->v, state->m)) {
   if (st_->trace.enabled()) InitTrace();
-  if (st_->c.ep > 1) InitEpTraffic();
-}
-
-// Each pass's EP traffic runs on the network beside the pipeline sends and the DP reductions:
-// the share the closed form leaves exposed after the pass's other work, holding the pass until
-// it has drained, and the share overlap hides from the pass's start, beside its compute. Alone
-// on the network the pass lasts what the closed form gives (the exposed flows are scaled down
-// where the network would outlast it: a calibrated all-to-all can beat the topology's); with
-// other traffic on its links the flows take longer and the excess is exposed EP time. The
-// pass's collectives run as one all-to-all of their summed bytes: the same wire volume per
-// rank (docs/step-simulation.md).
-void Pipeline::InitEpTraffic() {
-  const size_t chunks = costs_.size();
-  ep_traffic_.assign(2 * chunks, EpTraffic{});
-  ep_groups_.reserve(st_->execs.size());
-  std::map<std::vector<int>, int> meeting;
-  for (const Executor& e : st_->execs) {
-    ep_groups_.push_back(st_->layout->EpGroup(e.gpu));
-    const auto [it, first] = meeting.try_emplace(ep_groups_.back(), int(ep_meetings_.size()));
-    if (first) ep_meetings_.emplace_back();
-    ep_meetings_[size_t(it->second)].members++;
-    ep_meeting_of_.push_back(it->second);
-    ep_leader_.push_back(first);
-  }
-  const std::vector<int>& group = ep_groups_.front();
-  for (size_t j = 0; j < chunks; ++j) {
-    const ChunkCost& k = costs_[j];
-    for (int dir = 0; dir < 2; ++dir) {
-      const double raw = dir == 0 ? k.fwd_ep_raw_s : k.bwd_ep_raw_s;
-      const double bytes = dir == 0 ? k.fwd_ep_bytes : k.bwd_ep_bytes;
-      const double exposed_s = dir == 0 ? k.fwd_ep_s : k.bwd_ep_s;
-      if (!(raw > 0) || !(bytes >= 1)) continue;
-      const double x = std::clamp(exposed_s / raw, 0.0, 1.0);
-      double exposed = bytes * x;
-      const double hidden = bytes - exposed;
-      double latency = 0;
-      if (exposed >= 1) {
-        const Result<comm::CollectiveEstimate> alone = comm::EstimateCollective(
-            *st_->topo, {comm::Op::kAllToAll, comm::Algo::kAuto, group, uint64_t(exposed)});
-        if (alone.ok() && alone->time.seconds() > exposed_s) {
-          exposed *= exposed_s / alone->time.seconds();
-        } else if (alone.ok()) {
-          latency = exposed_s - alone->time.seconds();
-        }
-      }
-      ep_traffic_[size_t(dir) * chunks + j] = {uint64_t(exposed), uint64_t(hidden), latency};
-    }
-  }
+  if (st_->c.cp > 1) InitTraffic(kCpTraffic);
+  if (st_->c.ep > 1) InitTraffic(kEpTraffic);
 }
 
 Status Pipeline::Run() {
@@ -191,22 +143,9 @@ void Pipeline::RunTask(int ei, double gather_s) {
   e.b.exposed_ep_comm_s += ep;
   e.b.offload_wait_s += offload;
   const double dur = compute + tp + cp + ep + host + offload + gather_s;
-  EpTraffic traffic;
-  if (!ep_traffic_.empty()) {
-    traffic = ep_traffic_[(t.forward ? 0 : costs_.size()) + size_t(j)];
-    if (traffic.hidden > 0 && ep_leader_[size_t(ei)]) {
-      const Result<comm::CollectiveEstimate> r = comm::RunCollective(
-          &st_->net,
-          {comm::Op::kAllToAll, comm::Algo::kAuto, ep_groups_[size_t(ei)], traffic.hidden}, [] {},
-          &ep_plans_);
-      if (!r.ok()) {
-        st_->error = r.status();
-        return;
-      }
-    }
-  }
-  // The pass's work before its exposed EP phase (all of it when that is not on flows).
-  const double before_ep = traffic.exposed > 0 ? dur - ep : dur;
+  // The pass's work before its exposed CP and EP phases on the network (all of it when
+  // neither is on flows).
+  const double before_net = dur - StartHiddenTraffic(ei, t, j);
   if (st_->trace.enabled()) {
     TaskSlices(e, t, start, dur);
     // The waits nested at the end of the task, after its layers: the host's launches
@@ -248,59 +187,12 @@ void Pipeline::RunTask(int ei, double gather_s) {
   }
   // Collectives in flight beside the task (the DP reduction, FSDP's prefetched gathers) slow
   // the share of it that computes (docs/step-simulation.md).
-  st_->SetComputeRate(e, before_ep > 0 ? compute / before_ep : 0.0);
-  if (traffic.exposed > 0) {
-    st_->engine.Schedule(StepState::Delay(before_ep),
-                         [this, ei, t, j, ep, traffic] { EpPhase(ei, t, j, ep, traffic); });
+  st_->SetComputeRate(e, before_net > 0 ? compute / before_net : 0.0);
+  if (before_net < dur) {
+    st_->engine.Schedule(StepState::Delay(before_net), [this, ei, t, j] { NetPhase(ei, t, j, 0); });
     return;
   }
   st_->engine.Schedule(StepState::Delay(dur), [this, ei, t, j] { SettleTask(ei, t, j, 0); });
-}
-
-void Pipeline::EpPhase(int ei, Task t, int j, double exposed_s, EpTraffic traffic) {
-  Executor& e = st_->exec(ei);
-  st_->SetComputeRate(e, 0.0);  // the pass waits for its tokens
-  e.ep_pending = 2;
-  e.ep_phase_start = st_->now();
-  e.ep_phase_s = exposed_s;
-  st_->engine.Schedule(StepState::Delay(exposed_s), [this, ei, t, j] { EpPartDone(ei, t, j); });
-  const sim::Time latency = StepState::Delay(traffic.latency_s);
-  if (latency > sim::Time::Zero()) {
-    st_->engine.Schedule(latency, [this, ei, t, j, b = traffic.exposed] { EpFlows(ei, t, j, b); });
-  } else {
-    EpFlows(ei, t, j, traffic.exposed);
-  }
-}
-
-// The exposed all-to-all, once every executor of the EP group is ready for it.
-void Pipeline::EpFlows(int ei, Task t, int j, uint64_t bytes) {
-  EpMeeting& meet = ep_meetings_[size_t(ep_meeting_of_[size_t(ei)])];
-  meet.waiting.emplace_back(ei, t, j);
-  if (int(meet.waiting.size()) < meet.members) return;
-  auto waiting = std::move(meet.waiting);
-  meet.waiting.clear();
-  const Result<comm::CollectiveEstimate> r = comm::RunCollective(
-      &st_->net, {comm::Op::kAllToAll, comm::Algo::kAuto, ep_groups_[size_t(ei)], bytes},
-      [this, waiting] {
-        for (const auto& [w, wt, wj] : waiting) EpPartDone(w, wt, wj);
-      },
-      &ep_plans_);
-  if (!r.ok()) st_->error = r.status();
-}
-
-void Pipeline::EpPartDone(int ei, Task t, int j) {
-  Executor& e = st_->exec(ei);
-  if (--e.ep_pending > 0) return;
-  // What the other traffic on the EP group's links, and the group's slower ranks, added to the
-  // exposed all-to-alls (below the engine's 1 ns tick: the closed form's time, rounded).
-  const double extra = st_->now() - e.ep_phase_start - e.ep_phase_s;
-  e.b.exposed_ep_comm_s += extra;
-  if (extra > 1e-9) {
-    st_->trace.Slice(e.gpu, kTrackCompute, "all-to-all slowed by other traffic", "idle",
-                     st_->now() - extra, extra,
-                     {{"micro_batch", t.micro_batch}, {"ep_wait_s", extra}});
-  }
-  SettleTask(ei, t, j, 0);
 }
 
 // At the task's end, and at the end of each extension of `extended` seconds: the compute owes

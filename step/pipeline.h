@@ -9,6 +9,7 @@
 #ifndef TRAINSIM_STEP_PIPELINE_H_
 #define TRAINSIM_STEP_PIPELINE_H_
 
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -35,15 +36,35 @@ class Pipeline {
     uint32_t recomputed_by = 0;         // parallelism::RecomputeModule bits
     sim::TraceArgs fwd_args, bwd_args;  // the op's roofline (parallelism/roofline.h)
   };
-  // A pass's EP traffic (InitEpTraffic): the bytes per rank that run as flows, split into the
-  // exposed share (scaled down where the network alone would outlast the closed form's exposed
-  // time) and the share overlap hides.
-  struct EpTraffic {
+  // The layer collectives that run on the network as flows (pipeline_traffic.cc), in the
+  // order a pass meets them: CP's K/V exchange (attention), then EP's token exchange (MoE).
+  enum TrafficKind { kCpTraffic = 0, kEpTraffic = 1, kTrafficKinds = 2 };
+  // A pass's traffic of one kind: the bytes per rank that run as flows, split into the exposed
+  // share (scaled down where the network alone would outlast the closed form's exposed time)
+  // and the share overlap hides; and what the closed form's exposed time holds beyond the
+  // exposed bytes' own time on the idle network (the latencies of the pass's several
+  // collectives): the exposed flows start after it, so that other traffic slows what is
+  // bandwidth, not what is latency.
+  struct PassTraffic {
     uint64_t exposed = 0, hidden = 0;
-    // What the closed form's exposed time holds beyond the exposed bytes' own time on the idle
-    // network (the latencies of the pass's several collectives): the exposed flows start after
-    // it, so that other traffic slows what is bandwidth, not what is latency.
-    double latency_s = 0;
+    double exposed_s = 0, latency_s = 0;
+  };
+  // The executors of several simulated replicas can share a group (an EP group spans DP
+  // ranks): each pass's exposed exchange starts once, when the last of them reaches it (they
+  // run the same schedule, and it holds them, so they meet at every phase in order). The
+  // group's first executor (the leader) also starts the hidden traffic, once for all.
+  struct Meeting {
+    int members = 0;
+    std::vector<std::tuple<int, parallelism::Task, int>> waiting;  // (executor, task, j)
+  };
+  struct Traffic {
+    bool on = false;
+    bool ring = false;                     // CP's P2P ring: each rank to the next; else all-to-all
+    std::vector<PassTraffic> pass;         // index direction · chunks + j (forward 0)
+    std::vector<std::vector<int>> groups;  // per executor: its group
+    std::vector<Meeting> meetings;
+    std::vector<int> meeting_of;  // per executor
+    std::vector<bool> leader;     // per executor
   };
   struct Send {  // a pipeline send: from executor src to dst's inbox[idx]
     int src = 0, dst = 0;
@@ -73,10 +94,16 @@ class Pipeline {
   // The exposed part of a pass's EP traffic, after its other work: `bytes` per rank as an
   // all-to-all over the executor's EP group on the network, lasting at least `exposed_s` (the
   // closed form's exposed time); the task settles when both have ended.
-  void InitEpTraffic();
-  void EpPhase(int ei, parallelism::Task t, int j, double exposed_s, EpTraffic traffic);
-  void EpFlows(int ei, parallelism::Task t, int j, uint64_t bytes);
-  void EpPartDone(int ei, parallelism::Task t, int j);
+  void InitTraffic(TrafficKind kind);
+  const PassTraffic& PassOf(TrafficKind kind, const parallelism::Task& t, int j) const;
+  // Starts the hidden share of the pass's traffic; returns the seconds of its exposed phases.
+  double StartHiddenTraffic(int ei, const parallelism::Task& t, int j);
+  // The pass's exposed phases from `kind` on, after its other work; then SettleTask. Each
+  // lasts at least the closed form's exposed time, and until its flows have drained.
+  void NetPhase(int ei, parallelism::Task t, int j, int kind);
+  void PhaseFlows(int ei, parallelism::Task t, int j, int kind);
+  void PhasePartDone(int ei, parallelism::Task t, int j, int kind);
+  Status StartExchange(TrafficKind kind, int ei, uint64_t bytes, std::function<void()> done);
 
   StepState* st_;
   std::vector<ChunkCost> costs_;
@@ -99,22 +126,10 @@ class Pipeline {
     double estimate_s = 0;
   };
   std::vector<LayerCollective> layer_colls_, moe_colls_;
-  std::vector<double> chunk_act_bytes_;      // per virtual stage: one micro-batch's activations
-  std::vector<double> memory_bytes_;         // per executor: memory in use now
-  std::vector<EpTraffic> ep_traffic_;        // per pass, index direction · chunks + j (forward 0)
-  std::vector<std::vector<int>> ep_groups_;  // per executor: its EP group
-  // An EP group spans DP ranks, so the executors of several simulated replicas can share one:
-  // each pass's all-to-all starts once, when the last of them reaches it (they run the same
-  // schedule, and it holds them, so they meet at every phase in order). The group's first
-  // executor (the leader) also starts the hidden traffic, once for all.
-  struct EpMeeting {
-    int members = 0;
-    std::vector<std::tuple<int, parallelism::Task, int>> waiting;  // (executor, task, j)
-  };
-  std::vector<EpMeeting> ep_meetings_;
-  std::vector<int> ep_meeting_of_;  // per executor
-  std::vector<bool> ep_leader_;     // per executor
-  comm::CollectivePlanCache ep_plans_;
+  std::vector<double> chunk_act_bytes_;  // per virtual stage: one micro-batch's activations
+  std::vector<double> memory_bytes_;     // per executor: memory in use now
+  Traffic traffic_[kTrafficKinds];
+  comm::CollectivePlanCache traffic_plans_;
 };
 
 }  // namespace trainsim::step

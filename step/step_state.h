@@ -111,10 +111,10 @@ struct Executor {
   double comm_share = 0;
   double compute_rate = 0;
   double lost_s = 0, accrued_at = 0, owed_s = 0;
-  // A pass's exposed EP phase (Pipeline::EpPhase): its parts still running (the flows and
-  // the closed form's time), when it began and the closed form's time.
-  int ep_pending = 0;
-  double ep_phase_start = 0, ep_phase_s = 0;
+  // A pass's exposed CP or EP phase (Pipeline::NetPhase): its parts still running (the flows
+  // and the closed form's time), when it began and the closed form's time.
+  int net_pending = 0;
+  double net_phase_start = 0, net_phase_s = 0;
   StepBreakdown b;
   double compute_done_s = -1, reduced_s = -1, opt_end_s = 0, end_s = 0;
   bool finished = false;

@@ -1,6 +1,7 @@
-// Expert parallelism's all-to-alls on the flow network: alone on their links they last what the
-// closed form gives; beside other traffic on the same NICs they take longer. Expectations come
-// from the closed form (ChunkCosts) and from sharing links, not from the program's output.
+// Context parallelism's K/V exchange and expert parallelism's all-to-alls on the flow network:
+// alone on their links they last what the closed form gives; beside other traffic on the same
+// NICs, or over a degraded NIC, they take longer. Expectations come from the closed form
+// (ChunkCosts) and from sharing links, not from the program's output.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -46,23 +47,83 @@ StepConfig MoeOverTwoNodes() {
   return c;
 }
 
-// The closed form's exposed EP seconds of one step: every micro-batch's forward and backward of
-// every chunk (PP 1: one chunk).
-double ClosedFormExposedEp(const StepConfig& c) {
+// The closed form's exposed CP and EP seconds of one step: every micro-batch's forward and
+// backward of every chunk (PP 1: one chunk).
+struct Exposed {
+  double cp = 0, ep = 0;
+};
+Exposed ClosedFormExposed(const StepConfig& c) {
   Result<comm::Topology> topo = comm::Topology::Build(c.topology);
   EXPECT_TRUE(topo.ok());
   const Layout layout(c.parallel, topo->gpus_per_node());
   CalibratedTpTimer tp(&*topo, layout.TpGroup(0), nullptr);
+  CalibratedTpTimer cp(&*topo, layout.CpGroup(0), nullptr);
   CalibratedTpTimer ep(&*topo, layout.EpGroup(0), nullptr);
-  const GroupTimers timers{&tp, nullptr, &ep, nullptr};
+  const GroupTimers timers{&tp, c.parallel.cp > 1 ? &cp : nullptr,
+                           c.parallel.ep > 1 ? &ep : nullptr, nullptr};
   Result<std::vector<ChunkCost>> costs = ChunkCosts(c, GemmCalibrationOf(c), timers);
   EXPECT_TRUE(costs.ok());
-  double per_micro_batch = 0;
-  for (const ChunkCost& k : *costs) per_micro_batch += k.fwd_ep_s + k.bwd_ep_s;
-  return per_micro_batch * double(c.parallel.num_micro_batches());
+  Exposed x;
+  for (const ChunkCost& k : *costs) {
+    x.cp += k.fwd_cp_s + k.bwd_cp_s;
+    x.ep += k.fwd_ep_s + k.bwd_ep_s;
+  }
+  x.cp *= double(c.parallel.num_micro_batches());
+  x.ep *= double(c.parallel.num_micro_batches());
+  return x;
+}
+double ClosedFormExposedEp(const StepConfig& c) { return ClosedFormExposed(c).ep; }
+// One engine tick (1 ns) per pass of the step: how far the rounding of each pass's end can move
+// a breakdown row.
+double PassTicks(const StepConfig& c) { return 2e-9 * double(c.parallel.num_micro_batches()); }
+
+// A dense GPT on two DGX H100 nodes with TP 8 × CP 2: the CP group is GPU 0 and GPU 8, one per
+// node, so its K/V exchange crosses the network. A short sequence (2,048 tokens per CP rank)
+// makes the attention shorter than the ring's step, so part of the ring is exposed.
+StepConfig CpOverTwoNodes(parallelism::CpComm comm) {
+  StepConfig c = MoeOverTwoNodes();
+  c.model.moe = {};
+  c.model.seq_len = 4096;
+  c.parallel.ep = 1;
+  c.parallel.tp = 8;
+  c.parallel.cp = 2;
+  c.parallel.dp = 1;
+  c.parallel.global_batch = 4;
+  c.parallel.cp_comm = comm;
+  c.parallel.sequence_parallel = true;
+  c.parallel.overlap_dp = false;
+  return c;
 }
 
-TEST(EpFlowsTest, TheEpGroupOfTheTestLayoutSpansBothNodes) {
+TEST(LayerTrafficTest, TheCpRingAloneOnTheNetworkLastsTheClosedFormsExposedTime) {
+  const StepConfig c = CpOverTwoNodes(parallelism::CpComm::kP2P);
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double closed = ClosedFormExposed(c).cp;
+  ASSERT_GT(closed, 0);
+  // Each pass's exchange ends on the engine's 1 ns tick.
+  EXPECT_NEAR(r->breakdown.exposed_cp_comm_s, closed, PassTicks(c));
+}
+
+TEST(LayerTrafficTest, ADegradedNicSlowsTheCpAllGather) {
+  // GPU 8's NIC at a quarter of its rate: the K/V all-gather between GPU 0 and GPU 8 (its
+  // bandwidth part most of its time) takes up to 4x as long.
+  const StepConfig c = CpOverTwoNodes(parallelism::CpComm::kAllGather);
+  Result<comm::Topology> topo = comm::Topology::Build(c.topology);
+  ASSERT_TRUE(topo.ok());
+  ClusterState s;
+  s.links.push_back({topo->nic_tx(8), 0.25});
+  s.links.push_back({topo->nic_rx(8), 0.25});
+  Result<StepResult> r = SimulateStep(c, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double closed = ClosedFormExposed(c).cp;
+  ASSERT_GT(closed, 0);
+  EXPECT_GT(r->breakdown.exposed_cp_comm_s, 2 * closed);
+  EXPECT_LT(r->breakdown.exposed_cp_comm_s, 4 * closed);
+  EXPECT_NEAR(r->breakdown.total_s(), r->time_s, 1e-6 * r->time_s);
+}
+
+TEST(LayerTrafficTest, TheEpGroupOfTheTestLayoutSpansBothNodes) {
   const StepConfig c = MoeOverTwoNodes();
   const Layout layout(c.parallel, 8);
   std::set<int> nodes;
@@ -70,7 +131,7 @@ TEST(EpFlowsTest, TheEpGroupOfTheTestLayoutSpansBothNodes) {
   EXPECT_EQ(nodes.size(), 2u);
 }
 
-TEST(EpFlowsTest, AllToAllsAloneOnTheNetworkLastTheClosedFormsExposedTime) {
+TEST(LayerTrafficTest, AllToAllsAloneOnTheNetworkLastTheClosedFormsExposedTime) {
   // No gradient reduction beside the passes (it runs after the last backward) and one
   // pipeline stage: nothing else is on the network while the all-to-alls run.
   StepConfig c = MoeOverTwoNodes();
@@ -79,12 +140,12 @@ TEST(EpFlowsTest, AllToAllsAloneOnTheNetworkLastTheClosedFormsExposedTime) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   const double closed = ClosedFormExposedEp(c);
   ASSERT_GT(closed, 0);
-  EXPECT_NEAR(r->breakdown.exposed_ep_comm_s, closed, 1e-6 * closed);
+  EXPECT_NEAR(r->breakdown.exposed_ep_comm_s, closed, PassTicks(c));
   // The flows ran: far more than the step's DP reduction alone starts.
   EXPECT_GT(r->flows, 2 * c.parallel.num_micro_batches() * 8 * 7);
 }
 
-TEST(EpFlowsTest, GradientReductionsOnTheSameNicsSlowTheAllToAlls) {
+TEST(LayerTrafficTest, GradientReductionsOnTheSameNicsSlowTheAllToAlls) {
   // ZeRO-2 reduces gradient buckets during every backward pass, over the DP group (GPUs 0, 2,
   // …, 14: both nodes), whose NICs the EP group's all-to-alls use too. With small buckets,
   // some become ready while the pass's all-to-alls run (the last part of the backward), and
@@ -98,10 +159,10 @@ TEST(EpFlowsTest, GradientReductionsOnTheSameNicsSlowTheAllToAlls) {
   const double closed = ClosedFormExposedEp(c);
   EXPECT_GT(r->breakdown.exposed_ep_comm_s, closed * 1.01);
   // The excess is accounted: the breakdown still adds up to the step.
-  EXPECT_NEAR(r->breakdown.total_s(), r->time_s, 1e-9 * r->time_s);
+  EXPECT_NEAR(r->breakdown.total_s(), r->time_s, 1e-6 * r->time_s);
 }
 
-TEST(EpFlowsTest, ADegradedNicInTheEpGroupSlowsItsAllToAlls) {
+TEST(LayerTrafficTest, ADegradedNicInTheEpGroupSlowsItsAllToAlls) {
   // The closed form prices the all-to-all on the idle topology. On the flows, GPU 3's NIC at a
   // quarter of its rate carries GPU 3's eight shares for the other node at 12.5 instead of
   // 50 GB/s, and every rank's all-to-all waits for them: the bandwidth part, most of the
@@ -119,10 +180,10 @@ TEST(EpFlowsTest, ADegradedNicInTheEpGroupSlowsItsAllToAlls) {
   const double closed = ClosedFormExposedEp(c);
   EXPECT_GT(r->breakdown.exposed_ep_comm_s, 2 * closed);
   EXPECT_LT(r->breakdown.exposed_ep_comm_s, 4 * closed);
-  EXPECT_NEAR(r->breakdown.total_s(), r->time_s, 1e-9 * r->time_s);
+  EXPECT_NEAR(r->breakdown.total_s(), r->time_s, 1e-6 * r->time_s);
 }
 
-TEST(EpFlowsTest, ASlowReplicaHoldsTheAllToAllsOfTheReplicasInItsEpGroup) {
+TEST(LayerTrafficTest, ASlowReplicaHoldsTheAllToAllsOfTheReplicasInItsEpGroup) {
   // GPU 3 (DP rank 1) runs its kernels 1.5x slower. Its replica and a healthy one are
   // simulated; they share the EP group, and an all-to-all starts only when every rank has
   // reached it, so GPU 0's replica waits for the slow one at every MoE layer's exchange: its
@@ -137,10 +198,10 @@ TEST(EpFlowsTest, ASlowReplicaHoldsTheAllToAllsOfTheReplicasInItsEpGroup) {
   const double closed = ClosedFormExposedEp(c);
   const double extra_compute = 0.5 * (r->breakdown.compute_s + r->breakdown.compute_slowed_s);
   EXPECT_NEAR(r->breakdown.exposed_ep_comm_s, closed + extra_compute, 0.05 * extra_compute);
-  EXPECT_NEAR(r->breakdown.total_s(), r->time_s, 1e-9 * r->time_s);
+  EXPECT_NEAR(r->breakdown.total_s(), r->time_s, 1e-6 * r->time_s);
 }
 
-TEST(EpFlowsTest, OverlappedAllToAllsStillLoadTheNetwork) {
+TEST(LayerTrafficTest, OverlappedAllToAllsStillLoadTheNetwork) {
   // With Megatron-Core's combined 1F1B overlap part of the traffic hides under compute; the
   // hidden part still runs on the network, so the step starts as many flows as without the
   // overlap (the same bytes, split in two all-to-alls per pass).
