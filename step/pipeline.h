@@ -10,11 +10,14 @@
 #define TRAINSIM_STEP_PIPELINE_H_
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "comm/collective.h"
+#include "comm/schedule.h"
 #include "parallelism/schedule.h"
 #include "step/gradient_sync.h"
 #include "step/pass_costs.h"
@@ -130,6 +133,8 @@ class Pipeline {
   std::vector<double> memory_bytes_;     // per executor: memory in use now
   Traffic traffic_[kTrafficKinds];
   comm::CollectivePlanCache traffic_plans_;
+  // CP rings' exchanges prepared to run, per (the group's first GPU, bytes per rank).
+  std::map<std::pair<int, uint64_t>, std::shared_ptr<const comm::PreparedSchedule>> ring_plans_;
 };
 
 }  // namespace trainsim::step

@@ -10,6 +10,7 @@
 #include <memory>
 #include <utility>
 
+#include "comm/schedule.h"
 #include "step/pipeline.h"
 
 namespace trainsim::step {
@@ -18,26 +19,46 @@ using parallelism::Task;
 
 namespace {
 
+// CP's ring exchange: every rank sends `bytes` to the next at once, one class of flows per hop
+// class (the pairs inside a node, those that cross the network), at NCCL's Simple protocol (a
+// send/recv of K/V chunks is bulk); it ends when the slowest pair has, after the slowest pair's
+// hop latency.
+comm::TransferSchedule RingExchange(const comm::Topology& topo, const std::vector<int>& group,
+                                    uint64_t bytes) {
+  comm::TransferSchedule s;
+  s.family = comm::LatencyFamily::kRing;
+  std::vector<comm::Hop> hops;
+  for (size_t i = 0; i < group.size(); ++i) {
+    comm::PipelinedTransfer t;
+    t.src_gpu = group[i];
+    t.dst_gpu = group[(i + 1) % group.size()];
+    t.payload_bytes = bytes;
+    const comm::HopClass hop = comm::HopClassOf(topo, t.src_gpu, t.dst_gpu);
+    t.flow_class = hop == comm::HopClass::kNvlink ? 0 : 1;
+    s.transfers.push_back(t);
+    hops.push_back(comm::MakeHop(topo, t.src_gpu, t.dst_gpu));
+  }
+  s.chain_latency_s = [hops](const comm::ProtocolCosts& costs) {
+    double worst = 0;
+    for (const comm::Hop& h : hops) worst = std::max(worst, comm::HopLatency(costs, h));
+    return worst;
+  };
+  return s;
+}
+
 // The pass's collectives of a group as one exchange of their summed bytes per rank: CP's ring
-// as every rank sending to the next, the rest (EP's all-to-alls and all-gathers, CP's
-// all-gather and Ulysses all-to-alls) as one all-to-all, whose wire volume per rank is an
-// all-gather's or reduce-scatter's of the same size.
+// (above), the rest (EP's all-to-alls and all-gathers, CP's all-gather and Ulysses all-to-alls)
+// as one all-to-all, whose wire volume per rank is an all-gather's or reduce-scatter's of the
+// same size. Its time alone on the idle topology (negative if comm cannot time it).
 double ExchangeSeconds(const comm::Topology& topo, bool ring, const std::vector<int>& group,
                        uint64_t bytes) {
-  if (!ring) {
-    const Result<comm::CollectiveEstimate> r =
-        comm::EstimateCollective(topo, {comm::Op::kAllToAll, comm::Algo::kAuto, group, bytes});
-    return r.ok() ? r->time.seconds() : -1;
+  if (ring) {
+    return comm::EvaluateSchedule(topo, RingExchange(topo, group, bytes), {comm::Protocol::kSimple})
+        .front();
   }
-  double slowest = 0;
-  for (size_t i = 0; i < group.size(); ++i) {
-    const std::vector<int> pair{group[i], group[(i + 1) % group.size()]};
-    const Result<comm::CollectiveEstimate> r =
-        comm::EstimateCollective(topo, {comm::Op::kSendRecv, comm::Algo::kAuto, pair, bytes});
-    if (!r.ok()) return -1;
-    slowest = std::max(slowest, r->time.seconds());
-  }
-  return slowest;
+  const Result<comm::CollectiveEstimate> r =
+      comm::EstimateCollective(topo, {comm::Op::kAllToAll, comm::Algo::kAuto, group, bytes});
+  return r.ok() ? r->time.seconds() : -1;
 }
 
 }  // namespace
@@ -100,19 +121,12 @@ Status Pipeline::StartExchange(TrafficKind kind, int ei, uint64_t bytes,
                                std::move(done), &traffic_plans_)
         .status();
   }
-  // Every rank sends to the next at once; the exchange ends when the last pair has.
-  auto left = std::make_shared<size_t>(g.size());
-  auto last = std::make_shared<std::function<void()>>(std::move(done));
-  for (size_t i = 0; i < g.size(); ++i) {
-    const std::vector<int> pair{g[i], g[(i + 1) % g.size()]};
-    Result<comm::CollectiveEstimate> r = comm::RunCollective(
-        &st_->net, {comm::Op::kSendRecv, comm::Algo::kAuto, pair, bytes},
-        [left, last] {
-          if (--*left == 0) (*last)();
-        },
-        &traffic_plans_);
-    if (!r.ok()) return r.status();
+  std::shared_ptr<const comm::PreparedSchedule>& ring = ring_plans_[{g.front(), bytes}];
+  if (ring == nullptr) {
+    ring = comm::PrepareSchedule(*st_->topo, RingExchange(*st_->topo, g, bytes),
+                                 comm::Protocol::kSimple);
   }
+  comm::RunPreparedSchedule(&st_->net, ring, std::move(done));
   return Status::Ok();
 }
 
