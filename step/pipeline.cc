@@ -32,8 +32,8 @@ Status Pipeline::Run() {
   for (const Executor& e : st_->execs) {
     if (!e.finished) {
       return Status::FailedPrecondition(
-          "the step never completed: a link on the path of a pipeline transfer or gradient "
-          "reduction is down (bandwidth factor 0)");
+          "the step never completed: a link on the path of a pipeline transfer, gradient "
+          "reduction or CP/EP exchange is down (bandwidth factor 0)");
     }
   }
   return Status::Ok();
