@@ -323,6 +323,9 @@ void MaxMinSolver::ForgetClasses() {
   shared_.clear();
   class_number_.clear();
   meets_.clear();
+  last_numbers_.clear();
+  last_comp_.clear();
+  last_count_ = 0;
 }
 
 uint32_t MaxMinSolver::ClassNumber(const FlowClass* c) {
@@ -396,19 +399,30 @@ size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_
       parent_[x] = y;
     }
   };
-  // Every unknown numbered by the caller: pairs through the table.
+  // Every unknown numbered by the caller: pairs through the table, starting from the last
+  // call's components when there was one (a network's active set changes by a few unknowns
+  // between solves).
   if (std::all_of(views.begin(), views.end(),
                   [](const ClassView& v) { return v.number != ClassView::kNoNumber; })) {
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t j = 0; j < i; ++j) {
-        if (find(uint32_t(i)) == find(uint32_t(j))) continue;
-        if (Meet(views[i], views[i].number, views[j], views[j].number)) {
-          unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+    if (last_numbers_.empty()) {
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < i; ++j) {
+          if (find(uint32_t(i)) == find(uint32_t(j))) continue;
+          if (Meet(views[i], views[i].number, views[j], views[j].number)) {
+            unite(static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+          }
         }
       }
+    } else {
+      ComponentsFromLast(views);
     }
-    return Number(n, comp);
+    last_count_ = Number(n, comp);
+    last_numbers_.resize(n);
+    for (size_t i = 0; i < n; ++i) last_numbers_[i] = views[i].number;
+    last_comp_ = *comp;
+    return last_count_;
   }
+  last_numbers_.clear();
   // Single flows: through the links they stamp.
   if (stamp_.size() < num_links) {
     stamp_.resize(num_links, 0);
@@ -471,6 +485,82 @@ size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_
     }
   }
   return Number(n, comp);
+}
+
+void MaxMinSolver::ComponentsFromLast(const std::vector<ClassView>& views) {
+  constexpr uint32_t kNone = UINT32_MAX;
+  const size_t n = views.size(), m = last_numbers_.size();
+  auto find = [this](uint32_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  };
+  auto unite = [&](uint32_t x, uint32_t y) {
+    x = find(x);
+    y = find(y);
+    if (x < y) {
+      parent_[y] = x;
+    } else if (y < x) {
+      parent_[x] = y;
+    }
+  };
+  // Match the views to the last call's in order (equal numbers are equal links, so any
+  // order-keeping match is right): a view not found a few places ahead is new.
+  constexpr size_t kLookAhead = 8;
+  match_.assign(n, kNone);
+  last_matched_.assign(m, 0);
+  size_t at = 0;
+  for (size_t j = 0; j < n && at < m; ++j) {
+    for (size_t k = at; k < std::min(m, at + kLookAhead); ++k) {
+      if (last_numbers_[k] == views[j].number) {
+        match_[j] = uint32_t(k);
+        last_matched_[k] = 1;
+        at = k + 1;
+        break;
+      }
+    }
+  }
+  // A component that lost a view may have split; the others are whole.
+  dirty_.assign(last_count_, 0);
+  for (size_t k = 0; k < m; ++k) {
+    if (!last_matched_[k]) dirty_[last_comp_[k]] = 1;
+  }
+  first_of_comp_.assign(last_count_, kNone);
+  dirty_views_.clear();
+  for (size_t j = 0; j < n; ++j) {
+    parent_[j] = uint32_t(j);
+    if (match_[j] == kNone) continue;
+    const uint32_t c = last_comp_[match_[j]];
+    if (dirty_[c]) {
+      dirty_views_.push_back(uint32_t(j));
+    } else if (first_of_comp_[c] == kNone) {
+      first_of_comp_[c] = uint32_t(j);
+    } else {
+      parent_[j] = first_of_comp_[c];  // its component's first view: the lowest index
+    }
+  }
+  // The views left in each dirty component, among themselves (no other view meets them).
+  std::stable_sort(dirty_views_.begin(), dirty_views_.end(), [&](uint32_t a, uint32_t b) {
+    return last_comp_[match_[a]] < last_comp_[match_[b]];
+  });
+  for (size_t a = 0; a < dirty_views_.size(); ++a) {
+    const uint32_t i = dirty_views_[a];
+    for (size_t b = a; b-- > 0;) {
+      const uint32_t j = dirty_views_[b];
+      if (last_comp_[match_[j]] != last_comp_[match_[i]]) break;
+      if (find(i) == find(j)) continue;
+      if (Meet(views[i], views[i].number, views[j], views[j].number)) unite(i, j);
+    }
+  }
+  // New views, against every other.
+  for (size_t i = 0; i < n; ++i) {
+    if (match_[i] != kNone) continue;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i || find(uint32_t(i)) == find(uint32_t(j))) continue;
+      if (Meet(views[i], views[i].number, views[j], views[j].number)) {
+        unite(uint32_t(i), uint32_t(j));
+      }
+    }
+  }
 }
 
 size_t MaxMinSolver::Number(size_t n, std::vector<uint32_t>* comp) {

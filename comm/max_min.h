@@ -149,6 +149,19 @@ class MaxMinSolver {
   std::unordered_map<const FlowClass*, uint32_t> class_number_;
   std::vector<std::vector<uint8_t>> meets_;
   std::vector<uint32_t> parent_;  // Components' union-find
+  // The numbered views of the last Components call and their components, from which the next
+  // call starts (ComponentsFromLast); cleared by ForgetClasses (numbers change meaning).
+  std::vector<uint32_t> last_numbers_, last_comp_;
+  size_t last_count_ = 0;
+  std::vector<uint32_t> match_;          // per view: its index in the last call's, or kNone
+  std::vector<uint8_t> last_matched_;    // per view of the last call
+  std::vector<uint8_t> dirty_;           // per component of the last call: lost a view
+  std::vector<uint32_t> first_of_comp_;  // per component of the last call: its first view now
+  std::vector<uint32_t> dirty_views_;    // views of dirty components, grouped by component
+  // Components of numbered views, from the last call's: unchanged for the components that kept
+  // every view, recomputed among the views left in those that lost one, and every view that is
+  // new met against all. The same components as computed afresh (they are the graph's).
+  void ComponentsFromLast(const std::vector<ClassView>& views);
   std::vector<uint32_t> number_;  // per view: its class number
   std::vector<uint32_t> owner_;   // per link: the single flow that stamped it
   std::vector<std::pair<LinkId, uint32_t>> single_links_;

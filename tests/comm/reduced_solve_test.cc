@@ -190,5 +190,41 @@ TEST(ComponentsTest, SolvingEachComponentAloneMatchesTheWholeSolve) {
   }
 }
 
+// FlowNetwork's active set changes by a few unknowns between solves, and Components starts from
+// its last call's components (ComponentsFromLast): the components must be those a fresh solver
+// finds, whatever was removed, added or reordered.
+TEST(ComponentsTest, ComponentsFromTheLastCallAreThoseComputedAfresh) {
+  std::mt19937_64 rng(2026);
+  constexpr int kLinks = 150;
+  const RandomSet pool = MakeRandomSet(rng, kLinks, 80, 3, 3);
+  MaxMinSolver incremental;      // one solver across the sequence, as in FlowNetwork
+  std::vector<uint32_t> active;  // indices into the pool; the view's number is its index
+  for (int step = 0; step < 2000; ++step) {
+    std::vector<uint32_t> next;
+    for (uint32_t u : active) {
+      if (rng() % 5 != 0) next.push_back(u);  // about a fifth end
+    }
+    const int added = static_cast<int>(rng() % 4);
+    for (int k = 0; k < added; ++k)
+      next.push_back(static_cast<uint32_t>(rng() % pool.views.size()));
+    if (rng() % 10 == 0 && !next.empty()) {  // out of order now and then
+      std::rotate(next.begin(), next.begin() + static_cast<long>(rng() % next.size()), next.end());
+    }
+    active = next;
+    std::vector<ClassView> views;
+    for (uint32_t u : active) {
+      ClassView v = pool.views[u];
+      v.number = u;
+      views.push_back(v);
+    }
+    MaxMinSolver fresh;
+    std::vector<uint32_t> want, got;
+    const size_t want_num = fresh.Components(views, kLinks, &want);
+    const size_t got_num = incremental.Components(views, kLinks, &got);
+    ASSERT_EQ(got_num, want_num) << "step " << step;
+    ASSERT_EQ(got, want) << "step " << step;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::comm
