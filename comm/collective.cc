@@ -328,7 +328,7 @@ Result<CollectiveEstimate> EstimateCollectiveOnNetwork(const FlowNetwork& networ
 
 struct CollectivePlanCache::Plan {
   CollectiveEstimate estimate;
-  std::shared_ptr<const PreparedSchedule> prepared;
+  std::shared_ptr<const PreparedSchedule> prepared;  // null: a group of one (nothing to move)
 };
 CollectivePlanCache::CollectivePlanCache() = default;
 CollectivePlanCache::~CollectivePlanCache() = default;
@@ -338,38 +338,57 @@ Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveS
   return RunCollective(network, spec, std::move(on_done), nullptr);
 }
 
-Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
-                                         std::function<void()> on_done,
-                                         CollectivePlanCache* cache) {
-  const Topology& topology = network->topology();
-  CollectivePlanCache::Key key;
-  if (cache != nullptr) {
-    key = {int(spec.op), int(spec.algo), spec.bytes, spec.gpus};
-    auto it = cache->plans.find(key);
-    if (it != cache->plans.end()) {
-      RunPreparedSchedule(network, it->second->prepared, std::move(on_done));
-      return it->second->estimate;
-    }
-  }
+namespace {
+Result<CollectivePlanCache::Plan> MakePlan(const Topology& topology, const CollectiveSpec& spec) {
   TRAINSIM_RETURN_IF_ERROR(ValidateCollective(topology, spec));
-  if (spec.gpus.size() == 1) {
-    network->engine()->Schedule(sim::Time::Zero(), std::move(on_done));
-    return GroupOfOne(spec);
-  }
+  if (spec.gpus.size() == 1) return CollectivePlanCache::Plan{GroupOfOne(spec), nullptr};
   Result<Choice> choice = Choose(topology, spec);
   if (!choice.ok()) return choice.status();
   const auto time = sim::Time::FromSecondsChecked(choice->time_s);
   const CollectiveEstimate estimate{choice->algo, choice->protocol,
                                     time.has_value() ? *time : sim::Time::Max()};
-  auto prepared = PrepareSchedule(topology, choice->schedule, choice->protocol);
-  if (cache != nullptr) {
-    auto plan = std::make_unique<CollectivePlanCache::Plan>();
-    plan->estimate = estimate;
-    plan->prepared = prepared;
-    cache->plans.emplace(std::move(key), std::move(plan));
+  return CollectivePlanCache::Plan{estimate,
+                                   PrepareSchedule(topology, choice->schedule, choice->protocol)};
+}
+}  // namespace
+
+Result<const CollectivePlanCache::Plan*> PlanCollective(const Topology& topology,
+                                                        const CollectiveSpec& spec,
+                                                        CollectivePlanCache* cache) {
+  CollectivePlanCache::Key key{int(spec.op), int(spec.algo), spec.bytes, spec.gpus};
+  auto it = cache->plans.find(key);
+  if (it == cache->plans.end()) {
+    Result<CollectivePlanCache::Plan> plan = MakePlan(topology, spec);
+    if (!plan.ok()) return plan.status();
+    it = cache->plans
+             .emplace(std::move(key), std::make_unique<CollectivePlanCache::Plan>(std::move(*plan)))
+             .first;
   }
-  RunPreparedSchedule(network, std::move(prepared), std::move(on_done));
-  return estimate;
+  return it->second.get();
+}
+
+CollectiveEstimate RunPlan(FlowNetwork* network, const CollectivePlanCache::Plan& plan,
+                           std::function<void()> on_done) {
+  if (plan.prepared == nullptr) {
+    network->engine()->Schedule(sim::Time::Zero(), std::move(on_done));
+  } else {
+    RunPreparedSchedule(network, plan.prepared, std::move(on_done));
+  }
+  return plan.estimate;
+}
+
+Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
+                                         std::function<void()> on_done,
+                                         CollectivePlanCache* cache) {
+  if (cache != nullptr) {
+    Result<const CollectivePlanCache::Plan*> plan =
+        PlanCollective(network->topology(), spec, cache);
+    if (!plan.ok()) return plan.status();
+    return RunPlan(network, **plan, std::move(on_done));
+  }
+  Result<CollectivePlanCache::Plan> plan = MakePlan(network->topology(), spec);
+  if (!plan.ok()) return plan.status();
+  return RunPlan(network, *plan, std::move(on_done));
 }
 
 }  // namespace trainsim::comm

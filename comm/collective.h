@@ -113,6 +113,16 @@ class CollectivePlanCache {
 // RunCollective through `cache` (the same flows and result; nullptr = no cache).
 Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
                                          std::function<void()> on_done, CollectivePlanCache* cache);
+// The plan RunCollective(network, spec, ·, cache) runs, made (and kept in `cache`) on first use:
+// for callers that start one collective many times, to run it without looking it up again.
+// Valid while the cache lives. REQUIRES: cache != nullptr.
+Result<const CollectivePlanCache::Plan*> PlanCollective(const Topology& topology,
+                                                        const CollectiveSpec& spec,
+                                                        CollectivePlanCache* cache);
+// Runs a plan from PlanCollective on `network` (over the plan's topology): the same flows and
+// result as RunCollective of its spec.
+CollectiveEstimate RunPlan(FlowNetwork* network, const CollectivePlanCache::Plan& plan,
+                           std::function<void()> on_done);
 
 // The closed form on the network's current link capacities (degraded links slow it; a link that
 // is down on its path, or a time beyond sim::Time's range, gives sim::Time::Max()), for the

@@ -45,16 +45,17 @@ void GradientSync::AddStageShare(int stage, double share) {
 // nodes, as one event after comm's closed form on the network's current capacities (cached per
 // group, op and size: capacities do not change during a step). on_done never runs if a link on
 // its path is down, as with flows.
-Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::CollectiveSpec& spec,
-                                                               std::function<void()> on_done) {
+bool GradientSync::OnFlows(const comm::CollectiveSpec& spec) {
   const int max_nodes = st_->cfg.flow_collective_max_nodes;
   // A group of at most that many GPUs cannot span more nodes; otherwise count its nodes once
   // per group (every bucket of a stage reduces over the same group).
-  if (spec.gpus.size() <= size_t(std::max(max_nodes, 0))) {
-    return comm::RunCollective(&st_->net, spec, on_done, &plans_);
-  }
+  return spec.gpus.size() <= size_t(std::max(max_nodes, 0)) || SpanOf(spec.gpus) <= max_nodes;
+}
+
+Result<comm::CollectiveEstimate> GradientSync::StartCollective(const comm::CollectiveSpec& spec,
+                                                               std::function<void()> on_done) {
+  if (OnFlows(spec)) return comm::RunCollective(&st_->net, spec, on_done, &plans_);
   const int span = SpanOf(spec.gpus);
-  if (span <= max_nodes) return comm::RunCollective(&st_->net, spec, on_done, &plans_);
   auto key = std::make_tuple(spec.gpus, int(spec.op), spec.bytes);
   auto it = closed_form_cache_.find(key);
   if (it == closed_form_cache_.end()) {
@@ -169,32 +170,54 @@ void GradientSync::RunBucket(int stage, int part, double start) {
     Pump(stage);
     return;
   }
-  comm::CollectiveSpec spec{ch.plan.op, comm::Algo::kAuto, {}, 0};
-  if (part == 0 && ch.group.size() > 1) {
-    spec.gpus = ch.group;
-    spec.bytes = uint64_t(ch.plan.bytes);
-  } else if (part == 1 && ch.replica_group.size() > 1) {
-    spec.op = comm::Op::kAllReduce;
-    spec.gpus = ch.replica_group;
-    spec.bytes = uint64_t(ch.plan.bytes / double(ch.group.size()));
-  } else if (part == 2 && ch.expert_group.size() > 1 && ch.plan.expert_bytes > 0) {
-    spec.gpus = ch.expert_group;
-    spec.bytes = uint64_t(ch.plan.expert_bytes);
+  Channel::Part& p = ch.parts[size_t(part)];
+  if (!p.set) {
+    p.set = true;
+    comm::CollectiveSpec& spec = p.spec;
+    spec = {ch.plan.op, comm::Algo::kAuto, {}, 0};
+    if (part == 0 && ch.group.size() > 1) {
+      spec.gpus = ch.group;
+      spec.bytes = uint64_t(ch.plan.bytes);
+    } else if (part == 1 && ch.replica_group.size() > 1) {
+      spec.op = comm::Op::kAllReduce;
+      spec.gpus = ch.replica_group;
+      spec.bytes = uint64_t(ch.plan.bytes / double(ch.group.size()));
+    } else if (part == 2 && ch.expert_group.size() > 1 && ch.plan.expert_bytes > 0) {
+      spec.gpus = ch.expert_group;
+      spec.bytes = uint64_t(ch.plan.expert_bytes);
+    }
+    if (spec.bytes == 0) spec.gpus.clear();
+    if (!spec.gpus.empty() && OnFlows(spec)) {
+      Result<const comm::CollectivePlanCache::Plan*> plan =
+          comm::PlanCollective(*st_->topo, spec, &plans_);
+      if (!plan.ok()) {
+        st_->error = plan.status();
+        return;
+      }
+      p.plan = *plan;
+    }
   }
-  if (spec.gpus.empty() || spec.bytes == 0) {
+  if (p.spec.gpus.empty()) {
     RunBucket(stage, part + 1, start);
     return;
   }
-  Result<comm::CollectiveEstimate> r = StartCollective(spec, [this, stage, part, start] {
+  auto done = [this, stage, part, start] {
     AddStageShare(stage, -channels_[size_t(stage)].share);
     RunBucket(stage, part + 1, start);
-  });
+  };
+  Result<comm::CollectiveEstimate> r = p.plan != nullptr
+                                           ? comm::RunPlan(&st_->net, *p.plan, std::move(done))
+                                           : StartCollective(p.spec, std::move(done));
   if (!r.ok()) {
     st_->error = r.status();
     return;
   }
   // The bucket's channels leave the stage's backward (or whatever it computes) fewer SMs.
-  ch.share = ShareOf(spec, *r);
+  if (!p.has_share) {
+    p.has_share = true;
+    p.share = ShareOf(p.spec, *r);
+  }
+  ch.share = p.share;
   AddStageShare(stage, ch.share);
 }
 

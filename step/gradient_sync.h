@@ -14,6 +14,7 @@
 #ifndef TRAINSIM_STEP_GRADIENT_SYNC_H_
 #define TRAINSIM_STEP_GRADIENT_SYNC_H_
 
+#include <array>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -57,7 +58,16 @@ class GradientSync {
     bool running = false;
     size_t done = 0;
     int optimizer_done = 0;
-    double share = 0;         // SM share of the bucket collective in flight
+    double share = 0;  // SM share of the bucket collective in flight
+    // RunBucket's parts, the same collective for every bucket of the stage: set up by the first.
+    struct Part {
+      bool set = false;
+      comm::CollectiveSpec spec;                              // no GPUs: nothing to move
+      const comm::CollectivePlanCache::Plan* plan = nullptr;  // null: StartCollective each time
+      bool has_share = false;
+      double share = 0;
+    };
+    std::array<Part, 3> parts;
     double gather_share = 0;  // of the ZeRO weight all-gather
   };
 
@@ -65,6 +75,9 @@ class GradientSync {
   int SpanOf(const std::vector<int>& gpus);
   Result<comm::CollectiveEstimate> StartCollective(const comm::CollectiveSpec& spec,
                                                    std::function<void()> on_done);
+  // Whether StartCollective runs `spec` as flows (its group spans at most
+  // flow_collective_max_nodes nodes, or there is no line).
+  bool OnFlows(const comm::CollectiveSpec& spec);
   void Pump(int stage);
   // Runs the bucket's collectives (dense, replica all-reduce, expert) one after another.
   void RunBucket(int stage, int part, double start);

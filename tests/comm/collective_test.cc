@@ -1,6 +1,8 @@
 #include "comm/collective.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/flow_network.h"
@@ -333,6 +335,43 @@ TEST(CollectiveTest, PlanCacheRunsTheSameFlowsAndTimesAsAFreshChoice) {
   EXPECT_EQ(cached, fresh);
   EXPECT_EQ(flows_cached, flows_fresh);
   EXPECT_EQ(cache.plans.size(), 2u);  // the send and the all-reduce, once each
+}
+
+// A caller that starts one collective many times keeps its plan (PlanCollective) and runs it
+// (RunPlan): the same plan object each time, the same completion and estimate as RunCollective;
+// a spec comm rejects gives the same error and keeps nothing.
+TEST(CollectiveTest, AKeptPlanRunsAsRunCollectiveDoes) {
+  const Topology t = Dgx(4);
+  const CollectiveSpec rs{Op::kReduceScatter, Algo::kAuto, {0, 8, 16, 24, 1, 9}, 48 << 20};
+  CollectivePlanCache cache;
+  Result<const CollectivePlanCache::Plan*> plan = PlanCollective(t, rs, &cache);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(*PlanCollective(t, rs, &cache), *plan);
+  auto twice = [&](bool kept) {
+    sim::Engine engine;
+    FlowNetwork network(&engine, &t);
+    sim::Time end;
+    CollectiveEstimate est;
+    auto start = [&](std::function<void()> done) {
+      if (kept) return RunPlan(&network, **plan, std::move(done));
+      return *RunCollective(&network, rs, std::move(done));
+    };
+    est = start([&] { start([&] { end = engine.now(); }); });
+    engine.Run();
+    return std::make_pair(end, est);
+  };
+  const auto [kept_end, kept_est] = twice(true);
+  const auto [fresh_end, fresh_est] = twice(false);
+  EXPECT_EQ(kept_end, fresh_end);
+  EXPECT_GT(kept_end, sim::Time::Zero());
+  EXPECT_EQ(kept_est.algo, fresh_est.algo);
+  EXPECT_EQ(kept_est.protocol, fresh_est.protocol);
+  EXPECT_EQ(kept_est.time, fresh_est.time);
+  const CollectiveSpec bad{Op::kAllReduce, Algo::kRing, FirstGpus(33), 8};
+  const Result<const CollectivePlanCache::Plan*> rejected = PlanCollective(t, bad, &cache);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().message(), EstimateCollective(t, bad).status().message());
+  EXPECT_EQ(cache.plans.size(), 1u);
 }
 
 TEST(CollectiveTest, GroupOfOneCostsNothing) {
