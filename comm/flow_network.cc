@@ -41,6 +41,8 @@ constexpr size_t kMemoMaxLinks = size_t{1} << 22;
 // every DP collective as flows) interns ~1,300 classes of ~1,300 links; a bigger set of classes
 // starts afresh (forgetting the solver's per-class data with them).
 constexpr size_t kInternMaxLinks = size_t{1} << 22;
+// Component labels handed out before they are numbered from 0 again (4 MiB of marks).
+constexpr uint32_t kMaxLabels = uint32_t{1} << 20;
 
 // FlowId = (generation << 32) | (slot + 1): no map is needed and ids are never reused.
 FlowId MakeId(uint32_t slot, uint32_t generation) {
@@ -134,6 +136,11 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
   }
   f.completion = nullptr;
   paths_[slot].assign(path.begin(), path.end());
+  if (label_.size() < flows_.size()) label_.resize(flows_.size(), 0);
+  label_[slot] = next_label_++;
+  if (fresh_.size() < flows_.size()) fresh_.resize(flows_.size(), 0);
+  fresh_[slot] = 1;
+  fresh_slots_.push_back(slot);
   active_.push_back(slot);
   ++active_count_;
   RequestRecompute();
@@ -146,6 +153,7 @@ void FlowNetwork::SetLinkBandwidthFactor(LinkId link, double factor) {
   factor_[l] = factor;
   capacity_Bps_[l] = topology_->link(link).bandwidth_Bps * factor;
   ++capacity_version_;
+  all_changed_ = true;
   RequestRecompute();
 }
 
@@ -190,6 +198,9 @@ void FlowNetwork::Recompute() {
                                [this](uint32_t s) { return !flows_[s].active; }),
                 active_.end());
   if (active_.empty()) {
+    all_changed_ = false;
+    ClearFresh();
+    ended_labels_.clear();
     ScheduleNextDrain();
     return;
   }
@@ -197,26 +208,41 @@ void FlowNetwork::Recompute() {
     ClearMemos(/*forget_classes=*/true);
     memo_capacity_version_ = capacity_version_;
   }
-  // The active set's rates, found by its numbers (interned classes and paths), or assembled from
-  // its connected components': unknowns that share no link do not affect each other's rates
-  // (progressive filling runs in each component on its own), and while the whole set changes
-  // combinatorially (buckets of many stages, each at its own wave) its components recur. Where
-  // a class's members would not share one rate, split them off and solve again, until every
-  // class is exact.
-  for (;;) {
-    key_.clear();
-    for (uint32_t slot : active_) key_.push_back(flows_[slot].number);
-    size_t memo = FindMemo(key_);
-    if (memo == kNoMemo) memo = SolveByComponents();
-    const Memo m = memos_[memo];
-    if (m.parts == kNoParts) {
-      const std::span<const double> r = MemoRates(m);
-      rates_.assign(r.begin(), r.end());
-      break;
+  // A set seen before: its memo (one look-up). Else the components that changed, or the whole
+  // set's components.
+  key_.clear();
+  for (uint32_t slot : active_) key_.push_back(flows_[slot].number);
+  const size_t whole = FindMemo(key_);
+  split_since_lookup_ = false;
+  if (whole != kNoMemo && memos_[whole].parts == kNoParts) {
+    const Memo& m = memos_[whole];
+    const std::span<const double> r = MemoRates(m);
+    rates_.assign(r.begin(), r.end());
+    if (m.comps == kNoParts) {
+      Relabel({});
+    } else {
+      Relabel({memo_comps_.data() + m.comps, m.size});
     }
-    split_.assign(memo_parts_.begin() + m.parts, memo_parts_.begin() + m.parts + m.size);
-    SplitLoose(split_);
-    split_.clear();  // (holds no class beyond its use)
+  } else if (all_changed_ || !local_solves_on_ || !SolveChanged()) {
+    SolveActive(/*looked_up=*/whole == kNoMemo && !split_since_lookup_);
+    Relabel(solved_comps_);
+  }
+  all_changed_ = false;
+  ClearFresh();
+  ended_labels_.clear();
+  if (next_label_ > kMaxLabels) {  // labels from 0 again (label_mark_ stays this small)
+    next_label_ = 0;
+    std::fill(label_mark_.begin(), label_mark_.end(), 0);
+    solve_mark_ = 0;
+    std::vector<uint32_t> comp(active_.size());
+    for (size_t i = 0; i < active_.size(); ++i) comp[i] = label_[active_[i]];
+    std::vector<uint32_t> sorted = comp;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (uint32_t& c : comp) {
+      c = uint32_t(std::lower_bound(sorted.begin(), sorted.end(), c) - sorted.begin());
+    }
+    Relabel(comp);
   }
   for (size_t i = 0; i < active_.size(); ++i) {
     Flow& f = flows_[active_[i]];
@@ -232,16 +258,21 @@ void FlowNetwork::Recompute() {
 }
 
 void FlowNetwork::ClearMemos(bool forget_classes) {
+  ++memo_epoch_;
+  std::fill(seen_whole_.begin(), seen_whole_.end(), 0);
+  seen_whole_count_ = 0;
   memos_.clear();
   memo_block_ = 0;
   memo_block_used_ = 0;
   memo_parts_.clear();
+  memo_comps_.clear();
   memo_table_.clear();
   memo_links_ = 0;
   alone_.clear();
   if (!forget_classes) return;
   interned_.clear();
   path_numbers_.clear();
+  splits_.clear();
   interned_links_ = 0;
   next_number_ = 0;
   // The solver keeps data per class address: it forgets them here, and every class it may see
@@ -289,8 +320,8 @@ size_t FlowNetwork::FindMemo(std::span<const uint32_t> key) {
 }
 
 size_t FlowNetwork::AddMemo(std::span<const uint32_t> key, std::span<const double> rates,
-                            std::span<const ClassParts> parts) {
-  const size_t entries = 2 * key.size();
+                            std::span<const ClassParts> parts, std::span<const uint32_t> comps) {
+  const size_t entries = 2 * key.size() + comps.size();
   if (memo_links_ + entries > kMemoMaxLinks) ClearMemos(/*forget_classes=*/false);
   memo_links_ += entries;
   const uint32_t n = static_cast<uint32_t>(key.size());
@@ -317,6 +348,10 @@ size_t FlowNetwork::AddMemo(std::span<const uint32_t> key, std::span<const doubl
     m.parts = static_cast<uint32_t>(memo_parts_.size());
     memo_parts_.insert(memo_parts_.end(), parts.begin(), parts.end());
   }
+  if (!comps.empty()) {
+    m.comps = static_cast<uint32_t>(memo_comps_.size());
+    memo_comps_.insert(memo_comps_.end(), comps.begin(), comps.end());
+  }
   memos_.push_back(m);
   const size_t index = memos_.size() - 1;
   if (2 * memos_.size() > memo_table_.size()) {
@@ -342,94 +377,34 @@ size_t FlowNetwork::AddMemo(std::span<const uint32_t> key, std::span<const doubl
   return index;
 }
 
-size_t FlowNetwork::SolveByComponents() {
-  solver_views_.clear();
-  for (uint32_t slot : active_) {
-    if (const FlowClass* c = flows_[slot].cls.get()) {
-      solver_views_.push_back({c->links, c->counts, c, flows_[slot].number});
-    } else {
-      solver_views_.push_back({paths_[slot], {}, nullptr, flows_[slot].number});
+bool FlowNetwork::SeenBefore(std::span<const uint32_t> key) {
+  uint64_t hash = KeyHash(key);
+  if (hash == 0) hash = 1;
+  if (2 * (seen_whole_count_ + 1) > seen_whole_.size()) {
+    // Grow (at least 1,024 slots); past 2^20 hashes start afresh instead (a bound on memory).
+    std::vector<uint64_t> old;
+    old.swap(seen_whole_);
+    const bool restart = old.size() >= (size_t{1} << 21);
+    seen_whole_.assign(restart ? old.size() : std::max<size_t>(1024, 2 * old.size()), 0);
+    seen_whole_count_ = 0;
+    if (!restart) {
+      for (uint64_t e : old) {
+        if (e == 0) continue;
+        size_t at = e & (seen_whole_.size() - 1);
+        while (seen_whole_[at] != 0) at = (at + 1) & (seen_whole_.size() - 1);
+        seen_whole_[at] = e;
+        ++seen_whole_count_;
+      }
     }
   }
-  const size_t num = solver_.Components(solver_views_, capacity_Bps_.size(), &comp_);
-  if (num == 1) return FindOrSolve(std::span<const uint32_t>());
-  // The entries of each component, in order: comp_index_[comp_begin_[k] .. comp_begin_[k + 1]).
-  comp_begin_.assign(num + 1, 0);
-  for (uint32_t k : comp_) ++comp_begin_[k + 1];
-  for (size_t k = 0; k < num; ++k) comp_begin_[k + 1] += comp_begin_[k];
-  comp_index_.resize(active_.size());
-  comp_cursor_.assign(comp_begin_.begin(), comp_begin_.end() - 1);
-  for (size_t i = 0; i < active_.size(); ++i) comp_index_[comp_cursor_[comp_[i]]++] = uint32_t(i);
-  whole_rates_.resize(active_.size());
-  bool any_loose = false;
-  for (size_t k = 0; k < num; ++k) {
-    const std::span<const uint32_t> idx(comp_index_.data() + comp_begin_[k],
-                                        comp_begin_[k + 1] - comp_begin_[k]);
-    // FindOrSolve may clear the memo: take what is needed from it at once.
-    const Memo m = memos_[FindOrSolve(idx)];
-    const std::span<const double> r = MemoRates(m);
-    for (size_t j = 0; j < idx.size(); ++j) whole_rates_[idx[j]] = r[j];
-    if (m.parts == kNoParts) continue;
-    if (!any_loose) whole_parts_.assign(active_.size(), ClassParts{});
-    any_loose = true;
-    for (size_t j = 0; j < idx.size(); ++j) whole_parts_[idx[j]] = memo_parts_[m.parts + j];
+  const size_t mask = seen_whole_.size() - 1;
+  size_t at = hash & mask;
+  for (; seen_whole_[at] != 0; at = (at + 1) & mask) {
+    if (seen_whole_[at] == hash) return true;
   }
-  const size_t at = AddMemo(
-      key_, whole_rates_,
-      any_loose ? std::span<const ClassParts>(whole_parts_) : std::span<const ClassParts>());
-  whole_parts_.clear();
-  return at;
-}
-
-size_t FlowNetwork::FindOrSolve(std::span<const uint32_t> idx) {
-  const bool all = idx.empty();
-  const size_t n = all ? active_.size() : idx.size();
-  auto at = [&](size_t j) -> size_t { return all ? j : idx[j]; };
-  // A component of one unknown: by its number, without hashing.
-  const uint32_t single = key_[at(0)];
-  if (n == 1 && single < alone_.size() && alone_[single] != 0) return alone_[single] - 1;
-  comp_key_.clear();
-  for (size_t j = 0; j < n; ++j) comp_key_.push_back(key_[at(j)]);
-  size_t found = FindMemo(comp_key_);
-  if (found == kNoMemo) {
-    comp_views_.clear();
-    for (size_t j = 0; j < n; ++j) comp_views_.push_back(solver_views_[at(j)]);
-    solver_.SolveInterned(comp_views_, capacity_Bps_, &solve_rates_, &loose_);
-    bool any_loose = false;
-    for (size_t j = 0; j < loose_.size(); ++j) {
-      // A class none of whose members is held would split into itself (only rounding could do
-      // that); it is kept whole.
-      const FlowClass* c = flows_[active_[at(j)]].cls.get();
-      if (loose_[j].empty() || loose_[j].size() >= c->size()) continue;
-      if (!any_loose) solve_parts_.assign(n, ClassParts{});
-      any_loose = true;
-      solve_parts_[j] = SplitClass(*c, loose_[j]);
-    }
-    found = AddMemo(comp_key_, solve_rates_,
-                    any_loose ? std::span<const ClassParts>(solve_parts_)
-                              : std::span<const ClassParts>());  // (may clear alone_ too)
-    solve_parts_.clear();
-  }
-  if (n == 1) {
-    if (alone_.size() <= single) alone_.resize(single + 1, 0);
-    alone_[single] = static_cast<uint32_t>(found + 1);
-  }
-  return found;
-}
-
-FlowNetwork::ClassParts FlowNetwork::SplitClass(const FlowClass& whole,
-                                                const std::vector<uint32_t>& loose) {
-  std::vector<std::span<const LinkId>> kept, split;
-  size_t j = 0;
-  for (size_t m = 0; m < whole.size(); ++m) {
-    if (j < loose.size() && loose[j] == m) {
-      split.push_back(whole.member(m));
-      ++j;
-    } else {
-      kept.push_back(whole.member(m));
-    }
-  }
-  return {Intern(MakeFlowClass(kept)), Intern(MakeFlowClass(split))};
+  seen_whole_[at] = hash;
+  ++seen_whole_count_;
+  return false;
 }
 
 FlowNetwork::Interned FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {
@@ -495,6 +470,11 @@ void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
     p.number = parts[i].second.number;
     p.completion = f.completion;
     paths_[part].clear();
+    if (label_.size() < flows_.size()) label_.resize(flows_.size(), 0);
+    if (fresh_.size() < flows_.size()) fresh_.resize(flows_.size(), 0);
+    label_[part] = label_[slot];
+    fresh_[part] = fresh_[slot];
+    if (fresh_[part]) fresh_slots_.push_back(part);
     ++active_count_;
     next.push_back(part);
   }
@@ -537,6 +517,7 @@ void FlowNetwork::OnDrainEvent() {
     for (; i < done_.size() && done_[i].first == at; ++i) {
       const uint32_t slot = done_[i].second;
       Flow& f = flows_[slot];
+      ended_labels_.push_back(label_[slot]);
       if (f.completion != nullptr) {
         if (--f.completion->pending == 0) callbacks->push_back(std::move(f.completion->on_done));
         f.completion = nullptr;

@@ -2,8 +2,8 @@
 //
 // A transfer is a flow of `bytes` over a path of directed links. Concurrent flows share every
 // link's bandwidth max-min fairly (SimGrid's model, progressive filling); rates are recomputed
-// once per simulated instant at which flows start or end, so the next event is "a flow drains",
-// never a packet. A flow's path latency (plus any extra the caller adds) is paid once, after its
+// once per simulated instant at which flows start or end (only for the connected components that
+// changed, comm/flow_solve.cc), so the next event is "a flow drains", never a packet. A flow's path latency (plus any extra the caller adds) is paid once, after its
 // bytes have drained. SetLinkBandwidthFactor(link, f) scales a link (0 = down: its flows stall).
 //
 // Invariants: on_done runs exactly once per flow, through the engine (never inside StartFlow), at
@@ -67,6 +67,10 @@ class FlowNetwork {
   size_t active_flows() const { return active_count_; }
   uint64_t flows_started() const { return flows_started_; }
   uint64_t rate_recomputations() const { return recomputations_; }
+  // Recomputations that re-solved only the components that changed (the others keep their
+  // rates; the same rates as solving the whole set). On by default; off for comparisons.
+  uint64_t local_solves() const { return local_solves_; }
+  void set_local_solves(bool on) { local_solves_on_ = on; }
 
   sim::Engine* engine() const { return engine_; }
   const Topology& topology() const { return *topology_; }
@@ -93,7 +97,19 @@ class FlowNetwork {
   };
 
   void RequestRecompute();
-  void Recompute();     // advance, solve max-min, schedule the next drain
+  void Recompute();  // advance, solve max-min, schedule the next drain
+  // Recompute's solve of the whole active set into rates_ (per entry of active_), splitting
+  // classes whose members would not share a rate; looked_up: key_ is the set's and has no memo.
+  void SolveActive(bool looked_up);
+  // The rates of the components that changed since the last solve, the others' kept: the
+  // components of the flows that ended, and those that the flows started since then join (with
+  // the new flows). Each is found or solved by its numbers as SolveActive would (the same key,
+  // so the same rates), into rates_; true. False when the changes cannot be solved locally
+  // (classes still split after many rounds): the active set may hold split classes' parts.
+  bool SolveChanged();
+  // Every active flow's component label (label_) from `comp` (per entry of active_, numbered
+  // from 0; empty: all one component).
+  void Relabel(std::span<const uint32_t> comp);
   void OnDrainEvent();  // completes every flow whose drain time has come
   void Advance(int64_t now_ns);
   void ScheduleNextDrain();
@@ -111,7 +127,9 @@ class FlowNetwork {
   };
   // A class split in two: the members held at its rate, and the `loose` ones (max_min.h).
   using ClassParts = std::pair<Interned, Interned>;
-  ClassParts SplitClass(const FlowClass& whole, const std::vector<uint32_t>& loose);
+  ClassParts SplitClass(const FlowClass& whole, uint32_t number,
+                        const std::vector<uint32_t>& loose);
+  ClassParts SplitWhole(const FlowClass& whole, const std::vector<uint32_t>& loose);  // uncached
   // Replaces each class of active_[i] that has parts[i] by the two parts (the second right after
   // the first in active_), sharing one completion.
   void SplitLoose(const std::vector<ClassParts>& parts);
@@ -138,8 +156,29 @@ class FlowNetwork {
   sim::EventId drain_event_ = 0;
   int64_t drain_event_ns_ = -1;
   uint64_t recomputations_ = 0;
+  uint64_t local_solves_ = 0;
+  bool local_solves_on_ = true;
 
   std::vector<std::pair<int64_t, uint32_t>> done_;  // (delivery ns, slot) scratch
+  // Incremental solves (SolveChanged): per slot, the label of the connected component an active
+  // flow was in at the last solve; the labels of the flows that ended since; the flows started
+  // since; whether everything changed (a capacity).
+  std::vector<uint32_t> label_;
+  uint32_t next_label_ = 0;
+  std::vector<uint32_t> solved_comps_;  // SolveActive's: the components of its solution
+  bool split_since_lookup_ = false;     // SolveChanged split classes after Recompute's look-up
+  std::vector<uint32_t> ended_labels_;
+  std::vector<uint8_t> fresh_;         // per slot: started (or split) since the last solve
+  std::vector<uint32_t> fresh_slots_;  // the slots fresh_ marks
+  void ClearFresh();
+  bool all_changed_ = false;
+  // SolveChanged's scratch: per label, the solve that marked it affected; per active entry,
+  // whether it is; the affected entries and their union-find.
+  std::vector<uint32_t> label_mark_;
+  uint32_t solve_mark_ = 0;
+  std::vector<uint8_t> affected_;
+  std::vector<uint32_t> aff_index_, aff_parent_, aff_comp_;
+  std::vector<uint8_t> view_made_;  // per active entry: solver_views_ holds its view
   // Memo of max-min solutions: the same unknowns in the same order under the same capacities
   // give the same rates, so a solution is reused whenever an active set, or one of its connected
   // components, recurs — every step of a ring, and in a training step the few thousand distinct
@@ -157,6 +196,9 @@ class FlowNetwork {
     uint32_t offset = 0;
     uint32_t size = 0;
     uint32_t parts = kNoParts;  // kNoParts: exact (no class splits)
+    // A whole set's memo: its unknowns' connected components (memo_comps_ from `comps`,
+    // numbered by first unknown); kNoParts: one component.
+    uint32_t comps = kNoParts;
   };
   static constexpr uint32_t kNoParts = UINT32_MAX;
   static constexpr size_t kNoMemo = SIZE_MAX;
@@ -164,14 +206,16 @@ class FlowNetwork {
   // Adds the memo of `key` with `rates` and, when not empty, `parts` (per unknown); may clear
   // the memo first. Returns its index. The spans must not point into the memo's own storage.
   size_t AddMemo(std::span<const uint32_t> key, std::span<const double> rates,
-                 std::span<const ClassParts> parts);
+                 std::span<const ClassParts> parts, std::span<const uint32_t> comps = {});
   std::span<const uint32_t> MemoKey(const Memo& m) const {
     return {memo_blocks_[m.block].keys.get() + m.offset, m.size};
   }
   std::span<const double> MemoRates(const Memo& m) const {
     return {memo_blocks_[m.block].rates.get() + m.offset, m.size};
   }
-  // The memo of the whole active set (key_ set) from its components', added.
+  // The whole active set's rates (key_ set) from its components' memos, into whole_rates_ and,
+  // when a class splits, whole_parts_ (whole_loose_); returns the whole set's memo when it has
+  // one (a set of one component, or one seen before: see seen_whole_), else kNoMemo.
   size_t SolveByComponents();
   // The memo of the active flows active_[idx[j]] (one connected component; empty idx: all of
   // them), solving and adding it when it is new. solver_views_ and key_ are set. The index stays
@@ -180,6 +224,21 @@ class FlowNetwork {
   // forget_classes: the interned classes and the solver's per-class data too.
   void ClearMemos(bool forget_classes);
   std::vector<Memo> memos_;
+  // Bumped by every ClearMemos: a memo index kept across calls is valid only in its epoch.
+  uint64_t memo_epoch_ = 0;
+  // Per component of the solver's last Components call: its memo and that memo's epoch. A
+  // component that is the same as then (MaxMinSolver::SameAsLast) reuses it without a look-up.
+  struct CompMemo {
+    size_t memo = kNoMemo;
+    uint64_t epoch = 0;
+  };
+  std::vector<CompMemo> comp_memo_, next_comp_memo_;
+  // Whole-set memos are added only for sets seen before (by key hash; cleared with the memo): a
+  // set seen once, most of them when many stages' traffic interleaves, costs no memory and no
+  // page faults, and its components' memos answer it as fast as a whole-set look-up would.
+  std::vector<uint64_t> seen_whole_;  // open addressing, 0 empty
+  size_t seen_whole_count_ = 0;
+  bool SeenBefore(std::span<const uint32_t> key);  // records the key's hash; whether it was there
   // Blocks of kMemoBlock numbers and rates (one of its own for a longer key), filled in order
   // and kept when the memo is cleared: no copying as the memo grows, and heap-sized pieces.
   struct MemoBlock {
@@ -192,6 +251,7 @@ class FlowNetwork {
   uint32_t memo_block_ = 0;       // the block being filled
   uint32_t memo_block_used_ = 0;  // its entries in use
   std::vector<ClassParts> memo_parts_;
+  std::vector<uint32_t> memo_comps_;
   // Open addressing, linear probing, a power of two at most half full, placed by the key
   // hash's low bits: per slot (the hash's high 32 bits << 32) | (memos_ index + 1), 0 empty;
   // the numbers are compared only where the high bits match.
@@ -218,7 +278,17 @@ class FlowNetwork {
   // SolveByComponents' and FindOrSolve's scratch.
   std::vector<double> whole_rates_, solve_rates_;
   std::vector<ClassParts> whole_parts_, solve_parts_;
+  bool whole_loose_ = false;
   std::vector<std::vector<uint32_t>> loose_;
+  // SplitClass's results by (the whole class's number, the loose members): a class splits the
+  // same way in every set where the same members are loose, and building the parts (sorting
+  // their links, interning) costs more than the solve. Forgotten with the interned classes.
+  struct Split {
+    uint32_t number = 0;
+    std::vector<uint32_t> loose;
+    Interned kept, split;  // (not a ClassParts: std::pair of a type still being defined)
+  };
+  std::unordered_multimap<uint64_t, Split> splits_;
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

@@ -101,6 +101,14 @@ class MaxMinSolver {
   // class address); `num_links`: every link id is below it.
   size_t Components(const std::vector<ClassView>& views, size_t num_links,
                     std::vector<uint32_t>* comp);
+  // After a Components call on numbered views: per component, the index of the previous call's
+  // component with exactly the same views (the same numbers in the same order: its solution
+  // can be reused as it was), or kNotBefore.
+  static constexpr uint32_t kNotBefore = UINT32_MAX;
+  // Whether two numbered unknowns cross a common link (cached by number, as for Components).
+  // Same REQUIRES as Components.
+  bool Meets(const ClassView& a, const ClassView& b) { return Meet(a, a.number, b, b.number); }
+  const std::vector<uint32_t>& SameAsLast() const { return same_as_last_; }
 
  private:
   // Per class, for the capacities it was first seen with.
@@ -153,6 +161,9 @@ class MaxMinSolver {
   // call starts (ComponentsFromLast); cleared by ForgetClasses (numbers change meaning).
   std::vector<uint32_t> last_numbers_, last_comp_;
   size_t last_count_ = 0;
+  std::vector<uint32_t> last_size_;      // per component of the last call: its views
+  std::vector<uint32_t> same_as_last_;   // SameAsLast()
+  std::vector<uint32_t> comp_size_;      // scratch: per component, its views
   std::vector<uint32_t> match_;          // per view: its index in the last call's, or kNone
   std::vector<uint8_t> last_matched_;    // per view of the last call
   std::vector<uint8_t> dirty_;           // per component of the last call: lost a view

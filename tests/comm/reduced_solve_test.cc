@@ -226,5 +226,59 @@ TEST(ComponentsTest, ComponentsFromTheLastCallAreThoseComputedAfresh) {
   }
 }
 
+// The numbers of each component's views, in order.
+std::vector<std::vector<uint32_t>> ComponentNumbers(const std::vector<ClassView>& views,
+                                                    const std::vector<uint32_t>& comp, size_t num) {
+  std::vector<std::vector<uint32_t>> out(num);
+  for (size_t i = 0; i < views.size(); ++i) out[comp[i]].push_back(views[i].number);
+  return out;
+}
+
+// FlowNetwork reuses a component's solution when SameAsLast says it is the last call's
+// component c: it must then hold exactly c's views (the same numbers in the same order), and it
+// must say so for most components that did not change (else nothing is reused).
+TEST(ComponentsTest, SameAsLastNamesOnlyComponentsWithTheSameViews) {
+  std::mt19937_64 rng(7);
+  constexpr int kLinks = 400;
+  const RandomSet pool = MakeRandomSet(rng, kLinks, 120, 2, 2);
+  MaxMinSolver solver;
+  std::vector<uint32_t> active;
+  std::vector<std::vector<uint32_t>> last;
+  size_t reused = 0, unchanged = 0;
+  for (int step = 0; step < 3000; ++step) {
+    std::vector<uint32_t> next;
+    for (uint32_t u : active) {
+      if (rng() % 12 != 0) next.push_back(u);
+    }
+    const int added = static_cast<int>(rng() % 3);
+    for (int k = 0; k < added; ++k) {
+      next.push_back(static_cast<uint32_t>(rng() % pool.views.size()));
+    }
+    active = next;
+    std::vector<ClassView> views;
+    for (uint32_t u : active) {
+      ClassView v = pool.views[u];
+      v.number = u;
+      views.push_back(v);
+    }
+    std::vector<uint32_t> comp;
+    const size_t num = solver.Components(views, kLinks, &comp);
+    const std::vector<std::vector<uint32_t>> now = ComponentNumbers(views, comp, num);
+    const std::vector<uint32_t>& same = solver.SameAsLast();
+    ASSERT_EQ(same.size(), num);
+    for (size_t k = 0; k < num; ++k) {
+      const bool was = std::find(last.begin(), last.end(), now[k]) != last.end();
+      unchanged += was;
+      if (same[k] == MaxMinSolver::kNotBefore) continue;
+      ASSERT_LT(same[k], last.size()) << "step " << step;
+      ASSERT_EQ(now[k], last[same[k]]) << "step " << step << ", component " << k;
+      ++reused;
+    }
+    last = now;
+  }
+  EXPECT_GT(unchanged, 1000u);
+  EXPECT_GT(reused, unchanged * 9 / 10);
+}
+
 }  // namespace
 }  // namespace trainsim::comm
