@@ -3,8 +3,9 @@
 // A transfer is a flow of `bytes` over a path of directed links. Concurrent flows share every
 // link's bandwidth max-min fairly (SimGrid's model, progressive filling); rates are recomputed
 // once per simulated instant at which flows start or end (only for the connected components that
-// changed, comm/flow_solve.cc), so the next event is "a flow drains", never a packet. A flow's path latency (plus any extra the caller adds) is paid once, after its
-// bytes have drained. SetLinkBandwidthFactor(link, f) scales a link (0 = down: its flows stall).
+// changed, comm/flow_solve.cc), so the next event is "a flow drains", never a packet. A flow's path
+// latency (plus any extra the caller adds) is paid once, after its bytes have drained.
+// SetLinkBandwidthFactor(link, f) scales a link (0 = down: its flows stall).
 //
 // Invariants: on_done runs exactly once per flow, through the engine (never inside StartFlow), at
 // drain time + latency; flows that finish at the same instant call back in start order; rates
@@ -178,7 +179,8 @@ class FlowNetwork {
   uint32_t solve_mark_ = 0;
   std::vector<uint8_t> affected_;
   std::vector<uint32_t> aff_index_, aff_parent_, aff_comp_;
-  std::vector<uint8_t> view_made_;  // per active entry: solver_views_ holds its view
+  std::vector<uint32_t> view_made_;  // per active entry: the round solver_views_ holds it for
+  uint32_t view_round_ = 0;
   // Memo of max-min solutions: the same unknowns in the same order under the same capacities
   // give the same rates, so a solution is reused whenever an active set, or one of its connected
   // components, recurs — every step of a ring, and in a training step the few thousand distinct

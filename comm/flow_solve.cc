@@ -65,11 +65,15 @@ bool FlowNetwork::SolveChanged() {
       for (uint32_t slot : active_) key_.push_back(flows_[slot].number);
     }
     // The solver's views, made as they are needed (most solves meet few pairs).
-    solver_views_.resize(n);
-    view_made_.assign(n, 0);
+    if (solver_views_.size() < n) solver_views_.resize(n);
+    if (view_made_.size() < n) view_made_.resize(n, 0);
+    if (++view_round_ == 0) {
+      std::fill(view_made_.begin(), view_made_.end(), 0);
+      view_round_ = 1;
+    }
     auto view = [this](size_t i) -> const ClassView& {
-      if (!view_made_[i]) {
-        view_made_[i] = 1;
+      if (view_made_[i] != view_round_) {
+        view_made_[i] = view_round_;
         const uint32_t slot = active_[i];
         if (const FlowClass* c = flows_[slot].cls.get()) {
           solver_views_[i] = {c->links, c->counts, c, flows_[slot].number};
@@ -81,13 +85,15 @@ bool FlowNetwork::SolveChanged() {
     };
     // The old components a fresh flow meets change with it (components only grow by fresh
     // flows; an ended flow can only split its own).
-    for (size_t i = 0; i < n; ++i) {
-      if (!fresh_[active_[i]]) continue;
-      for (size_t j = 0; j < n; ++j) {
-        const uint32_t other = active_[j];
-        if (fresh_[other] || marked(other)) continue;
-        if (solver_.Meets(view(i), view(j))) {
-          label_mark_[label_[other]] = solve_mark_;
+    if (known > 0 && !fresh_slots_.empty()) {
+      for (size_t i = 0; i < n; ++i) {
+        if (!fresh_[active_[i]]) continue;
+        for (size_t j = 0; j < n; ++j) {
+          const uint32_t other = active_[j];
+          if (fresh_[other] || marked(other)) continue;
+          if (solver_.Meets(view(i), view(j))) {
+            label_mark_[label_[other]] = solve_mark_;
+          }
         }
       }
     }

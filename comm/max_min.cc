@@ -323,6 +323,7 @@ void MaxMinSolver::ForgetClasses() {
   shared_.clear();
   class_number_.clear();
   meets_.clear();
+  far_meets_.clear();
   last_numbers_.clear();
   last_comp_.clear();
   last_count_ = 0;

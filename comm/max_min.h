@@ -156,7 +156,8 @@ class MaxMinSolver {
   uint32_t ClassNumber(const FlowClass* c);
   std::unordered_map<const FlowClass*, uint32_t> class_number_;
   std::vector<std::vector<uint8_t>> meets_;
-  std::vector<uint32_t> parent_;  // Components' union-find
+  std::unordered_map<uint64_t, bool> far_meets_;  // pairs with a number past meets_' reach
+  std::vector<uint32_t> parent_;                  // Components' union-find
   // The numbered views of the last Components call and their components, from which the next
   // call starts (ComponentsFromLast); cleared by ForgetClasses (numbers change meaning).
   std::vector<uint32_t> last_numbers_, last_comp_;

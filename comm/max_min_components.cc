@@ -48,7 +48,14 @@ bool MaxMinSolver::Meet(const ClassView& a, uint32_t na, const ClassView& b, uin
   constexpr uint32_t kMaxNumbers = 4096;
   if (na == nb) return true;  // the same links (two flows on one path), never empty
   if (na < nb) std::swap(na, nb);
-  if (na >= kMaxNumbers) return LinksMeet(a, b);
+  if (na >= kMaxNumbers) {
+    // Beyond the table: a hash of the pairs met so far (a step interns tens of thousands of
+    // numbers when classes split; comparing two classes' links each time cost more).
+    const uint64_t key = (uint64_t{na} << 32) | nb;
+    auto [it, fresh] = far_meets_.try_emplace(key, false);
+    if (fresh) it->second = LinksMeet(a, b);
+    return it->second;
+  }
   if (meets_.size() <= na) meets_.resize(na + 1);
   std::vector<uint8_t>& row = meets_[na];
   if (row.size() <= nb) row.resize(na, 0);
