@@ -259,8 +259,6 @@ void FlowNetwork::Recompute() {
 
 void FlowNetwork::ClearMemos(bool forget_classes) {
   ++memo_epoch_;
-  std::fill(seen_whole_.begin(), seen_whole_.end(), 0);
-  seen_whole_count_ = 0;
   memos_.clear();
   memo_block_ = 0;
   memo_block_used_ = 0;
@@ -375,36 +373,6 @@ size_t FlowNetwork::AddMemo(std::span<const uint32_t> key, std::span<const doubl
   while (memo_table_[at] != 0) at = (at + 1) & mask;
   memo_table_[at] = ((h >> 32) << 32) | (index + 1);
   return index;
-}
-
-bool FlowNetwork::SeenBefore(std::span<const uint32_t> key) {
-  uint64_t hash = KeyHash(key);
-  if (hash == 0) hash = 1;
-  if (2 * (seen_whole_count_ + 1) > seen_whole_.size()) {
-    // Grow (at least 1,024 slots); past 2^20 hashes start afresh instead (a bound on memory).
-    std::vector<uint64_t> old;
-    old.swap(seen_whole_);
-    const bool restart = old.size() >= (size_t{1} << 21);
-    seen_whole_.assign(restart ? old.size() : std::max<size_t>(1024, 2 * old.size()), 0);
-    seen_whole_count_ = 0;
-    if (!restart) {
-      for (uint64_t e : old) {
-        if (e == 0) continue;
-        size_t at = e & (seen_whole_.size() - 1);
-        while (seen_whole_[at] != 0) at = (at + 1) & (seen_whole_.size() - 1);
-        seen_whole_[at] = e;
-        ++seen_whole_count_;
-      }
-    }
-  }
-  const size_t mask = seen_whole_.size() - 1;
-  size_t at = hash & mask;
-  for (; seen_whole_[at] != 0; at = (at + 1) & mask) {
-    if (seen_whole_[at] == hash) return true;
-  }
-  seen_whole_[at] = hash;
-  ++seen_whole_count_;
-  return false;
 }
 
 FlowNetwork::Interned FlowNetwork::Intern(std::shared_ptr<const FlowClass> c) {

@@ -215,9 +215,8 @@ class FlowNetwork {
   std::span<const double> MemoRates(const Memo& m) const {
     return {memo_blocks_[m.block].rates.get() + m.offset, m.size};
   }
-  // The whole active set's rates (key_ set) from its components' memos, into whole_rates_ and,
-  // when a class splits, whole_parts_ (whole_loose_); returns the whole set's memo when it has
-  // one (a set of one component, or one seen before: see seen_whole_), else kNoMemo.
+  // The memo of the whole active set (key_ set) from its components', added (comp_ set to
+  // its components).
   size_t SolveByComponents();
   // The memo of the active flows active_[idx[j]] (one connected component; empty idx: all of
   // them), solving and adding it when it is new. solver_views_ and key_ are set. The index stays
@@ -235,12 +234,6 @@ class FlowNetwork {
     uint64_t epoch = 0;
   };
   std::vector<CompMemo> comp_memo_, next_comp_memo_;
-  // Whole-set memos are added only for sets seen before (by key hash; cleared with the memo): a
-  // set seen once, most of them when many stages' traffic interleaves, costs no memory and no
-  // page faults, and its components' memos answer it as fast as a whole-set look-up would.
-  std::vector<uint64_t> seen_whole_;  // open addressing, 0 empty
-  size_t seen_whole_count_ = 0;
-  bool SeenBefore(std::span<const uint32_t> key);  // records the key's hash; whether it was there
   // Blocks of kMemoBlock numbers and rates (one of its own for a longer key), filled in order
   // and kept when the memo is cleared: no copying as the memo grows, and heap-sized pieces.
   struct MemoBlock {
@@ -280,7 +273,6 @@ class FlowNetwork {
   // SolveByComponents' and FindOrSolve's scratch.
   std::vector<double> whole_rates_, solve_rates_;
   std::vector<ClassParts> whole_parts_, solve_parts_;
-  bool whole_loose_ = false;
   std::vector<std::vector<uint32_t>> loose_;
   // SplitClass's results by (the whole class's number, the loose members): a class splits the
   // same way in every set where the same members are loose, and building the parts (sorting

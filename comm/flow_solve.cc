@@ -5,7 +5,7 @@
 // share no link do not affect each other's rates), and a component's solution depends only on
 // its unknowns in their order (their interned numbers: the memo's key). So a recomputation
 // takes, in order of cost:
-//  1. the whole set's memo, when the set was seen before (one look-up);
+//  1. the whole set's memo, when the set was solved before (one look-up);
 //  2. SolveChanged: only the components that changed since the last solve — those of the flows
 //     that ended (labelled at the last solve), and those that the flows started since meet — are
 //     found or solved by their numbers; every other flow keeps its rate. The same keys, so the
@@ -194,30 +194,20 @@ void FlowNetwork::SolveActive(bool looked_up) {
     }
     const bool found = memo != kNoMemo;
     if (!found) memo = SolveByComponents();  // (sets comp_)
-    if (memo == kNoMemo) {                   // from the components, not kept whole
-      if (!whole_loose_) {
-        rates_.swap(whole_rates_);
+    const Memo m = memos_[memo];
+    if (m.parts == kNoParts) {
+      const std::span<const double> r = MemoRates(m);
+      rates_.assign(r.begin(), r.end());
+      if (!found) {
         solved_comps_.assign(comp_.begin(), comp_.end());
-        break;
+      } else if (m.comps == kNoParts) {
+        solved_comps_.clear();  // one component (or more, labelled as one: see AddMemo's call)
+      } else {
+        solved_comps_.assign(memo_comps_.begin() + m.comps, memo_comps_.begin() + m.comps + m.size);
       }
-      split_.swap(whole_parts_);
-    } else {
-      const Memo m = memos_[memo];
-      if (m.parts == kNoParts) {
-        const std::span<const double> r = MemoRates(m);
-        rates_.assign(r.begin(), r.end());
-        if (!found) {
-          solved_comps_.assign(comp_.begin(), comp_.end());
-        } else if (m.comps == kNoParts) {
-          solved_comps_.clear();  // one component
-        } else {
-          solved_comps_.assign(memo_comps_.begin() + m.comps,
-                               memo_comps_.begin() + m.comps + m.size);
-        }
-        break;
-      }
-      split_.assign(memo_parts_.begin() + m.parts, memo_parts_.begin() + m.parts + m.size);
+      break;
     }
+    split_.assign(memo_parts_.begin() + m.parts, memo_parts_.begin() + m.parts + m.size);
     SplitLoose(split_);
     split_.clear();  // (holds no class beyond its use)
   }
@@ -276,13 +266,13 @@ size_t FlowNetwork::SolveByComponents() {
     for (size_t j = 0; j < idx.size(); ++j) whole_parts_[idx[j]] = memo_parts_[m.parts + j];
   }
   comp_memo_.swap(next_comp_memo_);
-  whole_loose_ = any_loose;
-  if (!SeenBefore(key_)) return kNoMemo;
   const size_t at = AddMemo(
       key_, whole_rates_,
-      any_loose ? std::span<const ClassParts>(whole_parts_) : std::span<const ClassParts>(), comp_);
+      any_loose ? std::span<const ClassParts>(whole_parts_) : std::span<const ClassParts>(),
+      // Its components label the flows for SolveChanged, which never runs on a larger set
+      // (one label for all is coarser than the components: safe, SolveChanged only does more).
+      active_.size() <= kMaxLocal ? std::span<const uint32_t>(comp_) : std::span<const uint32_t>());
   whole_parts_.clear();
-  whole_loose_ = false;
   return at;
 }
 
