@@ -21,7 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto resolved = trainsim::scenarios::Resolve(*loaded);
   FUZZ_CHECK(resolved.ok(), resolved.status().message());
-  FUZZ_CHECK(resolved->num_gpus == resolved->tp * resolved->pp * resolved->dp,
+  // Context parallelism is a factor of the GPU count like the others (a CP group of cp GPUs
+  // holds one sequence's shards).
+  FUZZ_CHECK(resolved->num_gpus == resolved->tp * resolved->cp * resolved->pp * resolved->dp,
              std::to_string(resolved->num_gpus));
   return 0;
 }

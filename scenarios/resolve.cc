@@ -139,6 +139,7 @@ Result<ResolvedScenario> Resolve(const pb::Scenario& input) {
   r.nics_per_node = s.cluster().nics_per_node();
   r.topology_levels = s.cluster().topology().levels();
   r.tp = s.parallelism().tp();
+  r.cp = s.parallelism().cp();
   r.pp = s.parallelism().pp();
   r.dp = s.parallelism().dp();
   r.virtual_stages = s.parallelism().virtual_stages();

@@ -74,11 +74,11 @@ struct ResolvedScenario {
 
   int nodes = 0;  // nodes training (spares excluded)
   int gpus_per_node = 0;
-  int num_gpus = 0;  // nodes * gpus_per_node == tp * pp * dp
+  int num_gpus = 0;  // nodes * gpus_per_node == tp * cp * pp * dp
   int spare_nodes = 0;
   int nics_per_node = 0;
   int topology_levels = 0;  // 2 or 3
-  int tp = 1, pp = 1, dp = 1, virtual_stages = 1;
+  int tp = 1, cp = 1, pp = 1, dp = 1, virtual_stages = 1;
   double peak_tflops = 0;  // dense peak per GPU at the model's precision
 
   int64_t params = 0;  // total parameters (see ParameterCount)

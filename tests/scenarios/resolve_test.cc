@@ -111,6 +111,18 @@ TEST(ResolveTest, DemoResolvesToTheIssuesCluster) {
   EXPECT_EQ(r->comm_init, sim::Time::Millis(10256));
 }
 
+TEST(ResolveTest, ContextParallelIsAFactorOfTheGpuCount) {
+  // The demo's 128 GPUs as TP 8 x CP 2 x PP 4 x DP 2: the resolved factors multiply to the
+  // cluster, CP included (a fuzz property once left CP out and failed on every CP scenario).
+  auto s = LoadScenario(kDemo, {"parallelism.cp=2", "parallelism.pp=4"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto r = Resolve(*s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->num_gpus, 128);
+  EXPECT_EQ(r->cp, 2);
+  EXPECT_EQ(r->tp * r->cp * r->pp * r->dp, r->num_gpus);
+}
+
 TEST(ResolveTest, TokenGoalRoundsUpToWholeSteps) {
   const char kText[] = R"(
     model { layers: 24 hidden: 2048 heads: 16 }
