@@ -19,6 +19,7 @@
 #include "comm/collective.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -88,6 +89,37 @@ struct Choice {
   TransferSchedule schedule;
 };
 
+// NCCL's ceiling on LL's bus bandwidth (tuning.cc: Ring/LL min(llMaxBw, busBw/2), Tree/LL
+// min(llMaxBw, busBw/3.8)) for Ring and Tree: where the schedule's LL drain is shorter than the
+// bus bytes at the ceiling, LL's wire bytes are scaled up to it (schedule->ll_wire_scale) and
+// times[LL] (indexed as `protocols`) re-priced, so the expansion runs what the tuner priced.
+// Bus bytes as NCCL's tuner counts them: the ring's nsteps/nRanks (BusBandwidthFactor), the
+// tree's 2 (its busBw → algBw ratio of 1/2).
+void ApplyLlCeiling(const Topology& topology, const CollectiveSpec& spec, Algo algo,
+                    const std::vector<Protocol>& protocols, TransferSchedule* schedule,
+                    std::vector<double>* times) {
+  if (algo != Algo::kRing && algo != Algo::kTree) return;
+  const auto ll = std::find(protocols.begin(), protocols.end(), Protocol::kLL);
+  if (ll == protocols.end()) return;
+  const size_t k = size_t(ll - protocols.begin());
+  const TopologySpec& t = topology.spec();
+  const int nodes = topology.NodesSpanned(spec.gpus);
+  const double ceiling_Bps = 1e9 * (nodes <= 1   ? t.ll_max_one_node_GBps
+                                    : nodes == 2 ? t.ll_max_two_nodes_GBps
+                                                 : t.ll_max_more_nodes_GBps);
+  const double bus_bytes =
+      double(spec.bytes) *
+      (algo == Algo::kTree ? 2.0 : BusBandwidthFactor(spec.op, int(spec.gpus.size())));
+  const ProtocolCosts costs = NcclCosts(schedule->family, Protocol::kLL);
+  const double latency = schedule->launches * costs.base_s +
+                         (schedule->chain_latency_s ? schedule->chain_latency_s(costs) : 0.0);
+  const double drain = (*times)[k] - latency;
+  const double floor_s = bus_bytes / ceiling_Bps;
+  if (!(drain > 0) || !std::isfinite(drain) || floor_s <= drain) return;
+  schedule->ll_wire_scale = floor_s / drain;
+  (*times)[k] = EvaluateSchedule(topology, *schedule, {Protocol::kLL}).front();
+}
+
 // Prices every candidate (algorithm, protocol) and keeps the fastest; the first wins ties.
 Result<Choice> Choose(const Topology& topology, const CollectiveSpec& spec) {
   std::vector<Algo> candidates;
@@ -108,7 +140,8 @@ Result<Choice> Choose(const Topology& topology, const CollectiveSpec& spec) {
       last_error = schedule.status();
       continue;
     }
-    const std::vector<double> times = EvaluateSchedule(topology, *schedule, protocols);
+    std::vector<double> times = EvaluateSchedule(topology, *schedule, protocols);
+    ApplyLlCeiling(topology, spec, algo, protocols, &*schedule, &times);
     bool improved = false;
     for (size_t k = 0; k < protocols.size(); ++k) {
       if (times[k] < best.time_s) {

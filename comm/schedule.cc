@@ -135,6 +135,7 @@ void TransferPath(const Topology& topology, const PipelinedTransfer& transfer,
 uint64_t TransferWireBytes(const Topology& topology, const TransferSchedule& schedule,
                            const PipelinedTransfer& transfer, Protocol protocol) {
   double efficiency = schedule.efficiency;
+  if (protocol == Protocol::kLL) efficiency /= schedule.ll_wire_scale;
   if (transfer.leg == Leg::kToNvswitch || transfer.leg == Leg::kFromNvswitch) {
     efficiency *= topology.spec().nvls_efficiency;
   }

@@ -67,6 +67,9 @@ struct TransferSchedule {
   // Fraction of the links' bandwidth the algorithm's data gets beyond the protocol's factor
   // (PAT: tuning.cc's 0.75); every transfer's wire bytes are divided by it.
   double efficiency = 1.0;
+  // LL's wire bytes are multiplied by this: NCCL's LL bandwidth ceiling where it binds
+  // (TopologySpec::ll_max_*; set by comm's tuner for Ring and Tree, 1 elsewhere).
+  double ll_wire_scale = 1.0;
   std::vector<PipelinedTransfer> transfers;
   // Latency of the critical chain of hops under a protocol's costs, in seconds.
   std::function<double(const ProtocolCosts&)> chain_latency_s;

@@ -105,6 +105,10 @@ Status ValidateTopologySpec(const TopologySpec& s) {
         "oversubscription must be >= 1.0 (1.0 = non-blocking; 2.0 = half the up-link "
         "bandwidth)");
   }
+  if (!PositiveFinite(s.ll_max_one_node_GBps) || !PositiveFinite(s.ll_max_two_nodes_GBps) ||
+      !PositiveFinite(s.ll_max_more_nodes_GBps)) {
+    return Status::InvalidArgument("the LL bandwidth ceilings (ll_max_*_GBps) must be > 0");
+  }
   for (double e : {s.nvlink_efficiency, s.nic_efficiency, s.pcie_efficiency, s.nvls_efficiency,
                    s.uplink_efficiency}) {
     if (!std::isfinite(e) || e <= 0 || e > 1) {

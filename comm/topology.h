@@ -86,6 +86,15 @@ struct TopologySpec {
   double nvls_efficiency = 0.85;
   // IB SHARP (CollNet): the fabric's switches reduce (scenario cluster.topology.sharp).
   bool sharp = false;
+  // NCCL's ceiling on the LL protocol's bus bandwidth, GB/s (tuning.cc llMaxBws): inside one
+  // node by GPU generation (Volta 39.0, Ampere 87.7, Hopper 141, Blackwell 282; set by
+  // scenarios::MakeTopologySpec), across two nodes 39.0 and across three or more 20.4 with
+  // Intel (or Arm) hosts — AMD hosts' row is 22.5 and 19.0; the catalogue does not say the CPU,
+  // so Intel's row is used. NCCL prices Ring/LL at min(ceiling, busBw / 2) and Tree/LL at
+  // min(ceiling, busBw / 3.8); the model applies the ceiling to both (comm/collective.cc).
+  double ll_max_one_node_GBps = 141.0;
+  double ll_max_two_nodes_GBps = 39.0;
+  double ll_max_more_nodes_GBps = 20.4;
 
   // Achievable fraction of each link's datasheet bandwidth for bulk transfers.
   // NVLink through NVSwitch: nccl-tests ring all-reduce bus bandwidth inside one node is about

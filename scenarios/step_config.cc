@@ -177,6 +177,11 @@ comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
   const std::string& arch = r.gpu.architecture();
   t.nvls = nvswitch && (arch == "hopper" || arch == "blackwell");
   t.nvls_efficiency = arch == "blackwell" ? 0.74 : 0.85;
+  // LL's ceiling inside one node, by GPU generation (tuning.cc llMaxBws, the N1 column).
+  t.ll_max_one_node_GBps = arch == "blackwell" ? 282.0
+                           : arch == "hopper"  ? 141.0
+                           : arch == "ampere"  ? 87.7
+                                               : 39.0;
   const bool roce = r.nic.fabric() == pb::NicSpec::ROCE;
   // SHARP is an InfiniBand switch feature (Quantum): ignored on an Ethernet fabric.
   t.sharp = r.scenario.cluster().topology().sharp() && !roce;

@@ -124,6 +124,63 @@ TEST(CollectiveTest, TreeWinsSmallMessagesAndRingLargeOnSixteenNodes) {
       Algo::kRing);
 }
 
+// Every other GPU of the first `nodes` nodes: four per DGX, as a DP x CP group is at TP 2.
+std::vector<int> HalfOfEachNode(int nodes) {
+  std::vector<int> g;
+  for (int i = 0; i < nodes * 8; i += 2) g.push_back(i);
+  return g;
+}
+
+TEST(LlCeilingTest, LlNeverBeatsNcclsCeilingOnBusBandwidth) {
+  // tuning.cc llMaxBws (Intel hosts; Hopper inside a node): LL's bus bandwidth is at most 141
+  // GB/s inside one node, 39.0 across two nodes and 20.4 across three or more. Over sizes where
+  // LL may still win, whatever time a ring or tree priced with LL gets, its bus bandwidth net of
+  // the latency stays under the ceiling (it was 61.6 GB/s for 26 MB over 32 nodes before).
+  struct Case {
+    int nodes;
+    double ceiling_GBps;
+  } cases[] = {{1, 141.0}, {2, 39.0}, {32, 20.4}};
+  for (const Case& c : cases) {
+    const Topology t = Dgx(c.nodes);
+    for (Op op : {Op::kAllReduce, Op::kReduceScatter, Op::kAllGather}) {
+      for (uint64_t bytes = 1 << 16; bytes <= (uint64_t{1} << 28); bytes *= 4) {
+        const CollectiveSpec spec{op, Algo::kRing, HalfOfEachNode(c.nodes), bytes};
+        Result<CollectiveEstimate> e = EstimateCollective(t, spec);
+        ASSERT_TRUE(e.ok()) << e.status().message();
+        if (e->protocol != Protocol::kLL) continue;
+        // The time less NCCL's Ring/LL latency floor (base 6.6 us) bounds the drain from above.
+        const double drain_s = e->time.seconds() - 6.6e-6;
+        EXPECT_LE(BusBwGBps(spec, sim::Time::FromSeconds(drain_s)), c.ceiling_GBps * 1.001)
+            << c.nodes << " nodes, " << OpName(op) << ", " << bytes << " B";
+      }
+    }
+  }
+}
+
+TEST(LlCeilingTest, MediumBucketsAcrossManyNodesLeaveLlAsNcclsTunerWould) {
+  // 26 MB reduce-scatter over 128 GPUs on 32 DGX H100: at LL's ceiling its bandwidth term alone,
+  // 26e6 x 127/128 / 20.4 GB/s = 1.26 ms, is more than LL128's whole time, so the tuner leaves LL.
+  const Topology t = Dgx(32);
+  const CollectiveSpec spec{Op::kReduceScatter, Algo::kAuto, HalfOfEachNode(32), 26000000};
+  Result<CollectiveEstimate> e = EstimateCollective(t, spec);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NE(e->protocol, Protocol::kLL);
+  EXPECT_LT(e->time.seconds(), 26e6 * 127 / 128 / 20.4e9);
+}
+
+TEST(LlCeilingTest, TheExpansionRunsWhatTheCeilingPriced) {
+  // Where LL still wins under its ceiling (a 4 MB reduce-scatter over 32 nodes), the flows carry
+  // LL's scaled wire bytes: alone on the network they end when the closed form says.
+  const Topology t = Dgx(32);
+  const CollectiveSpec spec{Op::kReduceScatter, Algo::kRing, HalfOfEachNode(32), 4000000};
+  Result<CollectiveEstimate> e = EstimateCollective(t, spec);
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->protocol, Protocol::kLL);
+  // Bound by the ceiling: 4e6 x 127/128 / 20.4 GB/s = 194.5 us of drain at least.
+  EXPECT_GE(e->time.seconds(), 4e6 * 127 / 128 / 20.4e9);
+  EXPECT_NEAR(Expand(t, spec).seconds(), e->time.seconds(), 1e-9 * 50);
+}
+
 TEST(CollectiveTest, AutoPicksTheFastestAndRunReportsTheSameChoice) {
   const Topology t = Dgx(16);
   for (uint64_t bytes : {uint64_t{8}, uint64_t{1} << 20, uint64_t{1} << 30}) {

@@ -188,6 +188,17 @@ TEST(CatalogueTopologyTest, NvlsOnHopperAndBlackwellNvswitchNodesOnly) {
   EXPECT_TRUE(TopologyOf("gpu: \"H100\" nodes: 2 topology { sharp: true }").sharp);
 }
 
+TEST(CatalogueTopologyTest, LlCeilingInsideANodeFollowsTheGpuGeneration) {
+  // tuning.cc llMaxBws, one node: Ampere 87.7, Hopper 141, Blackwell 2 x 141 GB/s; across nodes
+  // the host's row (Intel: 39.0 for two nodes, 20.4 for more), whatever the GPU.
+  EXPECT_DOUBLE_EQ(TopologyOf("gpu: \"A100\" nodes: 2").ll_max_one_node_GBps, 87.7);
+  EXPECT_DOUBLE_EQ(TopologyOf("gpu: \"H100\" nodes: 2").ll_max_one_node_GBps, 141.0);
+  const comm::TopologySpec b300 = TopologyOf("node_type: \"DGX-B300\" nodes: 2");
+  EXPECT_DOUBLE_EQ(b300.ll_max_one_node_GBps, 282.0);
+  EXPECT_DOUBLE_EQ(b300.ll_max_two_nodes_GBps, 39.0);
+  EXPECT_DOUBLE_EQ(b300.ll_max_more_nodes_GBps, 20.4);
+}
+
 TEST(CatalogueTopologyTest, RoceCostsHeadersAndEcmpCollisionsOnTheUplinks) {
   const comm::TopologySpec ib = TopologyOf("gpu: \"H100\" nodes: 2");
   const comm::TopologySpec roce = TopologyOf("gpu: \"H100\" nodes: 2 nic: \"RoCE-400\"");
