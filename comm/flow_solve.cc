@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "comm/flow_network.h"
+#include "comm/union_find.h"
 
 namespace trainsim::comm {
 
@@ -106,18 +107,14 @@ bool FlowNetwork::SolveChanged() {
     // Pairwise, many affected flows cost more than the whole set's memo (one look-up when the
     // set recurs) or components.
     if (m * m > 2 * kMaxMeets || 2 * m > n) return false;
-    aff_parent_.resize(m);
-    for (size_t x = 0; x < m; ++x) aff_parent_[x] = uint32_t(x);
-    auto find = [this](uint32_t x) {
-      while (aff_parent_[x] != x) x = aff_parent_[x] = aff_parent_[aff_parent_[x]];
-      return x;
-    };
+    UnionFindReset(&aff_parent_, m);
+    auto find = [this](uint32_t x) { return UnionFindRoot(aff_parent_, x); };
     for (size_t x = 1; x < m; ++x) {
       for (size_t y = 0; y < x; ++y) {
         const uint32_t rx = find(uint32_t(x)), ry = find(uint32_t(y));
         if (rx == ry) continue;
         if (solver_.Meets(view(aff_index_[x]), view(aff_index_[y]))) {
-          aff_parent_[std::max(rx, ry)] = std::min(rx, ry);
+          UnionFindUnite(aff_parent_, rx, ry);
         }
       }
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/max_min.h"
+#include "comm/union_find.h"
 
 namespace trainsim::comm {
 
@@ -66,22 +67,10 @@ bool MaxMinSolver::Meet(const ClassView& a, uint32_t na, const ClassView& b, uin
 size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_links,
                                 std::vector<uint32_t>* comp) {
   const size_t n = views.size();
-  parent_.resize(n);
-  for (size_t i = 0; i < n; ++i) parent_[i] = static_cast<uint32_t>(i);
-  auto find = [this](uint32_t x) {
-    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
-    return x;
-  };
+  UnionFindReset(&parent_, n);
   // The lower index becomes the root, so roots are components' first unknowns.
-  auto unite = [&](uint32_t x, uint32_t y) {
-    x = find(x);
-    y = find(y);
-    if (x < y) {
-      parent_[y] = x;
-    } else if (y < x) {
-      parent_[x] = y;
-    }
-  };
+  auto find = [this](uint32_t x) { return UnionFindRoot(parent_, x); };
+  auto unite = [this](uint32_t x, uint32_t y) { UnionFindUnite(parent_, x, y); };
   // Every unknown numbered by the caller: pairs through the table, starting from the last
   // call's components when there was one (a network's active set changes by a few unknowns
   // between solves).
@@ -202,19 +191,8 @@ size_t MaxMinSolver::Components(const std::vector<ClassView>& views, size_t num_
 void MaxMinSolver::ComponentsFromLast(const std::vector<ClassView>& views) {
   constexpr uint32_t kNone = UINT32_MAX;
   const size_t n = views.size(), m = last_numbers_.size();
-  auto find = [this](uint32_t x) {
-    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
-    return x;
-  };
-  auto unite = [&](uint32_t x, uint32_t y) {
-    x = find(x);
-    y = find(y);
-    if (x < y) {
-      parent_[y] = x;
-    } else if (y < x) {
-      parent_[x] = y;
-    }
-  };
+  auto find = [this](uint32_t x) { return UnionFindRoot(parent_, x); };
+  auto unite = [this](uint32_t x, uint32_t y) { UnionFindUnite(parent_, x, y); };
   // Match the views to the last call's in order (equal numbers are equal links, so any
   // order-keeping match is right): a view not found a few places ahead is new.
   constexpr size_t kLookAhead = 8;

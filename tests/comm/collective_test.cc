@@ -157,12 +157,16 @@ TEST(LlCeilingTest, LlNeverBeatsNcclsCeilingOnBusBandwidth) {
   }
 }
 
+// A reduce-scatter over 128 GPUs on 32 DGX H100 (four per node).
+CollectiveSpec ReduceScatterOver32Nodes(Algo algo, uint64_t bytes) {
+  return {Op::kReduceScatter, algo, HalfOfEachNode(32), bytes};
+}
+
 TEST(LlCeilingTest, MediumBucketsAcrossManyNodesLeaveLlAsNcclsTunerWould) {
-  // 26 MB reduce-scatter over 128 GPUs on 32 DGX H100: at LL's ceiling its bandwidth term alone,
-  // 26e6 x 127/128 / 20.4 GB/s = 1.26 ms, is more than LL128's whole time, so the tuner leaves LL.
-  const Topology t = Dgx(32);
-  const CollectiveSpec spec{Op::kReduceScatter, Algo::kAuto, HalfOfEachNode(32), 26000000};
-  Result<CollectiveEstimate> e = EstimateCollective(t, spec);
+  // 26 MB: at LL's ceiling its bandwidth term alone, 26e6 x 127/128 / 20.4 GB/s = 1.26 ms, is
+  // more than LL128's whole time, so the tuner leaves LL.
+  Result<CollectiveEstimate> e =
+      EstimateCollective(Dgx(32), ReduceScatterOver32Nodes(Algo::kAuto, 26000000));
   ASSERT_TRUE(e.ok());
   EXPECT_NE(e->protocol, Protocol::kLL);
   EXPECT_LT(e->time.seconds(), 26e6 * 127 / 128 / 20.4e9);
@@ -172,7 +176,7 @@ TEST(LlCeilingTest, TheExpansionRunsWhatTheCeilingPriced) {
   // Where LL still wins under its ceiling (a 4 MB reduce-scatter over 32 nodes), the flows carry
   // LL's scaled wire bytes: alone on the network they end when the closed form says.
   const Topology t = Dgx(32);
-  const CollectiveSpec spec{Op::kReduceScatter, Algo::kRing, HalfOfEachNode(32), 4000000};
+  const CollectiveSpec spec = ReduceScatterOver32Nodes(Algo::kRing, 4000000);
   Result<CollectiveEstimate> e = EstimateCollective(t, spec);
   ASSERT_TRUE(e.ok());
   ASSERT_EQ(e->protocol, Protocol::kLL);

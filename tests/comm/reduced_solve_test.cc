@@ -190,6 +190,18 @@ TEST(ComponentsTest, SolvingEachComponentAloneMatchesTheWholeSolve) {
   }
 }
 
+// The pool's views at `active`, each numbered by its index in the pool (as FlowNetwork numbers
+// its unknowns).
+std::vector<ClassView> NumberedViews(const RandomSet& pool, const std::vector<uint32_t>& active) {
+  std::vector<ClassView> views;
+  for (uint32_t u : active) {
+    ClassView v = pool.views[u];
+    v.number = u;
+    views.push_back(v);
+  }
+  return views;
+}
+
 // FlowNetwork's active set changes by a few unknowns between solves, and Components starts from
 // its last call's components (ComponentsFromLast): the components must be those a fresh solver
 // finds, whatever was removed, added or reordered.
@@ -211,12 +223,7 @@ TEST(ComponentsTest, ComponentsFromTheLastCallAreThoseComputedAfresh) {
       std::rotate(next.begin(), next.begin() + static_cast<long>(rng() % next.size()), next.end());
     }
     active = next;
-    std::vector<ClassView> views;
-    for (uint32_t u : active) {
-      ClassView v = pool.views[u];
-      v.number = u;
-      views.push_back(v);
-    }
+    const std::vector<ClassView> views = NumberedViews(pool, active);
     MaxMinSolver fresh;
     std::vector<uint32_t> want, got;
     const size_t want_num = fresh.Components(views, kLinks, &want);
@@ -255,12 +262,7 @@ TEST(ComponentsTest, SameAsLastNamesOnlyComponentsWithTheSameViews) {
       next.push_back(static_cast<uint32_t>(rng() % pool.views.size()));
     }
     active = next;
-    std::vector<ClassView> views;
-    for (uint32_t u : active) {
-      ClassView v = pool.views[u];
-      v.number = u;
-      views.push_back(v);
-    }
+    const std::vector<ClassView> views = NumberedViews(pool, active);
     std::vector<uint32_t> comp;
     const size_t num = solver.Components(views, kLinks, &comp);
     const std::vector<std::vector<uint32_t>> now = ComponentNumbers(views, comp, num);
