@@ -160,12 +160,15 @@ void GradientSync::RunBucket(int stage, int part, double start) {
     ch.running = false;
     ch.next++;
     ch.done++;
-    st_->trace.Slice(ch.group[0], kTrackDp, "dp grad reduce", "dp", start, st_->now() - start,
-                     {{"op", std::string(comm::OpName(ch.plan.op))},
-                      {"bucket", int64_t(ch.next)},
-                      {"bytes", int64_t(ch.plan.bytes)},
-                      {"expert_bytes", int64_t(ch.plan.expert_bytes)},
-                      {"ranks", int64_t(ch.group.size())}});
+    // (Its arguments only when tracing: a step may reduce a million buckets.)
+    if (st_->trace.enabled()) {
+      st_->trace.Slice(ch.group[0], kTrackDp, "dp grad reduce", "dp", start, st_->now() - start,
+                       {{"op", std::string(comm::OpName(ch.plan.op))},
+                        {"bucket", int64_t(ch.next)},
+                        {"bytes", int64_t(ch.plan.bytes)},
+                        {"expert_bytes", int64_t(ch.plan.expert_bytes)},
+                        {"ranks", int64_t(ch.group.size())}});
+    }
     if (ch.done == size_t(ch.plan.count)) MaybeReduced(stage);
     Pump(stage);
     return;
