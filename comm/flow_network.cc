@@ -14,6 +14,7 @@
 #include "comm/flow_network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -89,6 +90,7 @@ FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, 
     return StartFlow(flow_class->member(0), bytes, std::move(on_done), extra_latency,
                      /*charge_path_latency=*/false);
   }
+  if (live_watches_ > 0) Touch(SetsOfClass(flow_class) & watched_sets_);
   flows_started_ += flow_class->size();
   return Begin(bytes == 0, bytes, extra_latency, std::move(on_done), {}, std::move(flow_class));
 }
@@ -96,6 +98,7 @@ FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, 
 FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
                               std::function<void()> on_done, sim::Time extra_latency,
                               bool charge_path_latency) {
+  if (live_watches_ > 0 && bytes > 0) Touch(SetsOfPath(path) & watched_sets_);
   ++flows_started_;
   sim::Time latency = extra_latency;
   if (charge_path_latency) {
@@ -136,6 +139,7 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
   }
   f.completion = nullptr;
   paths_[slot].assign(path.begin(), path.end());
+  CountUse(slot, 1);
   if (label_.size() < flows_.size()) label_.resize(flows_.size(), 0);
   label_[slot] = next_label_++;
   if (fresh_.size() < flows_.size()) fresh_.resize(flows_.size(), 0);
@@ -149,12 +153,132 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
 
 void FlowNetwork::SetLinkBandwidthFactor(LinkId link, double factor) {
   assert(factor >= 0 && std::isfinite(factor));
+  if (live_watches_ > 0) Touch(sets_of_link_[size_t(link)] & watched_sets_);
   const size_t l = static_cast<size_t>(link);
   factor_[l] = factor;
   capacity_Bps_[l] = topology_->link(link).bandwidth_Bps * factor;
   ++capacity_version_;
   all_changed_ = true;
   RequestRecompute();
+}
+
+FlowNetwork::LinkSetId FlowNetwork::FollowLinks(std::span<const LinkId> links) {
+  if (sets_.size() >= size_t(kMaxLinkSets)) return -1;
+  if (sets_of_link_.empty()) sets_of_link_.assign(factor_.size(), 0);
+  const LinkSetId id = LinkSetId(sets_.size());
+  const uint64_t bit = uint64_t(1) << id;
+  LinkSet set;
+  set.links.assign(links.begin(), links.end());
+  set.overlaps = bit;
+  for (LinkId l : links) {
+    uint64_t& m = sets_of_link_[size_t(l)];
+    set.overlaps |= m;
+    m |= bit;
+  }
+  for (uint64_t o = set.overlaps & ~bit; o != 0; o &= o - 1) {
+    sets_[size_t(std::countr_zero(o))].overlaps |= bit;
+  }
+  sets_.push_back(std::move(set));
+  // The cached sets of classes miss the new one: count the active flows again.
+  sets_of_class_.clear();
+  for (LinkSet& x : sets_) x.users = 0;
+  for (uint32_t slot : active_) {
+    if (flows_[slot].active) CountUse(slot, 1);
+  }
+  return id;
+}
+
+bool FlowNetwork::LinksFree(LinkSetId set) const {
+  const LinkSet& x = sets_[size_t(set)];
+  return x.users == 0 && (watched_sets_ & x.overlaps) == 0;
+}
+
+FlowNetwork::WatchId FlowNetwork::Watch(LinkSetId set, std::function<void()> on_touch) {
+  assert(LinksFree(set));
+  uint32_t slot = 0;
+  while (slot < watches_.size() && watches_[slot].id != 0) ++slot;
+  if (slot == watches_.size()) watches_.emplace_back();
+  LinkWatch& w = watches_[slot];
+  w.id = ++next_watch_id_;
+  w.set = set;
+  w.on_touch = std::move(on_touch);
+  sets_[size_t(set)].watches++;
+  watched_sets_ |= uint64_t(1) << set;
+  ++live_watches_;
+  return w.id;
+}
+
+void FlowNetwork::Unwatch(WatchId id) {
+  if (id == 0) return;
+  for (LinkWatch& w : watches_) {
+    if (w.id != id) continue;
+    if (--sets_[size_t(w.set)].watches == 0) watched_sets_ &= ~(uint64_t(1) << w.set);
+    w.id = 0;
+    w.set = -1;
+    w.on_touch = nullptr;
+    --live_watches_;
+    return;
+  }
+}
+
+uint64_t FlowNetwork::SetsOfPath(std::span<const LinkId> path) const {
+  uint64_t m = 0;
+  for (LinkId l : path) m |= sets_of_link_[size_t(l)];
+  return m;
+}
+
+uint64_t FlowNetwork::SetsOfClass(const std::shared_ptr<const FlowClass>& cls) {
+  auto it = sets_of_class_.find(cls.get());
+  if (it == sets_of_class_.end()) {
+    // Bounded; a class's sets are recomputed the same (the followed sets did not change).
+    if (sets_of_class_.size() >= (size_t(1) << 16)) sets_of_class_.clear();
+    it = sets_of_class_.emplace(cls.get(), ClassSets{cls, SetsOfPath(cls->links)}).first;
+  }
+  return it->second.sets;
+}
+
+uint64_t FlowNetwork::SetsOf(uint32_t slot) {
+  const Flow& f = flows_[slot];
+  return f.cls != nullptr ? SetsOfClass(f.cls) : SetsOfPath(paths_[slot]);
+}
+
+void FlowNetwork::CountUse(uint32_t slot, int delta) {
+  if (sets_.empty()) return;
+  Flow& f = flows_[slot];
+  // Counted off the sets it was counted on (a class's cached sets may have been dropped).
+  if (delta > 0) f.sets = SetsOf(slot);
+  for (uint64_t m = f.sets; m != 0; m &= m - 1) {
+    sets_[size_t(std::countr_zero(m))].users += uint32_t(delta);
+  }
+  if (delta < 0) f.sets = 0;
+}
+
+void FlowNetwork::Touch(uint64_t sets) {
+  if (sets == 0) return;
+  fired_.clear();
+  for (uint32_t slot = 0; slot < watches_.size(); ++slot) {
+    const LinkWatch& w = watches_[slot];
+    if (w.id != 0 && (sets >> w.set & 1) != 0) fired_.push_back(slot);
+  }
+  std::vector<uint32_t> fired;
+  fired.swap(fired_);
+  FireWatches(&fired);
+  fired.swap(fired_);
+}
+
+// In slot order (deterministic); each watch ends before its callback runs, so a callback may
+// start flows on its own links.
+void FlowNetwork::FireWatches(std::vector<uint32_t>* fired) {
+  std::vector<std::function<void()>> calls;
+  calls.reserve(fired->size());
+  for (uint32_t slot : *fired) {
+    LinkWatch& w = watches_[slot];
+    calls.push_back(std::move(w.on_touch));
+    Unwatch(w.id);
+  }
+  for (auto& call : calls) {
+    if (call) call();
+  }
 }
 
 double FlowNetwork::LinkBandwidthFactor(LinkId link) const {
@@ -424,6 +548,8 @@ void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
       f.on_done = nullptr;
     }
     f.completion->pending++;
+    ++class_splits_;
+    CountUse(slot, -1);
     f.cls = parts[i].first.cls;
     f.number = parts[i].first.number;
     Flow& p = flows_[part];
@@ -438,6 +564,8 @@ void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
     p.number = parts[i].second.number;
     p.completion = f.completion;
     paths_[part].clear();
+    CountUse(slot, 1);
+    CountUse(part, 1);
     if (label_.size() < flows_.size()) label_.resize(flows_.size(), 0);
     if (fresh_.size() < flows_.size()) fresh_.resize(flows_.size(), 0);
     label_[part] = label_[slot];
@@ -493,6 +621,7 @@ void FlowNetwork::OnDrainEvent() {
         callbacks->push_back(std::move(f.on_done));
       }
       f.on_done = nullptr;
+      CountUse(slot, -1);
       f.cls = nullptr;
       f.active = false;
       f.rate_Bps = 0;

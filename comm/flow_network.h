@@ -76,6 +76,29 @@ class FlowNetwork {
   sim::Engine* engine() const { return engine_; }
   const Topology& topology() const { return *topology_; }
 
+  // Followed link sets and watches, for a caller that times traffic of its own on some links
+  // without flows while nothing else crosses them (the step simulation's queued gradient
+  // buckets) and must learn the moment that stops. FollowLinks(links) names a set of links
+  // (at most kMaxLinkSets per network; -1 past that): from then on the network counts the
+  // active flows that cross it, so LinksFree(set) costs O(1) and a flow's start, split and end
+  // a few operations more. Watch(set, on_touch) calls on_touch once, synchronously, when a flow
+  // or a member of a class is about to start on one of the set's links, or one of their
+  // bandwidth factors is about to change — before the network changes anything, so on_touch
+  // may start flows of its own at this instant, ahead of the one that touched. The watch ends
+  // when it fires or at Unwatch.
+  static constexpr int kMaxLinkSets = 64;
+  using LinkSetId = int;
+  LinkSetId FollowLinks(std::span<const LinkId> links);
+  // Whether no active flow (or member of an active class) crosses the set, and no watch holds
+  // a set that shares a link with it. REQUIRES: `set` from FollowLinks.
+  bool LinksFree(LinkSetId set) const;
+  using WatchId = uint64_t;  // 0 is never a valid id
+  // REQUIRES: LinksFree(set).
+  WatchId Watch(LinkSetId set, std::function<void()> on_touch);
+  void Unwatch(WatchId id);  // no-op for a watch that has fired or ended
+  // Classes split since construction (members that would not share one rate).
+  uint64_t class_splits() const { return class_splits_; }
+
  private:
   struct Flow {
     FlowId id = 0;
@@ -88,6 +111,7 @@ class FlowNetwork {
     std::function<void()> on_done;
     std::shared_ptr<const FlowClass> cls;  // null: one flow, its path in paths_[slot]
     uint32_t number = 0;  // the interned number of cls, or of the path (Interned, InternPath)
+    uint64_t sets = 0;    // the followed sets it is counted on (CountUse)
     // A class split into parts (members that would get different rates): the parts share the
     // callback, which runs after the last part.
     struct Completion {
@@ -139,8 +163,43 @@ class FlowNetwork {
   // A single flow's path's number (from the same sequence as the classes').
   uint32_t InternPath(std::span<const LinkId> path);
 
+  // Fires (and ends) the watches on the sets in `sets`.
+  void Touch(uint64_t sets);
+  void FireWatches(std::vector<uint32_t>* fired);
+  // The followed sets the slot's flow (or class) crosses; a class's is cached per class.
+  uint64_t SetsOfPath(std::span<const LinkId> path) const;
+  uint64_t SetsOfClass(const std::shared_ptr<const FlowClass>& cls);
+  uint64_t SetsOf(uint32_t slot);
+  void CountUse(uint32_t slot, int delta);  // ± 1 on each followed set the slot's flow crosses
+
   sim::Engine* engine_;
   const Topology* topology_;
+  // Followed sets: per link, the sets holding it (bit i: set i); per set its links, the sets
+  // it shares a link with (itself included), the active flows crossing it, its live watches.
+  struct LinkSet {
+    std::vector<LinkId> links;
+    uint64_t overlaps = 0;
+    uint32_t users = 0;
+    uint32_t watches = 0;
+  };
+  std::vector<LinkSet> sets_;
+  std::vector<uint64_t> sets_of_link_;  // empty until the first FollowLinks
+  uint64_t watched_sets_ = 0;           // sets with a live watch
+  struct ClassSets {
+    std::shared_ptr<const FlowClass> keep;  // the key's class, alive while cached
+    uint64_t sets = 0;
+  };
+  std::unordered_map<const FlowClass*, ClassSets> sets_of_class_;
+  struct LinkWatch {
+    WatchId id = 0;
+    LinkSetId set = -1;
+    std::function<void()> on_touch;
+  };
+  std::vector<LinkWatch> watches_;  // slots; id == 0: free
+  size_t live_watches_ = 0;
+  uint64_t next_watch_id_ = 0;
+  std::vector<uint32_t> fired_;  // Touch's scratch
+  uint64_t class_splits_ = 0;
   std::vector<double> factor_;
   std::vector<double> capacity_Bps_;  // link bandwidth × factor
 

@@ -311,5 +311,87 @@ TEST(MaxMinFairRatesTest, ClassicThreeFlowExample) {
   EXPECT_DOUBLE_EQ(rates[2], t.link(nvl).bandwidth_Bps - c2 / 2);
 }
 
+// Followed link sets and watches (the step simulation's bucket trains rely on them).
+TEST_F(FlowNetworkTest, AFollowedSetCountsTheFlowsThatCrossItFromWhenItIsFollowed) {
+  const LinkId nvl0 = topology_.nvlink_up(0);
+  const LinkId nvl1 = topology_.nvlink_up(1);
+  const LinkId nic0 = topology_.nic_tx(0);
+  // A flow active before the set is followed is counted too.
+  network_.StartFlow(std::vector<LinkId>{nvl0, nic0}, 1'000'000, [] {});
+  engine_.RunUntil(sim::Time::Nanos(1));
+  const std::vector<LinkId> set_links = {nic0};
+  const FlowNetwork::LinkSetId set = network_.FollowLinks(set_links);
+  ASSERT_GE(set, 0);
+  EXPECT_FALSE(network_.LinksFree(set));
+  engine_.Run();
+  EXPECT_TRUE(network_.LinksFree(set));
+  // A flow elsewhere leaves it free; one through any of its links does not, until it ends.
+  network_.StartFlow(std::vector<LinkId>{nvl1}, 1'000'000, [] {});
+  EXPECT_TRUE(network_.LinksFree(set));
+  network_.StartFlow(std::vector<LinkId>{nvl1, nic0}, 1'000'000, [] {});
+  EXPECT_FALSE(network_.LinksFree(set));
+  engine_.Run();
+  EXPECT_TRUE(network_.LinksFree(set));
+}
+
+TEST_F(FlowNetworkTest, AWatchFiresOnceBeforeAFlowStartsOnItsLinksAndNotForOthers) {
+  const LinkId nic0 = topology_.nic_tx(0);
+  const LinkId nic1 = topology_.nic_tx(1);
+  const std::vector<LinkId> set_links = {nic0};
+  const FlowNetwork::LinkSetId set = network_.FollowLinks(set_links);
+  int fired = 0;
+  size_t active_when_fired = 99;
+  network_.Watch(set, [&] {
+    ++fired;
+    active_when_fired = network_.active_flows();
+  });
+  // Another set's link, and a flow of no bytes, do not touch it.
+  network_.StartFlow(std::vector<LinkId>{nic1}, 1'000'000, [] {});
+  network_.StartFlow(std::vector<LinkId>{nic0}, 0, [] {});
+  EXPECT_EQ(fired, 0);
+  EXPECT_FALSE(network_.LinksFree(set));  // the watch holds it
+  network_.StartFlow(std::vector<LinkId>{nic0}, 1'000'000, [] {});
+  EXPECT_EQ(fired, 1);
+  EXPECT_EQ(active_when_fired, 1u);  // before the touching flow was added
+  network_.StartFlow(std::vector<LinkId>{nic0}, 1'000'000, [] {});
+  EXPECT_EQ(fired, 1);  // it ended when it fired
+  engine_.Run();
+  EXPECT_TRUE(network_.LinksFree(set));
+}
+
+TEST_F(FlowNetworkTest, AWatchFiresWhenAWatchedLinksFactorChangesAndNeverOnceUnwatched) {
+  const LinkId nic0 = topology_.nic_tx(0);
+  const std::vector<LinkId> set_links = {nic0};
+  const FlowNetwork::LinkSetId set = network_.FollowLinks(set_links);
+  int fired = 0;
+  network_.Watch(set, [&] { ++fired; });
+  network_.SetLinkBandwidthFactor(topology_.nic_tx(1), 0.5);
+  EXPECT_EQ(fired, 0);
+  network_.SetLinkBandwidthFactor(nic0, 0.5);
+  EXPECT_EQ(fired, 1);
+  const FlowNetwork::WatchId w = network_.Watch(set, [&] { ++fired; });
+  network_.Unwatch(w);
+  EXPECT_TRUE(network_.LinksFree(set));
+  network_.StartFlow(std::vector<LinkId>{nic0}, 1'000'000, [] {});
+  network_.SetLinkBandwidthFactor(nic0, 1.0);
+  engine_.Run();
+  EXPECT_EQ(fired, 1);
+}
+
+TEST_F(FlowNetworkTest, AWatchHoldsEverySetThatSharesALinkWithItsOwn) {
+  const LinkId nic0 = topology_.nic_tx(0);
+  const LinkId nic1 = topology_.nic_tx(1);
+  const LinkId nic2 = topology_.nic_tx(2);
+  const std::vector<LinkId> a_links = {nic0, nic1};
+  const std::vector<LinkId> b_links = {nic1};
+  const std::vector<LinkId> c_links = {nic2};
+  const FlowNetwork::LinkSetId a = network_.FollowLinks(a_links);
+  const FlowNetwork::LinkSetId b = network_.FollowLinks(b_links);
+  const FlowNetwork::LinkSetId c = network_.FollowLinks(c_links);
+  network_.Watch(a, [] {});
+  EXPECT_FALSE(network_.LinksFree(b));
+  EXPECT_TRUE(network_.LinksFree(c));
+}
+
 }  // namespace
 }  // namespace trainsim::comm
