@@ -410,6 +410,27 @@ CollectiveEstimate RunPlan(FlowNetwork* network, const CollectivePlanCache::Plan
   return plan.estimate;
 }
 
+CollectiveEstimate PlanEstimate(const CollectivePlanCache::Plan& plan) { return plan.estimate; }
+
+std::optional<AloneTimeline> TimePlanAlone(const FlowNetwork& network,
+                                           const CollectivePlanCache::Plan& plan,
+                                           FlowNetwork* scratch) {
+  if (plan.prepared == nullptr) return std::nullopt;
+  std::optional<AloneTimeline> t = TimeAlone(network, plan.prepared, scratch);
+  if (!t.has_value() || !t->resumable) return std::nullopt;
+  return t;
+}
+
+std::vector<LinkId> PlanLinks(const CollectivePlanCache::Plan& plan) {
+  if (plan.prepared == nullptr) return {};
+  return ScheduleLinks(*plan.prepared);
+}
+
+void ResumePlan(FlowNetwork* network, const CollectivePlanCache::Plan& plan,
+                const AloneTimeline& timeline, int64_t elapsed_ns, std::function<void()> on_done) {
+  ResumePreparedSchedule(network, plan.prepared, timeline, elapsed_ns, std::move(on_done));
+}
+
 Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveSpec& spec,
                                          std::function<void()> on_done,
                                          CollectivePlanCache* cache) {

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -100,6 +101,7 @@ Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveS
 // size) pairs thousands of times. Plans depend on the topology alone (never on link factors),
 // so one cache may serve every FlowNetwork over the same topology. Not thread-safe.
 struct PreparedSchedule;
+struct AloneTimeline;
 class CollectivePlanCache {
  public:
   CollectivePlanCache();
@@ -119,10 +121,28 @@ Result<CollectiveEstimate> RunCollective(FlowNetwork* network, const CollectiveS
 Result<const CollectivePlanCache::Plan*> PlanCollective(const Topology& topology,
                                                         const CollectiveSpec& spec,
                                                         CollectivePlanCache* cache);
+// What RunPlan returns for the plan: its algorithm, protocol and idle time.
+CollectiveEstimate PlanEstimate(const CollectivePlanCache::Plan& plan);
 // Runs a plan from PlanCollective on `network` (over the plan's topology): the same flows and
 // result as RunCollective of its spec.
 CollectiveEstimate RunPlan(FlowNetwork* network, const CollectivePlanCache::Plan& plan,
                            std::function<void()> on_done);
+
+// Repeating a kept plan without flows while nothing else crosses its links (the step
+// simulation's queued gradient buckets; schedule.h, AloneTimeline):
+// its run alone on `network`'s link factors; empty for a group of one, a plan that never ends
+// (a link down) or one whose run cannot be resumed part-way (AloneTimeline::resumable).
+// `scratch`: as TimeAlone's.
+std::optional<AloneTimeline> TimePlanAlone(const FlowNetwork& network,
+                                           const CollectivePlanCache::Plan& plan,
+                                           FlowNetwork* scratch = nullptr);
+// The links the plan's flows cross, ascending.
+std::vector<LinkId> PlanLinks(const CollectivePlanCache::Plan& plan);
+// Continues a run of the plan that started `elapsed_ns` ago, alone on its links since
+// (ResumePreparedSchedule). REQUIRES: `timeline` is TimePlanAlone's, 0 <= elapsed_ns <
+// timeline.total_ns.
+void ResumePlan(FlowNetwork* network, const CollectivePlanCache::Plan& plan,
+                const AloneTimeline& timeline, int64_t elapsed_ns, std::function<void()> on_done);
 
 // The closed form on the network's current link capacities (degraded links slow it; a link that
 // is down on its path, or a time beyond sim::Time's range, gives sim::Time::Max()), for the

@@ -23,17 +23,17 @@
 //     progressive filling, capacity / load of the most loaded link. Waves with the same active
 //     set are computed once, so a ring is one alpha-beta term times its 2(n−1) steps. The load
 //     does not depend on the protocol, so one evaluation prices every protocol.
-//   - RunSchedule (expansion): the same waves as flows on a FlowNetwork (their latency is the
-//     chain latency, added after the last wave, not the flows' path latency). Segments: a run of
-//     consecutive waves with the same active transfers (a ring's 2(n−1) steps) starts as one
-//     wave whose flows carry the run's bytes, so a ring over n ranks costs n·C flows, not
-//     2(n−1)·n·C. On an idle network this is exact (each wave would last payload / r at the
+//   - RunSchedule (expansion, in schedule_run.cc): the same waves as flows on a FlowNetwork (their
+//     latency is the chain latency, added after the last wave, not the flows' path latency).
+//     Segments: a run of consecutive waves with the same active transfers (a ring's 2(n−1) steps)
+//     starts as one wave whose flows carry the run's bytes, so a ring over n ranks costs n·C flows,
+//     not 2(n−1)·n·C. On an idle network this is exact (each wave would last payload / r at the
 //     same rate r). Under contention it lets a transfer on an uncontended link run ahead of the
-//     per-step barrier, so the collective ends when its slowest transfer has moved the whole
-//     run: max over transfers of the sum of their drains rather than the sum over steps of the
-//     slowest drain. The two agree while contention is steady over the collective (a ring
-//     that shares one NIC with a long pipeline send); NCCL's ring, throttled by the slowest
-//     link through its bounded step buffers (NCCL_STEPS), lies between them.
+//     per-step barrier, so the collective ends when its slowest transfer has moved the whole run:
+//     max over transfers of the sum of their drains rather than the sum over steps of the slowest
+//     drain. The two agree while contention is steady over the collective (a ring that shares one
+//     NIC with a long pipeline send); NCCL's ring, throttled by the slowest link through its
+//     bounded step buffers (NCCL_STEPS), lies between them.
 //     Closing: a run of one-wave segments (a pipeline's fill or drain) starts as one segment
 //     whose flows carry wire × s, s = the run's closed-form time / one wave of all of them at
 //     once; exact on an idle network, and its contention bound, in schedule.h.
@@ -682,89 +682,6 @@ std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology
   p->path_begin = std::move(paths.offset);
   for (auto& seg : p->segments) GroupClasses(schedule, *p, &seg);
   return p;
-}
-
-namespace {
-
-// A closed run's bytes for one transfer: wire × scale, rounded, saturating.
-uint64_t ScaledBytes(uint64_t wire, double scale) {
-  const double bytes = std::round(static_cast<double>(wire) * scale);
-  // 2^64 as a double: the first value a uint64_t cannot hold.
-  constexpr double kLimit = 18446744073709551616.0;
-  return bytes >= kLimit ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
-}
-
-// The expansion's state; owns itself and is deleted after on_done.
-class ScheduleRun {
- public:
-  ScheduleRun(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
-              std::function<void()> on_done)
-      : network_(network), p_(std::move(prepared)), on_done_(std::move(on_done)) {}
-
-  void Start() { StartSegment(); }
-
- private:
-  // Runs the next segment as one wave whose flows carry the segment's bytes (see schedule.h,
-  // "segments").
-  void StartSegment() {
-    if (segment_ >= p_->segments.size()) {
-      auto done = std::move(on_done_);
-      const sim::Time latency = p_->chain_latency;
-      sim::Engine* engine = network_->engine();
-      delete this;
-      engine->Schedule(latency, [done = std::move(done)] {
-        if (done) done();
-      });
-      return;
-    }
-    const PreparedSchedule::Segment& seg = p_->segments[segment_];
-    const std::vector<uint32_t>& singles = seg.classes.empty() ? seg.transfers : seg.singles;
-    pending_ = singles.size() + seg.classes.size();
-    const uint64_t n = static_cast<uint64_t>(seg.waves);
-    // Saturating: a segment's bytes cannot wrap (kMaxBytes keeps them far below 2^64 today). A
-    // closed run's flows carry wire × scale instead of wire × waves.
-    auto bytes = [n, scale = seg.scale](uint64_t wire) {
-      if (scale > 0) return ScaledBytes(wire, scale);
-      return wire > std::numeric_limits<uint64_t>::max() / n ? std::numeric_limits<uint64_t>::max()
-                                                             : wire * n;
-    };
-    // The chain latency stands for every hop's latency, so flows add none of their own.
-    for (const auto& c : seg.classes) {
-      network_->StartFlowClass(c.members, bytes(c.wire_bytes), [this] { OnDelivered(); });
-    }
-    for (uint32_t i : singles) {
-      network_->StartFlow(
-          p_->Path(i), bytes(p_->wire_bytes[i]), [this] { OnDelivered(); }, sim::Time::Zero(),
-          /*charge_path_latency=*/false);
-    }
-  }
-
-  void OnDelivered() {
-    if (--pending_ > 0) return;
-    ++segment_;
-    StartSegment();
-  }
-
-  FlowNetwork* network_;
-  std::shared_ptr<const PreparedSchedule> p_;
-  std::function<void()> on_done_;
-  size_t segment_ = 0;
-  size_t pending_ = 0;
-};
-
-}  // namespace
-
-void RunSchedule(FlowNetwork* network, const TransferSchedule& schedule, Protocol protocol,
-                 std::function<void()> on_done) {
-  RunPreparedSchedule(network, PrepareSchedule(network->topology(), schedule, protocol),
-                      std::move(on_done));
-}
-
-void RunPreparedSchedule(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
-                         std::function<void()> on_done) {
-  const sim::Time base = prepared->base_latency;
-  auto* run = new ScheduleRun(network, std::move(prepared), std::move(on_done));
-  network->engine()->Schedule(base, [run] { run->Start(); });
 }
 
 }  // namespace trainsim::comm

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -150,6 +151,47 @@ std::shared_ptr<const PreparedSchedule> PrepareSchedule(
 // RunSchedule with a prepared schedule (the same events and flows).
 void RunPreparedSchedule(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
                          std::function<void()> on_done);
+
+// A prepared schedule's run alone on a network, in ns from RunPreparedSchedule: when each
+// segment starts; for each of its flows (its classes, then its singles, in order) when it drains
+// and its rate between the segment's rate changes (max-min rates are constant between them); and
+// when on_done runs. With it, the bytes every flow has still to move at any instant of the run
+// are known, which is all a run's state is (ResumePreparedSchedule).
+struct AloneTimeline {
+  int64_t base_ns = 0;
+  std::vector<int64_t> segment_start_ns;
+  std::vector<std::vector<int64_t>> drain_ns;
+  // Per segment: the instants its rates may change (its start and its flows' drains) and, for
+  // each of them, every flow's rate in bytes/s from then to the next ([i * flows + flow]; 0
+  // once drained).
+  std::vector<std::vector<int64_t>> change_ns;
+  std::vector<std::vector<double>> rate_Bps;
+  int64_t total_ns = 0;
+  // No class split in its members' progress (a class resumes as one byte count).
+  bool resumable = false;
+
+  // Segment `segment`'s flow `flow` has `bytes` to move in all: what is left `elapsed_ns` into
+  // the run (REQUIRES: the segment has started by then).
+  double BytesLeft(size_t segment, size_t flow, double bytes, int64_t elapsed_ns) const;
+};
+// The links the schedule's transfers cross, ascending, each once.
+std::vector<LinkId> ScheduleLinks(const PreparedSchedule& prepared);
+// The schedule run alone with `network`'s topology and link factors (nothing of `network`
+// changes), on a private engine and network, or on `scratch` when given: an idle network over
+// the same topology with every link at full bandwidth, left so (a caller timing many schedules
+// saves building one per call: O(links)). Empty when it never ends (a link on its path down).
+std::optional<AloneTimeline> TimeAlone(const FlowNetwork& network,
+                                       std::shared_ptr<const PreparedSchedule> prepared,
+                                       FlowNetwork* scratch = nullptr);
+// Continues, from now, a run of `prepared` that started `elapsed_ns` ago and has been alone on
+// its links since: waits out what is left of the base latency, or starts the running segment's
+// flows with the bytes they have still to move, or waits out the chain latency; then runs as
+// RunPreparedSchedule would. From the instant it is called the run shares its links as any
+// other. REQUIRES: `timeline` is TimeAlone's for this schedule and network, resumable, and
+// 0 <= elapsed_ns < total_ns.
+void ResumePreparedSchedule(FlowNetwork* network, std::shared_ptr<const PreparedSchedule> prepared,
+                            const AloneTimeline& timeline, int64_t elapsed_ns,
+                            std::function<void()> on_done);
 
 // The links a transfer crosses (by its leg), into *out (cleared first).
 void TransferPath(const Topology& topology, const PipelinedTransfer& transfer,

@@ -1,11 +1,14 @@
 #include "comm/collective.h"
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "comm/flow_network.h"
+#include "comm/schedule.h"
 #include "comm/topology.h"
 #include "comm/tree.h"
 #include "gtest/gtest.h"
@@ -469,6 +472,128 @@ TEST(CollectiveValidationTest, RejectsBadInputWithAClearMessage) {
       RunCollective(&network, {Op::kAllReduce, Algo::kRing, {}, 8}, [&] { called = true; }).ok());
   engine.Run();
   EXPECT_FALSE(called);
+}
+
+// Bucket trains (step/gradient_sync.h): a kept plan timed alone, repeated without flows and
+// resumed part-way as flows when something else joins its links.
+int64_t RunAloneNs(const Topology& t, const CollectivePlanCache::Plan& plan, int times,
+                   const std::vector<LinkId>& halved = {}) {
+  sim::Engine engine;
+  FlowNetwork network(&engine, &t);
+  for (LinkId l : halved) network.SetLinkBandwidthFactor(l, 0.5);
+  int64_t end = -1;
+  std::function<void(int)> again = [&](int left) {
+    RunPlan(&network, plan, [&, left] {
+      if (left > 1) {
+        again(left - 1);
+      } else {
+        end = engine.now().nanos();
+      }
+    });
+  };
+  again(times);
+  engine.Run();
+  return end;
+}
+
+// The plan's slowest link (a NIC here): what a competing flow will share.
+LinkId SlowestLink(const Topology& t, const CollectivePlanCache::Plan& plan) {
+  const std::vector<LinkId> links = PlanLinks(plan);
+  return *std::min_element(links.begin(), links.end(), [&](LinkId a, LinkId b) {
+    return t.link(a).bandwidth_Bps < t.link(b).bandwidth_Bps;
+  });
+}
+
+TEST(CollectiveTest, APlansTimelineAloneIsItsRunAloneAndRepeatsExactly) {
+  const Topology t = Dgx(4);
+  CollectivePlanCache cache;
+  for (const CollectiveSpec& spec :
+       {CollectiveSpec{Op::kReduceScatter, Algo::kAuto, FirstGpus(16), 26 << 20},
+        CollectiveSpec{Op::kAllReduce, Algo::kRing, FirstGpus(32), 26 << 20},
+        CollectiveSpec{Op::kAllGather, Algo::kAuto, {0, 8, 16, 24}, 4 << 20}}) {
+    Result<const CollectivePlanCache::Plan*> plan = PlanCollective(t, spec, &cache);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    sim::Engine engine;
+    FlowNetwork network(&engine, &t);
+    const std::optional<AloneTimeline> alone = TimePlanAlone(network, **plan);
+    ASSERT_TRUE(alone.has_value());
+    EXPECT_EQ(alone->total_ns, RunAloneNs(t, **plan, 1));
+    // Alone, each run takes the same time: k runs back to back end at k times it.
+    EXPECT_EQ(3 * alone->total_ns, RunAloneNs(t, **plan, 3));
+    ASSERT_FALSE(alone->segment_start_ns.empty());
+    EXPECT_EQ(alone->segment_start_ns.front(), alone->base_ns);
+    // The network's link factors count: every link at half its bandwidth, a longer run.
+    const std::vector<LinkId> links = PlanLinks(**plan);
+    for (LinkId l : links) network.SetLinkBandwidthFactor(l, 0.5);
+    const std::optional<AloneTimeline> slowed = TimePlanAlone(network, **plan);
+    ASSERT_TRUE(slowed.has_value());
+    EXPECT_EQ(slowed->total_ns, RunAloneNs(t, **plan, 1, links));
+    EXPECT_GT(slowed->total_ns, alone->total_ns);
+    // One link slower than the others holds back its class's member alone: the class splits,
+    // and a split run does not resume as one byte count, so there is no timeline.
+    const LinkId slow = SlowestLink(t, **plan);
+    network.SetLinkBandwidthFactor(slow, 0.25);
+    EXPECT_FALSE(TimePlanAlone(network, **plan).has_value());
+    // A link down: the run never ends, so there is no timeline either.
+    network.SetLinkBandwidthFactor(slow, 0.0);
+    EXPECT_FALSE(TimePlanAlone(network, **plan).has_value());
+  }
+  // A ring whose class of transfers splits alone (two GPUs of one node, one of three others:
+  // its members meet different loads) cannot resume as one byte count: no timeline.
+  const CollectiveSpec uneven{Op::kReduceScatter, Algo::kRing, {0, 8, 16, 24, 1, 9}, 48 << 20};
+  Result<const CollectivePlanCache::Plan*> split = PlanCollective(t, uneven, &cache);
+  ASSERT_TRUE(split.ok());
+  sim::Engine engine;
+  FlowNetwork network(&engine, &t);
+  EXPECT_FALSE(TimePlanAlone(network, **split).has_value());
+}
+
+TEST(CollectiveTest, AResumedPlanEndsWhenTheRunItContinuesWouldWithAFlowJoiningIt) {
+  const Topology t = Dgx(4);
+  CollectivePlanCache cache;
+  // Two GPUs of each of 4 nodes: the ring's NVLink and NIC transfers drain at different
+  // instants, so the rest speed up part-way (the progress is piecewise linear, not linear).
+  const CollectiveSpec spec{
+      Op::kReduceScatter, Algo::kRing, {0, 1, 8, 9, 16, 17, 24, 25}, 26 << 20};
+  Result<const CollectivePlanCache::Plan*> plan = PlanCollective(t, spec, &cache);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  sim::Engine scratch;
+  FlowNetwork idle(&scratch, &t);
+  const std::optional<AloneTimeline> alone = TimePlanAlone(idle, **plan);
+  ASSERT_TRUE(alone.has_value());
+  size_t most_changes = 0;
+  for (const auto& c : alone->change_ns) most_changes = std::max(most_changes, c.size());
+  EXPECT_GE(most_changes, 2u);
+  const LinkId link = SlowestLink(t, **plan);
+  const uint64_t competitor = 20'000'000;
+  for (const double at : {0.0, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.999}) {
+    const int64_t elapsed = int64_t(double(alone->total_ns) * at);
+    auto run = [&](bool resumed) {
+      sim::Engine engine;
+      FlowNetwork network(&engine, &t);
+      int64_t plan_end = -1;
+      int64_t flow_end = -1;
+      if (!resumed) RunPlan(&network, **plan, [&] { plan_end = engine.now().nanos(); });
+      engine.ScheduleAt(sim::Time::Nanos(elapsed), [&] {
+        if (resumed) {
+          ResumePlan(&network, **plan, *alone, elapsed, [&] { plan_end = engine.now().nanos(); });
+        }
+        network.StartFlow(std::vector<LinkId>{link}, competitor,
+                          [&] { flow_end = engine.now().nanos(); });
+      });
+      engine.Run();
+      return std::make_pair(plan_end, flow_end);
+    };
+    const auto [ref_plan, ref_flow] = run(false);
+    const auto [res_plan, res_flow] = run(true);
+    SCOPED_TRACE(at);
+    EXPECT_NEAR(double(res_plan), double(ref_plan), 2.0);
+    EXPECT_NEAR(double(res_flow), double(ref_flow), 2.0);
+    // The competitor did slow the plan (the comparison is not of two idle runs).
+    if (at < 0.5) {
+      EXPECT_GT(ref_plan, alone->total_ns);
+    }
+  }
 }
 
 }  // namespace
