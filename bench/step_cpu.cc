@@ -1,8 +1,9 @@
 // step_cpu: the thread CPU of one step simulation of a scenario (issue 20's "one step of any
 // layout" figure), without the run simulation `trainsim run` adds.
-//   build/bench/step_cpu SCENARIO [--set PATH=VALUE]... [--reps N]
-// Prints each repetition's thread CPU (CLOCK_THREAD_CPUTIME_ID), their median, the flows
-// started and the simulated step time.
+//   build/bench/step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains]
+// --no-trains simulates every gradient bucket flow by flow (StepConfig::bucket_trains off), the
+// reference the trains must reproduce. Prints each repetition's thread CPU
+// (CLOCK_THREAD_CPUTIME_ID), their median, the flows started and the simulated step time.
 #include <time.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "scenarios/scenario.h"
 #include "scenarios/session.h"
+#include "step/step_simulation.h"
 
 namespace {
 double ThreadCpuSeconds() {
@@ -26,10 +28,13 @@ int main(int argc, char** argv) {
   std::string path;
   std::vector<std::string> sets;
   int reps = 3;
+  bool trains = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--set" && i + 1 < argc) {
       sets.push_back(argv[++i]);
+    } else if (a == "--no-trains") {
+      trains = false;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else {
@@ -37,7 +42,8 @@ int main(int argc, char** argv) {
     }
   }
   if (path.empty()) {
-    std::fprintf(stderr, "usage: step_cpu SCENARIO [--set PATH=VALUE]... [--reps N]\n");
+    std::fprintf(stderr,
+                 "usage: step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains]\n");
     return 2;
   }
   using namespace trainsim;
@@ -51,10 +57,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", r.status().message().c_str());
     return 1;
   }
+  // The scenario's step config as every command builds it (calibration attached).
+  Result<scenarios::StepOutcome> first = scenarios::SimulateScenarioStep(*r, {});
+  if (!first.ok()) {
+    std::fprintf(stderr, "%s\n", first.status().message().c_str());
+    return 1;
+  }
+  step::StepConfig config = first->config;
+  config.bucket_trains = trains;
   std::vector<double> cpu;
   for (int k = 0; k < reps; ++k) {
     const double t0 = ThreadCpuSeconds();
-    Result<scenarios::StepOutcome> out = scenarios::SimulateScenarioStep(*r, {});
+    Result<step::StepResult> out = step::SimulateStep(config);
     const double t1 = ThreadCpuSeconds();
     if (!out.ok()) {
       std::fprintf(stderr, "%s\n", out.status().message().c_str());
@@ -62,8 +76,8 @@ int main(int argc, char** argv) {
     }
     cpu.push_back(t1 - t0);
     std::printf("rep %d: %.4f s CPU, %llu flows, %llu events, step %.9f s\n", k, t1 - t0,
-                static_cast<unsigned long long>(out->result.flows),
-                static_cast<unsigned long long>(out->result.events), out->result.time_s);
+                static_cast<unsigned long long>(out->flows),
+                static_cast<unsigned long long>(out->events), out->time_s);
   }
   std::sort(cpu.begin(), cpu.end());
   std::printf("median %.4f s CPU over %d\n", cpu[cpu.size() / 2], reps);

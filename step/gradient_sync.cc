@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
+#include "comm/schedule.h"
 #include "step/comm_sm_share.h"
 
 namespace trainsim::step {
@@ -19,6 +21,7 @@ GradientSync::GradientSync(StepState* state) : st_(state) {
     ch.expert_group = st_->layout->ExpertDpGroup(gpu);
     ch.plan = PlanGradientBuckets(st_->cfg, s, st_->nic_share);
     ch.produced.assign(st_->replicas.size(), 0);
+    ch.producing.assign(st_->replicas.size(), {});
   }
   fsdp_share_.assign(st_->execs.size(), 0.0);
 }
@@ -143,12 +146,225 @@ void GradientSync::BucketReady(int stage, int replica) {
   Pump(stage);
 }
 
+void GradientSync::BucketsDuring(int stage, int replica, double pass_s, int count) {
+  Channel& ch = channels_[size_t(stage)];
+  Channel::Producing& p = ch.producing[size_t(replica)];
+  // The previous pass's buckets were all produced before it ended.
+  ch.produced[size_t(replica)] += size_t(p.count - p.settled);
+  p = {st_->now_ns(), pass_s, count, 0, 0};
+  p.next_ns = NextBucketNs(p);
+  Pump(stage);
+}
+
+// Bucket i (from 1) of a pass is produced at start + Delay(pass · i / (count + 1)), when an
+// event scheduled at the pass's start would run.
+int64_t GradientSync::NextBucketNs(const Channel::Producing& p) {
+  if (p.settled >= p.count) return std::numeric_limits<int64_t>::max();
+  return p.start_ns + StepState::Delay(p.pass_s * (p.settled + 1) / (p.count + 1)).nanos();
+}
+
+size_t GradientSync::SettleProduced(int stage) {
+  Channel& ch = channels_[size_t(stage)];
+  const int64_t now = st_->now_ns();
+  size_t least = std::numeric_limits<size_t>::max();
+  for (size_t r = 0; r < ch.producing.size(); ++r) {
+    Channel::Producing& p = ch.producing[r];
+    while (p.next_ns <= now) {
+      ++p.settled;
+      ++ch.produced[r];
+      p.next_ns = NextBucketNs(p);
+    }
+    least = std::min(least, ch.produced[r]);
+  }
+  return least;
+}
+
+int64_t GradientSync::ProducedAt(int stage, size_t need) const {
+  const Channel& ch = channels_[size_t(stage)];
+  int64_t at = 0;
+  for (size_t r = 0; r < ch.producing.size(); ++r) {
+    if (ch.produced[r] >= need) continue;
+    const Channel::Producing& p = ch.producing[r];
+    const size_t i = size_t(p.settled) + (need - ch.produced[r]);  // from 1
+    if (i > size_t(p.count)) return -1;
+    at = std::max(at, p.start_ns + StepState::Delay(p.pass_s * double(i) / (p.count + 1)).nanos());
+  }
+  return at;
+}
+
 void GradientSync::Pump(int stage) {
   Channel& ch = channels_[size_t(stage)];
   if (ch.running || ch.next >= size_t(ch.plan.count)) return;
-  if (*std::min_element(ch.produced.begin(), ch.produced.end()) <= ch.next) return;
+  if (SettleProduced(stage) <= ch.next) {
+    // Idle: wake when every replica has produced bucket `next` (if passes in progress do).
+    const int64_t at = ProducedAt(stage, ch.next + 1);
+    if (at != ch.wake_ns) {
+      if (ch.wake != 0) st_->engine.Cancel(ch.wake);
+      ch.wake = 0;
+      ch.wake_ns = at;
+      if (at >= 0) {
+        ch.wake = st_->engine.ScheduleAt(sim::Time::Nanos(at), [this, stage] {
+          Channel& c = channels_[size_t(stage)];
+          c.wake = 0;
+          c.wake_ns = -1;
+          Pump(stage);
+        });
+      }
+    }
+    return;
+  }
   ch.running = true;
+  if (StartTrain(stage)) return;
   RunBucket(stage, 0, st_->now());
+}
+
+bool GradientSync::StartTrain(int stage) {
+  Channel& ch = channels_[size_t(stage)];
+  Channel::Train& t = ch.train;
+  if (!st_->cfg.bucket_trains) return false;
+  if (!t.checked) {
+    t.checked = true;
+    int parts = 0;
+    for (int part = 0; part < 3; ++part) {
+      if (!SetUpPart(stage, part)) return false;
+      if (ch.parts[size_t(part)].spec.gpus.empty()) continue;
+      ++parts;
+      t.part = part;
+    }
+    const Channel::Part* p = t.part >= 0 ? &ch.parts[size_t(t.part)] : nullptr;
+    if (parts != 1 || p->plan == nullptr) {
+      t.part = -1;
+      return false;
+    }
+    if (alone_net_ == nullptr) {  // one for every stage: building one costs O(links)
+      alone_engine_ = std::make_unique<sim::Engine>();
+      alone_net_ = std::make_unique<comm::FlowNetwork>(alone_engine_.get(), st_->topo);
+    }
+    std::optional<comm::AloneTimeline> timeline =
+        comm::TimePlanAlone(st_->net, *p->plan, alone_net_.get());
+    if (!timeline.has_value() || timeline->total_ns <= 0) {
+      t.part = -1;
+      return false;
+    }
+    t.set = st_->net.FollowLinks(comm::PlanLinks(*p->plan));
+    if (t.set < 0) {  // the network follows no more link sets
+      t.part = -1;
+      return false;
+    }
+    t.timeline = std::make_shared<const comm::AloneTimeline>(std::move(*timeline));
+  }
+  if (t.part < 0) return false;
+  if (t.watch == 0) {
+    if (!st_->net.LinksFree(t.set)) return false;
+    t.watch = st_->net.Watch(t.set, [this, stage] { TrainTouched(stage); });
+  }
+  Channel::Part& p = ch.parts[size_t(t.part)];
+  if (!p.has_share) {
+    p.has_share = true;
+    p.share = ShareOf(p.spec, comm::PlanEstimate(*p.plan));
+  }
+  t.active = true;
+  t.start_ns = st_->now_ns();
+  t.k = int64_t(SettleProduced(stage) - ch.next);
+  ch.share = p.share;
+  AddStageShare(stage, ch.share);
+  t.end_event = st_->engine.Schedule(sim::Time::Nanos(t.k * t.timeline->total_ns),
+                                     [this, stage] { TrainEnded(stage); });
+  return true;
+}
+
+void GradientSync::TrainBucketsDone(int stage, int64_t n) {
+  Channel& ch = channels_[size_t(stage)];
+  Channel::Train& t = ch.train;
+  const int64_t period = t.timeline->total_ns;
+  for (int64_t i = 0; i < n; ++i) {
+    ch.next++;
+    ch.done++;
+    if (st_->trace.enabled()) {
+      const double start = double(t.start_ns + i * period) * 1e-9;
+      st_->trace.Slice(ch.group[0], kTrackDp, "dp grad reduce", "dp", start, double(period) * 1e-9,
+                       {{"op", std::string(comm::OpName(ch.plan.op))},
+                        {"bucket", int64_t(ch.next)},
+                        {"bytes", int64_t(ch.plan.bytes)},
+                        {"expert_bytes", int64_t(ch.plan.expert_bytes)},
+                        {"ranks", int64_t(ch.group.size())}});
+    }
+  }
+  t.start_ns += n * period;
+  t.k -= n;
+}
+
+// The train's last bucket is done: as RunBucket's end for each of them, then the next ones.
+void GradientSync::TrainEnded(int stage) {
+  Channel& ch = channels_[size_t(stage)];
+  Channel::Train& t = ch.train;
+  t.end_event = 0;
+  TrainBucketsDone(stage, t.k);
+  t.active = false;
+  AddStageShare(stage, -ch.share);
+  ch.running = false;
+  if (ch.done == size_t(ch.plan.count)) {
+    // The stage's last bucket: its links are for the collectives that follow.
+    st_->net.Unwatch(t.watch);
+    t.watch = 0;
+    MaybeReduced(stage);
+  }
+  Pump(stage);
+}
+
+// Something else is to cross the train's links now (the watch has ended): the buckets done by
+// now are, the running one continues as flows from where its run alone is, the rest queue.
+void GradientSync::TrainTouched(int stage) {
+  Channel& ch = channels_[size_t(stage)];
+  Channel::Train& t = ch.train;
+  t.watch = 0;
+  if (!t.active) return;
+  const int64_t period = t.timeline->total_ns;
+  const int64_t elapsed = st_->now_ns() - t.start_ns;
+  const int64_t j = elapsed / period;
+  if (j >= t.k) return;  // the train ends at this instant: its end event stays
+  st_->engine.Cancel(t.end_event);
+  t.end_event = 0;
+  TrainBucketsDone(stage, j);
+  t.active = false;
+  const int part = t.part;
+  const double start = double(t.start_ns) * 1e-9;
+  comm::ResumePlan(&st_->net, *ch.parts[size_t(part)].plan, *t.timeline, elapsed - j * period,
+                   [this, stage, part, start] {
+                     AddStageShare(stage, -channels_[size_t(stage)].share);
+                     RunBucket(stage, part + 1, start);
+                   });
+}
+
+bool GradientSync::SetUpPart(int stage, int part) {
+  Channel& ch = channels_[size_t(stage)];
+  Channel::Part& p = ch.parts[size_t(part)];
+  if (p.set) return true;
+  p.set = true;
+  comm::CollectiveSpec& spec = p.spec;
+  spec = {ch.plan.op, comm::Algo::kAuto, {}, 0};
+  if (part == 0 && ch.group.size() > 1) {
+    spec.gpus = ch.group;
+    spec.bytes = uint64_t(ch.plan.bytes);
+  } else if (part == 1 && ch.replica_group.size() > 1) {
+    spec.op = comm::Op::kAllReduce;
+    spec.gpus = ch.replica_group;
+    spec.bytes = uint64_t(ch.plan.bytes / double(ch.group.size()));
+  } else if (part == 2 && ch.expert_group.size() > 1 && ch.plan.expert_bytes > 0) {
+    spec.gpus = ch.expert_group;
+    spec.bytes = uint64_t(ch.plan.expert_bytes);
+  }
+  if (spec.bytes == 0) spec.gpus.clear();
+  if (!spec.gpus.empty() && OnFlows(spec)) {
+    Result<const comm::CollectivePlanCache::Plan*> plan =
+        comm::PlanCollective(*st_->topo, spec, &plans_);
+    if (!plan.ok()) {
+      st_->error = plan.status();
+      return false;
+    }
+    p.plan = *plan;
+  }
+  return true;
 }
 
 // Part 0: the dense gradients over DP × CP (or the shard group); part 1: with hybrid sharding,
@@ -174,32 +390,7 @@ void GradientSync::RunBucket(int stage, int part, double start) {
     return;
   }
   Channel::Part& p = ch.parts[size_t(part)];
-  if (!p.set) {
-    p.set = true;
-    comm::CollectiveSpec& spec = p.spec;
-    spec = {ch.plan.op, comm::Algo::kAuto, {}, 0};
-    if (part == 0 && ch.group.size() > 1) {
-      spec.gpus = ch.group;
-      spec.bytes = uint64_t(ch.plan.bytes);
-    } else if (part == 1 && ch.replica_group.size() > 1) {
-      spec.op = comm::Op::kAllReduce;
-      spec.gpus = ch.replica_group;
-      spec.bytes = uint64_t(ch.plan.bytes / double(ch.group.size()));
-    } else if (part == 2 && ch.expert_group.size() > 1 && ch.plan.expert_bytes > 0) {
-      spec.gpus = ch.expert_group;
-      spec.bytes = uint64_t(ch.plan.expert_bytes);
-    }
-    if (spec.bytes == 0) spec.gpus.clear();
-    if (!spec.gpus.empty() && OnFlows(spec)) {
-      Result<const comm::CollectivePlanCache::Plan*> plan =
-          comm::PlanCollective(*st_->topo, spec, &plans_);
-      if (!plan.ok()) {
-        st_->error = plan.status();
-        return;
-      }
-      p.plan = *plan;
-    }
-  }
+  if (!SetUpPart(stage, part)) return;
   if (p.spec.gpus.empty()) {
     RunBucket(stage, part + 1, start);
     return;

@@ -11,12 +11,24 @@
 // (docs/step-simulation.md says what that loses).
 // Every collective that runs while the stage computes takes the SMs of its NCCL channels from
 // it (StepState::AddCommShare).
+//
+// Trains: a stage's communicator is often many buckets behind (ZeRO-2 reduces every
+// micro-batch's gradients: a million reduce-scatters a step on GPT-3 175B with PP 4). While no
+// other flow crosses the links of a bucket's collective, each bucket takes the same time T, that
+// of its run alone (comm::TimePlanAlone), so k queued buckets end k·T after the first starts
+// and run as one event. A watch on those links (FlowNetwork::Watch) stops the train the instant
+// anything else is to cross them: the buckets done by then are accounted, the running one goes
+// on as flows from where its run alone is (comm::ResumePlan), and the rest queue as before.
+// Exact up to the network's nanosecond rounding; used when a bucket is one collective (no
+// hybrid-sharding or expert part) whose transfer classes do not split when it runs alone.
 #ifndef TRAINSIM_STEP_GRADIENT_SYNC_H_
 #define TRAINSIM_STEP_GRADIENT_SYNC_H_
 
 #include <array>
 #include <functional>
+#include <limits>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -35,6 +47,12 @@ class GradientSync {
   bool reduces() const { return channels_.front().plan.count > 0; }
   // Replica `replica` of `stage` has produced its next gradient bucket.
   void BucketReady(int stage, int replica);
+  // Replica `replica` of `stage` starts a backward pass of `pass_s` seconds that produces
+  // `count` buckets before its end, the i-th (from 1) i/(count + 1) of the way through (its
+  // last bucket: BucketReady at its end). They count as produced from those instants, without
+  // an event each (a million a step with ZeRO-2): Pump settles them when it looks, and
+  // schedules one wake-up when the communicator is idle waiting for one.
+  void BucketsDuring(int stage, int replica, double pass_s, int count);
   // ZeRO-3 with DP × CP > 1: every pass first gathers its chunk's weights (BeforePass).
   bool GathersBeforePass() const { return st_->c.zero_stage >= 3 && st_->c.dp * st_->c.cp > 1; }
   // FSDP's per-layer all-gathers of executor ei's chunk for a pass of `pass_s` seconds: the
@@ -54,6 +72,18 @@ class GradientSync {
     std::vector<int> replica_group;  // hybrid sharding: the same shard in the other groups
     GradientBuckets plan;
     std::vector<size_t> produced;  // per simulated replica: buckets it has made ready
+    // Per simulated replica, the pass producing buckets (BucketsDuring): its start, length and
+    // buckets, of which `settled` are counted in `produced`.
+    struct Producing {
+      int64_t start_ns = 0;
+      double pass_s = 0;
+      int count = 0;
+      int settled = 0;
+      int64_t next_ns = std::numeric_limits<int64_t>::max();  // when bucket settled + 1 is
+    };
+    std::vector<Producing> producing;
+    sim::EventId wake = 0;  // Pump when the bucket waited for is produced
+    int64_t wake_ns = -1;
     size_t next = 0;
     bool running = false;
     size_t done = 0;
@@ -69,6 +99,21 @@ class GradientSync {
     };
     std::array<Part, 3> parts;
     double gather_share = 0;  // of the ZeRO weight all-gather
+    // Trains (above): the bucket's one collective, its run alone and its links; `watch` is set
+    // while those links have had nothing else on them since it was; `active` while k buckets
+    // from start_ns run as one event (end_event).
+    struct Train {
+      bool checked = false;
+      int part = -1;  // -1: the stage's buckets cannot run as trains
+      std::shared_ptr<const comm::AloneTimeline> timeline;
+      comm::FlowNetwork::LinkSetId set = -1;  // the collective's links, followed
+      comm::FlowNetwork::WatchId watch = 0;
+      bool active = false;
+      int64_t start_ns = 0;
+      int64_t k = 0;
+      sim::EventId end_event = 0;
+    };
+    Train train;
   };
 
   // Nodes `gpus` span, counted once per group.
@@ -79,6 +124,20 @@ class GradientSync {
   // flow_collective_max_nodes nodes, or there is no line).
   bool OnFlows(const comm::CollectiveSpec& spec);
   void Pump(int stage);
+  static int64_t NextBucketNs(const Channel::Producing& p);
+  // Counts the buckets produced by now (BucketsDuring); the least over the replicas.
+  size_t SettleProduced(int stage);
+  // The instant bucket `next` + 1 is produced by every replica, if their passes in progress
+  // produce it; -1 if some replica has yet to start the pass that does.
+  int64_t ProducedAt(int stage, size_t need) const;
+  // Sets up the bucket's collective `part` (its spec, plan and nothing else); false on error.
+  bool SetUpPart(int stage, int part);
+  // Starts the queued buckets as a train when they can run as one; false if they cannot now.
+  bool StartTrain(int stage);
+  void TrainEnded(int stage);
+  void TrainTouched(int stage);
+  // Accounts `n` buckets of the train as reduced: the first from its start, each T long.
+  void TrainBucketsDone(int stage, int64_t n);
   // Runs the bucket's collectives (dense, replica all-reduce, expert) one after another.
   void RunBucket(int stage, int part, double start);
   void GatherWeights(int stage, double now);
@@ -101,6 +160,9 @@ class GradientSync {
   std::map<std::vector<int>, int> span_of_;  // nodes a collective group spans (SpanOf)
   std::vector<double> fsdp_share_;           // per executor: its FSDP gather's SM share
   comm::CollectivePlanCache plans_;          // every bucket of a stage repeats its collectives
+  // The idle network on which bucket collectives are timed alone (Trains), built once.
+  std::unique_ptr<sim::Engine> alone_engine_;
+  std::unique_ptr<comm::FlowNetwork> alone_net_;
   int closed_form_collectives_ = 0;
   int closed_form_max_nodes_ = 0;
 };

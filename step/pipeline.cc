@@ -174,12 +174,7 @@ void Pipeline::RunTask(int ei, double gather_s) {
   // every backward (ZeRO-2/3).
   // The last one is ready when the task ends (SettleTask), after any slowdown.
   if (MakesBuckets(t)) {
-    const int n = sync_->buckets_per_chunk(e.stage);
-    for (int i = 0; i + 1 < n; ++i) {
-      const double at = dur * (i + 1) / n;
-      st_->engine.Schedule(StepState::Delay(at),
-                           [this, s = e.stage, r = e.replica] { sync_->BucketReady(s, r); });
-    }
+    sync_->BucketsDuring(e.stage, e.replica, dur, sync_->buckets_per_chunk(e.stage) - 1);
   }
   if (!(dur < StepState::kMaxDurationS)) {
     st_->error = StepState::TooLong(dur);

@@ -57,6 +57,11 @@ struct StepConfig {
   // every DP collective on flows (bench/README.md). It was 32 nodes, then 128 (session 10). A
   // lower value is for comparisons with the closed form (tests, bench); 0 = always closed form.
   int flow_collective_max_nodes = std::numeric_limits<int>::max();
+  // A stage's queued gradient buckets, while nothing else crosses their links, are timed
+  // from one bucket's run alone instead of as flows, and continue as flows at the instant other
+  // traffic arrives (step/gradient_sync.h, "Trains"): the same step to the nanosecond's rounding
+  // of a partly moved bucket. Off only for comparisons (tests, bench).
+  bool bucket_trains = true;
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
   // host's launch and per-step overheads (step/host_overhead.h).
   InputPipelineSpec input;

@@ -149,6 +149,7 @@ struct StepState {
   Status error;
 
   double now() const { return engine.now().seconds(); }
+  int64_t now_ns() const { return engine.now().nanos(); }
   // Adds to e.lost_s the compute work lost since e.accrued_at: ∫ share · rate dt (both are
   // constant between calls, which every change of either makes first).
   void Accrue(Executor& e);

@@ -258,6 +258,8 @@ TEST(StepSimulationTest, DataParallelReductionOverManyNodesRunsInClosedFormAndAg
   // them within 1% on an idle network).
   StepConfig c = Small(8, 8, 1, 8, 64);
   c.parallel.overlap_dp = false;
+  // Alone on the network, the buckets would run as one train (BucketTrainsTest): flows here.
+  c.bucket_trains = false;
   Result<StepResult> flows = SimulateStep(c);
   ASSERT_TRUE(flows.ok()) << flows.status().message();
   EXPECT_EQ(flows->closed_form_collectives, 0);
