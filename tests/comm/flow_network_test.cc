@@ -393,5 +393,11 @@ TEST_F(FlowNetworkTest, AWatchHoldsEverySetThatSharesALinkWithItsOwn) {
   EXPECT_TRUE(network_.LinksFree(c));
 }
 
+TEST_F(FlowNetworkTest, ANetworkFollowsAtMostItsLimitOfLinkSets) {
+  const std::vector<LinkId> links = {topology_.nic_tx(0)};
+  for (int i = 0; i < FlowNetwork::kMaxLinkSets; ++i) EXPECT_EQ(network_.FollowLinks(links), i);
+  EXPECT_EQ(network_.FollowLinks(links), -1);
+}
+
 }  // namespace
 }  // namespace trainsim::comm
