@@ -154,6 +154,36 @@ TEST(CatalogueTest, BlackwellGpusNodesAndRacksLoadAndResolve) {
   EXPECT_EQ(FindNic("XDR-800")->switch_radix(), 144);  // Quantum-X800 Q3400
 }
 
+// Grace Hopper: the H100 die at its own (higher) power limit, with HBM3 or HBM3e and Grace's
+// memory behind NVLink-C2C (NVIDIA GH200 datasheet; MAMF table of S. Bekman's ml-engineering).
+TEST(CatalogueTest, GraceHopperSuperchipsHaveH100PeaksAndTheirOwnMeasuredCeilings) {
+  const pb::GpuSpec& h100 = *FindGpu("H100-SXM-80GB");
+  for (const char* gpu : {"GH200-96GB", "GH200-144GB"}) {
+    const pb::GpuSpec* g = FindGpu(gpu);
+    ASSERT_NE(g, nullptr) << gpu;
+    EXPECT_EQ(g->architecture(), "hopper");
+    EXPECT_DOUBLE_EQ(g->bf16_tflops(), h100.bf16_tflops()) << gpu;
+    EXPECT_DOUBLE_EQ(g->fp8_tflops(), h100.fp8_tflops()) << gpu;
+    EXPECT_NEAR(g->gemm_ceiling_16bit(), 828.6 / 989, 1e-3) << gpu;  // MAMF 828.6 of 989
+    EXPECT_NEAR(g->gemm_ceiling_fp8(), 1535.0 / 1979, 1e-3) << gpu;  // MAMF 1,535.0 of 1,979
+    EXPECT_GT(g->gemm_ceiling_16bit(), h100.gemm_ceiling_16bit()) << gpu;
+    EXPECT_DOUBLE_EQ(g->host_link_gbyte_per_s(), 900.0 / 2) << gpu;  // all of NVLink-C2C
+  }
+  EXPECT_EQ(FindGpu("GH200")->name(), "GH200-96GB");
+  EXPECT_DOUBLE_EQ(FindGpu("GH200-96GB")->hbm_bytes(), 96.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(FindGpu("GH200-96GB")->hbm_gbyte_per_s(), 4000);
+  EXPECT_DOUBLE_EQ(FindGpu("GH200-144GB")->hbm_gbyte_per_s(), 4900);
+  for (const char* node : {"MGX-GH200", "MGX-GH200-144GB"}) {
+    const pb::NodeSpec* n = FindNode(node);
+    ASSERT_NE(n, nullptr) << node;
+    EXPECT_EQ(n->gpus_per_node(), 1) << node;  // one superchip per node
+    EXPECT_FALSE(n->nvswitch()) << node;       // no NVLink fabric between nodes' GPUs
+    EXPECT_EQ(n->nics_per_node(), 1) << node;
+    EXPECT_NE(FindGpu(n->gpu()), nullptr) << node;
+    EXPECT_NE(FindNic(n->nic()), nullptr) << node;
+  }
+}
+
 TEST(CatalogueTest, EthernetNicsSayRoceAndWhetherTheyRouteAdaptively) {
   EXPECT_EQ(FindNic("NDR-400")->fabric(), pb::NicSpec::INFINIBAND);
   EXPECT_EQ(FindNic("RoCE-400")->fabric(), pb::NicSpec::ROCE);
@@ -186,6 +216,15 @@ TEST(CatalogueTopologyTest, NvlsOnHopperAndBlackwellNvswitchNodesOnly) {
   EXPECT_DOUBLE_EQ(b300.nic_Gbps, 800);
   EXPECT_FALSE(h100.sharp);
   EXPECT_TRUE(TopologyOf("gpu: \"H100\" nodes: 2 topology { sharp: true }").sharp);
+}
+
+TEST(CatalogueTopologyTest, AGraceHopperNodeIsOneGpuBehindItsNicWithoutNvls) {
+  // The GPU alone names its node type (the first catalogue node that holds it).
+  const comm::TopologySpec gh = TopologyOf("gpu: \"GH200\" nodes: 4");
+  EXPECT_EQ(gh.gpus_per_node, 1);
+  EXPECT_EQ(gh.nics_per_node, 1);
+  EXPECT_FALSE(gh.nvls);  // NVLink SHARP needs an NVSwitch
+  EXPECT_DOUBLE_EQ(gh.nic_Gbps, 400);
 }
 
 TEST(CatalogueTopologyTest, LlCeilingInsideANodeFollowsTheGpuGeneration) {
