@@ -5,10 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <utility>
 
 #include "parallelism/model.h"
 #include "parallelism/roofline.h"
 #include "scenarios/scenario.h"
+#include "scenarios/session.h"
 
 namespace trainsim::scenarios {
 namespace {
@@ -293,6 +296,22 @@ TEST(ValidationTest, PublishedTableRejectsANonNumericThroughput) {
       << rows.status().message();
 }
 
+// A check scenario's step as `trainsim run` simulates it (SimulateScenarioStep), with the
+// resolved scenario; nullopt, with a failed expectation, when any stage refuses it.
+struct SimulatedCheck {
+  ResolvedScenario resolved;
+  StepOutcome step;
+};
+std::optional<SimulatedCheck> SimulateCheck(const pb::Scenario& scenario) {
+  Result<ResolvedScenario> r = Resolve(scenario);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return std::nullopt;
+  Result<StepOutcome> step = SimulateScenarioStep(*r, {});
+  EXPECT_TRUE(step.ok()) << step.status().message();
+  if (!step.ok()) return std::nullopt;
+  return SimulatedCheck{std::move(r.value()), std::move(step.value())};
+}
+
 // Out of sample (not a validation row): Mixtral 8x7B on 64 H100 in the Megatron-Core MoE
 // README's reference mapping, published 468 model TFLOP/s per GPU (MCore v0.9), in Megatron-
 // Core's FLOP count. At the scenario's default load imbalance the model is within 10% of it; the
@@ -301,14 +320,11 @@ TEST(ValidationTest, MixtralOutOfSampleCheckIsWithinTenPercentOfTheReadme) {
   Result<pb::Scenario> s = LoadScenario("scenarios/validation/checks/mixtral_8x7b_h100.textproto");
   ASSERT_TRUE(s.ok()) << s.status().message();
   auto tflops = [](const pb::Scenario& sc) {
-    Result<ResolvedScenario> r = Resolve(sc);
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    Result<step::StepConfig> c = MakeStepConfig(*r);
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    Result<step::StepResult> res = step::SimulateStep(*c);
-    EXPECT_TRUE(res.ok()) << res.status().message();
-    return parallelism::MegatronModelFlopsPerIteration(c->model, c->parallel.global_batch) /
-           (res->time_s * double(r->num_gpus)) / 1e12;
+    const std::optional<SimulatedCheck> s = SimulateCheck(sc);
+    if (!s) return 0.0;
+    const step::StepConfig& c = s->step.config;
+    return parallelism::MegatronModelFlopsPerIteration(c.model, c.parallel.global_batch) /
+           (s->step.result.time_s * double(s->resolved.num_gpus)) / 1e12;
   };
   const double predicted = tflops(*s);
   EXPECT_LT(std::fabs(predicted / 468 - 1), 0.10) << predicted;
@@ -327,14 +343,11 @@ TEST(ValidationTest, Qwen3MoeReportRowIsWithinTenPercentWithTheRecipesDispatcher
       LoadScenario("scenarios/validation/checks/mcore_moe_report_qwen3_235b_bf16_h100.textproto");
   ASSERT_TRUE(s.ok()) << s.status().message();
   auto tokens_per_gpu = [](const pb::Scenario& sc) {
-    Result<ResolvedScenario> r = Resolve(sc);
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    Result<step::StepConfig> c = MakeStepConfig(*r);
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    Result<step::StepResult> res = step::SimulateStep(*c);
-    EXPECT_TRUE(res.ok()) << res.status().message();
-    return double(c->parallel.global_batch) * double(c->model.seq_len) /
-           (res->time_s * double(r->num_gpus));
+    const std::optional<SimulatedCheck> s = SimulateCheck(sc);
+    if (!s) return 0.0;
+    const step::StepConfig& c = s->step.config;
+    return double(c.parallel.global_batch) * double(c.model.seq_len) /
+           (s->step.result.time_s * double(s->resolved.num_gpus));
   };
   const double predicted = tokens_per_gpu(*s);
   EXPECT_LT(std::fabs(predicted / 2132 - 1), 0.10) << predicted;
@@ -356,13 +369,10 @@ double MoeLayerMs(const std::string& path, pb::Parallelism::MoeTokenDispatcher d
   EXPECT_TRUE(s.ok()) << s.status().message();
   if (!s.ok()) return 0;
   s->mutable_parallelism()->set_moe_token_dispatcher(dispatcher);
-  Result<ResolvedScenario> r = Resolve(*s);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  Result<step::StepConfig> c = MakeStepConfig(*r);
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  Result<step::StepResult> res = step::SimulateStep(*c);
-  EXPECT_TRUE(res.ok()) << res.status().message();
-  if (!r.ok() || !c.ok() || !res.ok()) return 0;
+  const std::optional<SimulatedCheck> sim = SimulateCheck(*s);
+  if (!sim) return 0;
+  const step::StepConfig* c = &sim->step.config;
+  const step::StepResult* res = &sim->step.result;
   double ops_s = 0;
   const parallelism::GemmCalibration cal{c->calibration.get(), c->gemm_dtype};
   // The MoELayer's own ops are those its "moe" recompute module re-runs (AppendMoe tags them).
