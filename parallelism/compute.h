@@ -69,8 +69,12 @@ enum class Fp8Recipe {
 // 16. What TE saves of a GEMM input for backward, and each copy its cast writes.
 double QuantizedBytesPerElement(Fp8Recipe r);
 
-// Fused-attention implementation (Megatron-Core --attention-backend).
-enum class AttentionBackend { kTransformerEngine, kFlashAttention };
+// Fused-attention implementation (Megatron-Core --attention-backend, or PyTorch's SDPA).
+enum class AttentionBackend {
+  kTransformerEngine,  // TE's DotProductAttention: FA2 on Ampere, cuDNN on Hopper and later
+  kFlashAttention,     // the flash-attn package: FA2 on Ampere, FA3 on Hopper and later
+  kSdpa,               // torch's scaled_dot_product_attention: its bundled FA2 on every GPU
+};
 
 struct ComputeParams {
   // Per-kernel fixed cost: launch plus tail (a few µs on A100/H100 without CUDA graphs).
@@ -86,7 +90,8 @@ struct ComputeParams {
   // short sequences (the diagonal blocks).
   bool causal = true;
   // Which fused-attention kernels run: Transformer Engine's choice (Megatron-Core's default
-  // TEDotProductAttention) or the FlashAttention package (FA2 on Ampere, FA3 on Hopper).
+  // TEDotProductAttention), the FlashAttention package (FA2 on Ampere, FA3 on Hopper), or
+  // PyTorch's SDPA (FA2 everywhere).
   AttentionBackend attention_backend = AttentionBackend::kTransformerEngine;
   // Micro-batches that share one FP8 cast of each weight: TE keeps the FP8 weight (and its
   // transpose) across micro-batches when Megatron passes is_first_microbatch, so the cast is
@@ -117,6 +122,7 @@ struct ArchEfficiency {
   // attn on Ampere, cuDNN FusedAttention on Hopper and later) and the FlashAttention package.
   AttentionCurve attn_te;
   AttentionCurve attn_flash;
+  AttentionCurve attn_sdpa;  // PyTorch SDPA's FlashAttention-2 kernels on this architecture
 };
 const ArchEfficiency& ArchEfficiencyOf(GpuArch arch);
 

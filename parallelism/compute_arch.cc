@@ -48,6 +48,22 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
   // rows at d 64 and 128: MAPE 3.1%. It gains nothing past d 128 (published 581 at d 256
   // against 595–617 at 128): d_cap 128. Backward: no cuDNN figure is given; FA3's ratio taken.
   static constexpr AttentionCurve kCudnnHopper = {0.92, 80, 128, 50, 400, 0.80};
+  // FA2 on H100: what PyTorch's SDPA runs there. SDPA picks its backend by a fixed priority
+  // that puts its bundled FlashAttention-2 first, cuDNN only when asked for (pytorch/pytorch
+  // #142132: SDPA 329 TFLOP/s where cuDNN and FA3 reach 631 on H100, d 128, s 4608; PyTorch
+  // 2.5–2.6). FA2 uses Ampere's mma.sync, not Hopper's wgmma, so it stays near half of FA3.
+  // Fitted to the 48 legible H100 FA2 rows (fwd+bwd non-causal at d 64/128 from the FA2
+  // figure, forward at d 64/128/256, causal and not, from the FA3 figure): MAPE 4.5%; 0.38 ·
+  // 128/140 = 0.35 of peak forward at long sequences (fwd 344 against the published 370 at
+  // d 128). It gains nothing past d 128 (326 at d 256): d_cap 128. Backward: fitted with the
+  // rest (fwd+bwd 322 against a forward 344 at d 128, s 8k: 0.92). Azure's PyTorch 2.4 FA2
+  // benchmark on ND H100 v5, d 128, s 8192: 327.9 (within the fit's range, 322–347).
+  static constexpr AttentionCurve kFa2Hopper = {0.38, 12, 128, 100, 400, 0.92};
+  // FA2 on Blackwell: the same Ampere-style kernels, at the clocks of a bigger chip. Azure's
+  // benchmark (PyTorch 2.6, CUDA 12.8) gives 373.9 TFLOP/s on GB200 against 327.9 on H100 at
+  // the same shape: 1.140×. As a fraction of GB200's 2,500 BF16 peak: 0.38 · 1.140 · 989 /
+  // 2,500 = 0.171 (its one published point; the shape of the curve is Hopper's).
+  static constexpr AttentionCurve kFa2Blackwell = {0.171, 12, 128, 100, 400, 0.92};
   static const ArchEfficiency kAmpere = {
       // Azure A100 cuBLASLt FP16: 250.8 TFLOP/s at 6144×12288×12288 and 253.7 at 8192³ (0.80–
       // 0.81 of 312); NVIDIA "Matrix Multiplication Background" Fig. 2 (~250–280 on 8192²).
@@ -62,6 +78,7 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
       // TE runs flash-attn (FA2) on Ampere: FusedAttention is preferred only on sm90+.
       .attn_te = kFa2Ampere,
       .attn_flash = kFa2Ampere,
+      .attn_sdpa = kFa2Ampere,
   };
   static const ArchEfficiency kHopper = {
       // MAMF H100 SXM BF16: 794.5 of 989 (80.3%); GH200 83.8%.
@@ -77,6 +94,7 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
       .memory_efficiency = 0.85,
       .attn_te = kCudnnHopper,
       .attn_flash = kFa3Hopper,
+      .attn_sdpa = kFa2Hopper,
   };
   static const ArchEfficiency kBlackwell = {
       // MAMF BF16: B200 1,745 of 2,250 (77.6%), B300 78.6%, GB200 1,822 of 2,500 (72.9%).
@@ -94,6 +112,7 @@ const ArchEfficiency& ArchEfficiencyOf(GpuArch arch) {
       // use Blackwell's tcgen05 tensor cores: 374 TFLOP/s).
       .attn_te = kCudnnHopper,
       .attn_flash = kFa3Hopper,
+      .attn_sdpa = kFa2Blackwell,
   };
   switch (arch) {
     case GpuArch::kAmpere:
@@ -180,7 +199,15 @@ double GemmEfficiency(const GpuSpec& gpu, const ComputeParams& /*p*/, double bat
 
 const AttentionCurve& AttentionCurveOf(GpuArch arch, AttentionBackend backend) {
   const ArchEfficiency& a = ArchEfficiencyOf(arch);
-  return backend == AttentionBackend::kFlashAttention ? a.attn_flash : a.attn_te;
+  switch (backend) {
+    case AttentionBackend::kTransformerEngine:
+      return a.attn_te;
+    case AttentionBackend::kFlashAttention:
+      return a.attn_flash;
+    case AttentionBackend::kSdpa:
+      return a.attn_sdpa;
+  }
+  return a.attn_te;
 }
 
 double FlashAttentionEfficiency(const GpuSpec& gpu, AttentionBackend backend, bool causal,

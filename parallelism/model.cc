@@ -78,10 +78,27 @@ KernelOp Elementwise(std::string name, double elements, double fwd_bytes_per_ele
 // statistics and the scale/shift gradients are small), as two kernels. LayerNorm does about 8
 // FLOPs per element (mean, variance, normalise, scale, shift); RMSNorm drops the mean and the
 // shift, about 4 (Zhang & Sennrich 2019). Same traffic: memory-bound either way.
+//
+// Eager PyTorch (ModelSpec::eager_kernels): LayerNorm is still one kernel (ATen's layer_norm is
+// fused in eager mode too), but an RMSNorm written in torch ops, as torchtitan's (models/
+// norms.py, 2024: `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)` on x.float(), then
+// .type_as(x) * weight; torch.nn.RMSNorm decomposes the same way in eager mode), is one kernel
+// per op, with e the activation bytes and fp32 in between, per element of x:
+//   forward:  x.float() e+4, pow 8, mean 4, · rsqrt 8, type_as 4+e, · weight 2e (plus the per-
+//             row add and rsqrt): 28 + 4e bytes, 8 kernels;
+//   backward: · weight's grads (g·w 2e, g·out 3e, its row sum e), type_as's cast e+4, · rsqrt's
+//             grads (g·r 8, g·x 12, row sum 4), mean's expand 4, pow's 2·x·g 20, summing the two
+//             paths into x 12, x.float()'s cast 4+e: 68 + 8e bytes, 14 kernels.
+// (e = 2: 36 and 84 bytes, against the fused kernel's 4 and 6.)
 KernelOp Norm(const ModelSpec& m, const std::string& suffix, double elements) {
   const int e = m.bytes_per_element;
-  return Elementwise((m.rmsnorm ? "rmsnorm" : "layernorm") + suffix, elements, 2.0 * e, 3.0 * e,
-                     m.rmsnorm ? 4 : 8, 2);
+  const std::string name = (m.rmsnorm ? "rmsnorm" : "layernorm") + suffix;
+  if (m.eager_kernels && m.rmsnorm) {
+    KernelOp op = Elementwise(name, elements, 28.0 + 4.0 * e, 68.0 + 8.0 * e, 4, 14);
+    op.fwd_kernels = 8;
+    return op;
+  }
+  return Elementwise(name, elements, 2.0 * e, 3.0 * e, m.rmsnorm ? 4 : 8, 2);
 }
 
 // Fused (bias +) dropout + residual add: reads the product and the residual, writes the sum
@@ -238,10 +255,33 @@ void AppendAttention(const Local& c, bool windowed, std::vector<KernelOp>* ops) 
     // Rotary embedding (Su et al. 2021) on Q and K, Megatron-Core's fused RoPE kernel: reads and
     // writes the rotated parts (all of Q and K; MLA: the rope dims of each Q head and the one
     // shared rope key) and does a multiply-add pair per element.
+    //
+    // Eager (torchtitan's apply_rotary_emb): each of Q and K is cast to fp32 (e+4 bytes per
+    // element), multiplied as complex pairs by the frequencies (8) and cast back (4+e): 16 + 2e
+    // bytes and 3 kernels per tensor each way (the backward runs the same three in reverse).
     const double rotated = m.mla.enabled() ? double(d.heads / t + 1) * m.mla.qk_rope_head_dim
                                            : double(d.q_width() + d.k_width()) / t;
-    ops->push_back(Elementwise("rope", double(c.tokens) * rotated, 2.0 * e, 2.0 * e, 3));
+    if (m.eager_kernels && !m.mla.enabled()) {
+      KernelOp rope =
+          Elementwise("rope", double(c.tokens) * rotated, 16.0 + 2.0 * e, 16.0 + 2.0 * e, 3, 6);
+      rope.fwd_kernels = 6;
+      ops->push_back(rope);
+    } else {
+      ops->push_back(Elementwise("rope", double(c.tokens) * rotated, 2.0 * e, 2.0 * e, 3));
+    }
     if (m.mla.enabled()) ops->back().recomputed_by = kRecomputeMlaUpProj;
+  }
+  // Eager grouped-query attention (torchtitan's repeat_kv: unsqueeze, expand, reshape) copies
+  // K and V out to one head per query head before SDPA: per element written, a read of e/n_rep
+  // and a write of e; the backward sums the n_rep copies back (reads e, writes e/n_rep). One
+  // kernel each for K and V, each way. Fused kernels (TE, FA2/FA3, cuDNN) read the K/V heads
+  // as they are.
+  if (m.eager_kernels && !m.mla.enabled() && d.kv_heads < d.heads) {
+    const double n_rep = double(d.heads) / double(d.kv_heads);
+    const double expanded = double(c.tokens) * double(d.q_width() + d.out_width()) / t;
+    KernelOp rep = Elementwise("repeat_kv", expanded, e / n_rep + e, e + e / n_rep, 0, 2);
+    rep.fwd_kernels = 2;
+    ops->push_back(rep);
   }
   if (m.flash_attention) {
     ops->push_back(FlashAttention(c, d, windowed));
@@ -262,8 +302,17 @@ void AppendDenseMlp(const Local& c, const std::string& prefix, int64_t tokens, i
   const int e = c.e;
   if (m.swiglu) {
     ops->push_back(Gemm(prefix + "_gate_up", OpKind::kGemm, 1, tokens, 2 * width, m.hidden, e));
-    ops->push_back(Elementwise(prefix == "mlp" ? "swiglu" : prefix + "_swiglu",
-                               double(tokens) * width, 3.0 * e, 5.0 * e, 6));
+    // Eager (torchtitan's `F.silu(w1(x)) * w3(x)`): silu (2e) then the product (3e) forward, 2
+    // kernels; backward the product's two gradients (3e each) and silu's (3e), 3 kernels.
+    if (m.eager_kernels) {
+      KernelOp act = Elementwise(prefix == "mlp" ? "swiglu" : prefix + "_swiglu",
+                                 double(tokens) * width, 5.0 * e, 9.0 * e, 6, 3);
+      act.fwd_kernels = 2;
+      ops->push_back(act);
+    } else {
+      ops->push_back(Elementwise(prefix == "mlp" ? "swiglu" : prefix + "_swiglu",
+                                 double(tokens) * width, 3.0 * e, 5.0 * e, 6));
+    }
   } else {
     ops->push_back(Gemm(prefix + "_up", OpKind::kGemm, 1, tokens, width, m.hidden, e));
     const std::string act = m.linear_bias ? "bias_gelu" : "gelu";
@@ -653,8 +702,20 @@ std::vector<KernelOp> HeadOps(const ModelSpec& m, TensorSplit split, int micro_b
   // Vocab-parallel cross-entropy in fp32 (Megatron casts logits to float): read the logits,
   // write/read fp32 exponentials and write the softmax kept for backward — about 14 bytes per
   // logit forward; backward reads the fp32 softmax and writes the gradient in bf16.
+  //
+  // Eager (torchtitan's loss: F.cross_entropy(pred.float(), labels)): the logits cast to fp32
+  // (e+4 per logit), log_softmax reading them twice (max, then the sum of exponentials and the
+  // write: 12) plus writing its fp32 output (4), the NLL gather (negligible): 20 + e bytes, 3
+  // kernels; backward zero-fills an fp32 gradient (4) and scatters into it, log_softmax's
+  // backward reads it and its output and writes (12), the cast back (4+e): 20 + e, 4 kernels.
   const double logit_elems = double(c.tokens) * m.vocab / t;
-  ops.push_back(Elementwise("cross_entropy", logit_elems, 14.0, 4.0 + e, 6, 1));
+  if (m.eager_kernels) {
+    KernelOp ce = Elementwise("cross_entropy", logit_elems, 20.0 + e, 20.0 + e, 6, 4);
+    ce.fwd_kernels = 3;
+    ops.push_back(ce);
+  } else {
+    ops.push_back(Elementwise("cross_entropy", logit_elems, 14.0, 4.0 + e, 6, 1));
+  }
   return ops;
 }
 

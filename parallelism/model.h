@@ -128,6 +128,11 @@ struct ModelSpec {
   bool learned_position_embedding = true;  // GPT's absolute positions; false for RoPE
   bool linear_bias = true;                 // biases on the linear layers (GPT); Llama: false
   bool rmsnorm = false;  // RMSNorm (scale only) instead of LayerNorm (scale and bias)
+  // PyTorch eager mode on a model written in plain torch ops (torchtitan's Llama): RMSNorm,
+  // RoPE, SwiGLU, GQA's K/V expansion and the loss as one kernel per op with their fp32
+  // upcasts (model.cc, EagerRmsNorm and the others). false: fused kernels (Transformer Engine /
+  // Megatron-Core, or torch.compile).
+  bool eager_kernels = false;
   MoeSpec moe;
   MlaSpec mla;
   MambaSpec mamba;

@@ -112,6 +112,7 @@ std::optional<FieldError> FillModelDefaults(pb::Model* m) {
   if (!m->has_fp8_recipe()) m->set_fp8_recipe(pb::Model::DELAYED);
   if (!m->has_fp8_attention()) m->set_fp8_attention(false);
   if (!m->has_attention_backend()) m->set_attention_backend(pb::Model::TRANSFORMER_ENGINE);
+  if (!m->has_kernels()) m->set_kernels(pb::Model::FUSED);
   if (m->has_moe()) {
     pb::Moe* moe = m->mutable_moe();
     if (!moe->has_expert_ffn_hidden() && m->has_ffn_hidden()) {

@@ -139,6 +139,18 @@ Result<std::pair<step::StepResult, int>> FastestMicroBatch(const step::StepConfi
   return std::move(*best);
 }
 
+// The scenario's attention backend as the kernel model names it.
+parallelism::AttentionBackend AttentionBackendOf(const pb::Model& m) {
+  switch (m.attention_backend()) {
+    case pb::Model::FLASH_ATTENTION:
+      return parallelism::AttentionBackend::kFlashAttention;
+    case pb::Model::SDPA:
+      return parallelism::AttentionBackend::kSdpa;
+    default:
+      return parallelism::AttentionBackend::kTransformerEngine;
+  }
+}
+
 // The scaling recipe of the model's low-precision GEMMs (FP4 runs TE's NVFP4 recipe).
 parallelism::Fp8Recipe Fp8RecipeOf(const pb::Model& m) {
   using R = parallelism::Fp8Recipe;
@@ -223,6 +235,7 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
   spec.learned_position_embedding = m.position_embedding() == pb::Model::LEARNED;
   spec.linear_bias = m.has_linear_bias() ? m.linear_bias() : true;
   spec.rmsnorm = m.normalization() == pb::Model::RMSNORM;
+  spec.eager_kernels = m.kernels() == pb::Model::EAGER;
   if (m.has_moe()) {
     const pb::Moe& e = m.moe();
     spec.moe.experts = e.experts();
@@ -422,9 +435,7 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   const int64_t per_step = std::max<int64_t>(1, int64_t(r.dp) * p.micro_batch());
   c.compute.fp8_recipe = Fp8RecipeOf(m);
   c.compute.fp8_attention = m.fp8_attention();
-  c.compute.attention_backend = m.attention_backend() == pb::Model::FLASH_ATTENTION
-                                    ? par::AttentionBackend::kFlashAttention
-                                    : par::AttentionBackend::kTransformerEngine;
+  c.compute.attention_backend = AttentionBackendOf(m);
   c.compute.fp8_weight_cast_reuse = int(std::max<int64_t>(1, p.global_batch() / per_step));
   if (c.gpu.peak_flops <= 0) {
     return Status::InvalidArgument("model.precision: GPU " + r.gpu.name() +

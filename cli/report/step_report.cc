@@ -127,7 +127,20 @@ std::string LayoutText(const step::StepConfig& c) {
   }
   if (p.sequence_parallel) s += ", SP";
   if (p.zero_stage > 0) s += ", ZeRO-" + std::to_string(p.zero_stage);
-  if (c.model.flash_attention) s += ", flash attention";
+  if (c.model.flash_attention) {
+    switch (c.compute.attention_backend) {
+      case par::AttentionBackend::kTransformerEngine:
+        s += ", flash attention";
+        break;
+      case par::AttentionBackend::kFlashAttention:
+        s += ", flash attention (flash-attn)";
+        break;
+      case par::AttentionBackend::kSdpa:
+        s += ", flash attention (PyTorch SDPA: FA2)";
+        break;
+    }
+  }
+  if (c.model.eager_kernels) s += ", eager PyTorch kernels";
   return s;
 }
 

@@ -136,5 +136,76 @@ TEST(ModelTest, RejectsHeadsThatDoNotDivideHidden) {
   EXPECT_EQ(ParseRecompute("selective").value(), Recompute::kSelective);
 }
 
+// A Llama 3 8B layer (RMSNorm, RoPE, SwiGLU, 8 K/V heads for 32 query heads) as torchtitan
+// writes it, run eagerly or with fused kernels.
+ModelSpec Llama8b(bool eager) {
+  ModelSpec m;
+  m.num_layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.seq_len = 8192;
+  m.vocab = 128256;
+  m.swiglu = true;
+  m.flash_attention = true;
+  m.dropout = false;
+  m.learned_position_embedding = false;
+  m.linear_bias = false;
+  m.rmsnorm = true;
+  m.eager_kernels = eager;
+  return m;
+}
+
+const KernelOp* Find(const std::vector<KernelOp>& ops, const std::string& name) {
+  for (const KernelOp& op : ops) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+TEST(ModelTest, EagerKernelsMoveTheBytesOfEachTorchOpAndKeepTheMatrixWork) {
+  const std::vector<KernelOp> eager = LayerOps(Llama8b(true), {1, false}, 2);
+  const std::vector<KernelOp> fused = LayerOps(Llama8b(false), {1, false}, 2);
+  const double tokens = 2.0 * 8192, h = 4096;
+  // RMSNorm op by op in bf16 (cast 6, pow 8, mean 4, scale 8, cast 6, weight 4 = 36 forward;
+  // the autograd chain back 84), against the fused kernel's read and write (4, then 6).
+  const KernelOp* norm = Find(eager, "rmsnorm_1");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_DOUBLE_EQ(norm->fwd_bytes, 36 * tokens * h);
+  EXPECT_DOUBLE_EQ(norm->bwd_bytes, 84 * tokens * h);
+  EXPECT_DOUBLE_EQ(Find(fused, "rmsnorm_1")->fwd_bytes, 4 * tokens * h);
+  // RoPE in complex fp32 on Q (4096) and K (1024 wide): 20 bytes per element each way.
+  EXPECT_DOUBLE_EQ(Find(eager, "rope")->fwd_bytes, 20 * tokens * (4096 + 1024));
+  // repeat_kv writes K and V out to 32 heads (4 × 1024 each) from 8: e/4 read + e written.
+  const KernelOp* rep = Find(eager, "repeat_kv");
+  ASSERT_NE(rep, nullptr);
+  EXPECT_DOUBLE_EQ(rep->fwd_bytes, tokens * 8192 * (2.0 / 4 + 2));
+  EXPECT_EQ(Find(fused, "repeat_kv"), nullptr);
+  // The same matrix work either way; only HBM traffic and kernel counts grow.
+  EXPECT_DOUBLE_EQ(Sum(eager, &KernelOp::fwd_matmul_flops),
+                   Sum(fused, &KernelOp::fwd_matmul_flops));
+  EXPECT_DOUBLE_EQ(Sum(eager, &KernelOp::bwd_matmul_flops),
+                   Sum(fused, &KernelOp::bwd_matmul_flops));
+  EXPECT_GT(Sum(eager, &KernelOp::fwd_bytes), Sum(fused, &KernelOp::fwd_bytes));
+  EXPECT_GT(Sum(eager, &KernelOp::bwd_bytes), Sum(fused, &KernelOp::bwd_bytes));
+  // The loss on logits.float(): 22 bytes per logit forward in bf16, against 14 fused.
+  const std::vector<KernelOp> head = HeadOps(Llama8b(true), {1, false}, 2);
+  EXPECT_DOUBLE_EQ(Find(head, "cross_entropy")->fwd_bytes, 22 * tokens * 128256);
+}
+
+TEST(ModelTest, EagerKernelsLeaveLayerNormAndMultiHeadAttentionAsTheyAre) {
+  // ATen's layer_norm is one kernel in eager mode too; without GQA there is nothing to expand.
+  ModelSpec m = Llama8b(true);
+  m.rmsnorm = false;
+  m.kv_heads = 0;
+  ModelSpec f = m;
+  f.eager_kernels = false;
+  const std::vector<KernelOp> eager = LayerOps(m, {1, false}, 1);
+  EXPECT_DOUBLE_EQ(Find(eager, "layernorm_1")->fwd_bytes,
+                   Find(LayerOps(f, {1, false}, 1), "layernorm_1")->fwd_bytes);
+  EXPECT_EQ(Find(eager, "repeat_kv"), nullptr);
+}
+
 }  // namespace
 }  // namespace trainsim::parallelism

@@ -356,6 +356,39 @@ TEST(ValidationTest, Qwen3MoeReportRowIsWithinTenPercentWithTheRecipesDispatcher
   EXPECT_GT(tokens_per_gpu(flex), predicted);
 }
 
+// Out of sample (not validation rows): torchtitan's FSDP2 runs on 64 A100 (docs/performance.md,
+// 2024-04; the scenarios' comments give the rows and what was assumed). torchtitan runs a
+// plain-torch Llama eagerly with PyTorch's SDPA: with those kernels (`kernels: EAGER`, model
+// .cc's op-by-op byte counts) the model must land within 12% of each published rate, and the
+// same layout with fused kernels must be faster, since fusing only removes HBM passes.
+TEST(ValidationTest, TorchtitanFsdpA100RowsAreWithinTwelvePercentWithEagerKernels) {
+  const struct {
+    const char* path;
+    double published;  // tokens/s per GPU
+  } rows[] = {
+      {"scenarios/validation/checks/torchtitan_llama2_13b_fsdp_a100.textproto", 2162},
+      {"scenarios/validation/checks/torchtitan_llama3_8b_fsdp_a100.textproto", 2904},
+      {"scenarios/validation/checks/torchtitan_llama3_70b_fsdp_a100.textproto", 331},
+  };
+  auto tokens_per_gpu = [](const pb::Scenario& sc) {
+    const std::optional<SimulatedCheck> s = SimulateCheck(sc);
+    if (!s) return 0.0;
+    const step::StepConfig& c = s->step.config;
+    return double(c.parallel.global_batch) * double(c.model.seq_len) /
+           (s->step.result.time_s * double(s->resolved.num_gpus));
+  };
+  for (const auto& row : rows) {
+    Result<pb::Scenario> s = LoadScenario(row.path);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_EQ(s->model().kernels(), pb::Model::EAGER) << row.path;
+    const double eager = tokens_per_gpu(*s);
+    EXPECT_LT(std::fabs(eager / row.published - 1), 0.12) << row.path << ": " << eager;
+    pb::Scenario fused = *s;
+    fused.mutable_model()->set_kernels(pb::Model::FUSED);
+    EXPECT_GT(tokens_per_gpu(fused), eager) << row.path;
+  }
+}
+
 // Out of sample (not validation rows): one MoE layer forward and backward on 8 H100, EP 8, as
 // Megatron-LM's moe_perf test times it (baseline.json, BF16; the scenarios' comments give the
 // source): the layer's own ops (router, dispatcher metadata, permutation, experts, shared
