@@ -32,6 +32,12 @@ struct Shape {
 // keeps the fused gate/up output (2f, the activation's input) and the activation's output
 // (f, fc2's input), 3.
 double FfnWidths(const ModelSpec& m) { return m.swiglu ? 3.0 : 2.0; }
+// A dense MLP run eagerly (ModelSpec::eager_kernels; torchtitan's `silu(w1 x) * w3 x`):
+// autograd keeps w1's output (silu's input), w3's output and silu's output (the product's two
+// inputs) and the product (w2's input): SwiGLU stores one width more than the fused kernel.
+double DenseFfnWidths(const ModelSpec& m) {
+  return FfnWidths(m) + (m.swiglu && m.eager_kernels ? 1.0 : 0.0);
+}
 
 // `mods`: the selective-recompute modules in force (RecomputeModule bits).
 double AttentionBytes(const ModelSpec& m, const Shape& x, uint32_t mods, double seq_keys) {
@@ -48,6 +54,9 @@ double AttentionBytes(const ModelSpec& m, const Shape& x, uint32_t mods, double 
   } else {
     q = o = double(m.q_width());
     k = v = double(m.kv_width());
+    // Eager GQA: repeat_kv copies K and V out to every query head before SDPA, and SDPA saves
+    // the copies it was given.
+    if (m.eager_kernels) k = v = q;
   }
   // mla_up_proj discards the up-projected Q, K and V after the forward and recomputes them
   // before the backward (CheckpointWithoutOutput): only the latents stay.
@@ -76,7 +85,7 @@ double DenseMlpBytes(const ModelSpec& m, const Shape& x, uint32_t mods) {
   // "mlp" keeps only the MLP's input, the fused norm's input counted with the layer's norms.
   if (mods & kRecomputeMlp) return mask * x.tokens * x.h / x.rep;
   return x.g * x.tokens * x.h / x.rep  // fc1 input (the norm's output)
-         + ((FfnWidths(m) - 1) * x.e + x.g) * x.tokens * double(m.ffn()) /
+         + ((DenseFfnWidths(m) - 1) * x.e + x.g) * x.tokens * double(m.ffn()) /
                x.t  // fc1 outputs (the activation's input), activation output (fc2's input)
          + mask * x.tokens * x.h / x.rep;  // dropout mask
 }
@@ -147,7 +156,10 @@ double LayerBytes(const ModelSpec& m, const ParallelConfig& c, Recompute recompu
   x.h = m.hidden;
   // Full recomputation keeps only the layer's input (Korthikanti §4.3: 2sbh, /t with SP).
   if (recompute == Recompute::kFull) return x.e * x.tokens * x.h / x.rep;
-  const double norm = x.e * x.tokens * x.h / x.rep;  // one norm's input
+  // One norm's input. An eager RMSNorm (torchtitan's, on x.float()) keeps instead the fp32 copy
+  // (pow's and the scaling's input) and its 16-bit output (the weight product's input).
+  const double norm_bytes = m.eager_kernels && m.eager_norm && m.rmsnorm ? 4.0 + x.e : x.e;
+  const double norm = norm_bytes * x.tokens * x.h / x.rep;
   const uint32_t mods = recompute == Recompute::kSelective ? c.recompute_modules : 0;
   const double mlp = moe_layer ? MoeMlpBytes(m, c, x, mods) : DenseMlpBytes(m, x, mods);
   switch (kind.block) {

@@ -93,7 +93,7 @@ KernelOp Elementwise(std::string name, double elements, double fwd_bytes_per_ele
 KernelOp Norm(const ModelSpec& m, const std::string& suffix, double elements) {
   const int e = m.bytes_per_element;
   const std::string name = (m.rmsnorm ? "rmsnorm" : "layernorm") + suffix;
-  if (m.eager_kernels && m.rmsnorm) {
+  if (m.eager_kernels && m.eager_norm && m.rmsnorm) {
     KernelOp op = Elementwise(name, elements, 28.0 + 4.0 * e, 68.0 + 8.0 * e, 4, 14);
     op.fwd_kernels = 8;
     return op;

@@ -133,6 +133,9 @@ struct ModelSpec {
   // upcasts (model.cc, EagerRmsNorm and the others). false: fused kernels (Transformer Engine /
   // Megatron-Core, or torch.compile).
   bool eager_kernels = false;
+  // With eager_kernels: the RMSNorm too is op by op (false: a fused norm kernel, torchtitan's
+  // "fused_rmsnorm").
+  bool eager_norm = false;
   MoeSpec moe;
   MlaSpec mla;
   MambaSpec mamba;

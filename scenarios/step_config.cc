@@ -235,7 +235,8 @@ parallelism::ModelSpec MakeModelSpec(const pb::Model& m) {
   spec.learned_position_embedding = m.position_embedding() == pb::Model::LEARNED;
   spec.linear_bias = m.has_linear_bias() ? m.linear_bias() : true;
   spec.rmsnorm = m.normalization() == pb::Model::RMSNORM;
-  spec.eager_kernels = m.kernels() == pb::Model::EAGER;
+  spec.eager_kernels = m.kernels() != pb::Model::FUSED;
+  spec.eager_norm = m.kernels() == pb::Model::EAGER;
   if (m.has_moe()) {
     const pb::Moe& e = m.moe();
     spec.moe.experts = e.experts();

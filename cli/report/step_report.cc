@@ -140,7 +140,9 @@ std::string LayoutText(const step::StepConfig& c) {
         break;
     }
   }
-  if (c.model.eager_kernels) s += ", eager PyTorch kernels";
+  if (c.model.eager_kernels) {
+    s += c.model.eager_norm ? ", eager PyTorch kernels" : ", eager PyTorch kernels (fused RMSNorm)";
+  }
   return s;
 }
 

@@ -69,6 +69,28 @@ TEST(MemoryActivationsTest, GqaAndSwigluStoreTheirOwnWidths) {
   EXPECT_DOUBLE_EQ(LayerActivationBytes(m, Split(2, true), Recompute::kFull, 2), 2 * T * h / t);
 }
 
+TEST(MemoryActivationsTest, EagerKernelsKeepTheTensorsAutogradSaves) {
+  // The same layer run eagerly as torchtitan writes it (no SP, TP 2, selective): each RMSNorm
+  // keeps its fp32 input copy and its bf16 output (4 + 2 bytes per element instead of the
+  // input's 2); SDPA keeps K and V as repeat_kv expanded them, h wide each instead of kv; the
+  // MLP keeps w1's and w3's outputs, silu's output and the product (4 widths instead of 3).
+  ModelSpec m = SmallLlama();
+  m.eager_kernels = true;
+  m.eager_norm = true;
+  const double T = 2048.0 * 2, h = 1024, f = 3584, t = 2;
+  const double eager = 2 * (4 + 2) * T * h  // the two norms
+                       + 2 * T * (2 * h)    // QKV input and MLP input (replicated without SP)
+                       + 2 * T * (h + 2 * h + h) / t + 2 * T * 4 * f / t;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, Split(2, false), Recompute::kSelective, 2), eager);
+  // With a fused RMSNorm kernel (torchtitan's fused_rmsnorm) the norms keep their inputs only.
+  m.eager_norm = false;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, Split(2, false), Recompute::kSelective, 2),
+                   eager - 2 * 4 * T * h);
+  m.eager_norm = true;
+  // Full recompute keeps only the layer's input either way.
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, Split(2, false), Recompute::kFull, 2), 2 * T * h);
+}
+
 // FP8 / FP4 training: Transformer Engine saves a linear layer's input quantized, one usage
 // (module/linear.py), so each GEMM input the layer keeps for backward costs g bytes instead of
 // e = 2: the QKV input, the context (the projection's input), fc1's input and fc2's input

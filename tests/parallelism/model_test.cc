@@ -154,6 +154,7 @@ ModelSpec Llama8b(bool eager) {
   m.linear_bias = false;
   m.rmsnorm = true;
   m.eager_kernels = eager;
+  m.eager_norm = eager;
   return m;
 }
 
@@ -205,6 +206,13 @@ TEST(ModelTest, EagerKernelsLeaveLayerNormAndMultiHeadAttentionAsTheyAre) {
   EXPECT_DOUBLE_EQ(Find(eager, "layernorm_1")->fwd_bytes,
                    Find(LayerOps(f, {1, false}, 1), "layernorm_1")->fwd_bytes);
   EXPECT_EQ(Find(eager, "repeat_kv"), nullptr);
+  // torchtitan's fused_rmsnorm (a Triton kernel) in an otherwise eager model: the fused bytes.
+  ModelSpec fused_norm = Llama8b(true);
+  fused_norm.eager_norm = false;
+  const std::vector<KernelOp> ops = LayerOps(fused_norm, {1, false}, 1);
+  EXPECT_DOUBLE_EQ(Find(ops, "rmsnorm_1")->fwd_bytes,
+                   Find(LayerOps(Llama8b(false), {1, false}, 1), "rmsnorm_1")->fwd_bytes);
+  EXPECT_NE(Find(ops, "repeat_kv"), nullptr);
 }
 
 }  // namespace

@@ -358,10 +358,11 @@ TEST(ValidationTest, Qwen3MoeReportRowIsWithinTenPercentWithTheRecipesDispatcher
 
 // Out of sample (not validation rows): torchtitan's FSDP2 runs on 64 A100 (docs/performance.md,
 // 2024-04; the scenarios' comments give the rows and what was assumed). torchtitan runs a
-// plain-torch Llama eagerly with PyTorch's SDPA: with those kernels (`kernels: EAGER`, model
-// .cc's op-by-op byte counts) the model must land within 12% of each published rate, and the
-// same layout with fused kernels must be faster, since fusing only removes HBM passes.
-TEST(ValidationTest, TorchtitanFsdpA100RowsAreWithinTwelvePercentWithEagerKernels) {
+// plain-torch Llama eagerly with PyTorch's SDPA. Written that way (`kernels: EAGER` or
+// EAGER_FUSED_NORM, as each model's train config sets its norm; model.cc's op-by-op byte
+// counts) the model must land within 20% of each published rate and nearer to it than the same
+// layout with fused kernels, which must be faster (fusing only removes HBM passes).
+TEST(ValidationTest, TorchtitanFsdpA100RowsAreNearerWithEagerKernelsAndWithinTwentyPercent) {
   const struct {
     const char* path;
     double published;  // tokens/s per GPU
@@ -380,12 +381,15 @@ TEST(ValidationTest, TorchtitanFsdpA100RowsAreWithinTwelvePercentWithEagerKernel
   for (const auto& row : rows) {
     Result<pb::Scenario> s = LoadScenario(row.path);
     ASSERT_TRUE(s.ok()) << s.status().message();
-    ASSERT_EQ(s->model().kernels(), pb::Model::EAGER) << row.path;
+    ASSERT_NE(s->model().kernels(), pb::Model::FUSED) << row.path;
     const double eager = tokens_per_gpu(*s);
-    EXPECT_LT(std::fabs(eager / row.published - 1), 0.12) << row.path << ": " << eager;
+    EXPECT_LT(std::fabs(eager / row.published - 1), 0.20) << row.path << ": " << eager;
     pb::Scenario fused = *s;
     fused.mutable_model()->set_kernels(pb::Model::FUSED);
-    EXPECT_GT(tokens_per_gpu(fused), eager) << row.path;
+    const double fused_rate = tokens_per_gpu(fused);
+    EXPECT_GT(fused_rate, eager) << row.path;
+    EXPECT_LT(std::fabs(eager / row.published - 1), std::fabs(fused_rate / row.published - 1))
+        << row.path;
   }
 }
 
