@@ -141,7 +141,8 @@ std::string LayoutText(const step::StepConfig& c) {
     }
   }
   if (c.model.eager_kernels) {
-    s += c.model.eager_norm ? ", eager PyTorch kernels" : ", eager PyTorch kernels (fused RMSNorm)";
+    s += c.model.eager_norm || !c.model.rmsnorm ? ", eager PyTorch kernels"
+                                                : ", eager PyTorch kernels (fused RMSNorm)";
   }
   return s;
 }
