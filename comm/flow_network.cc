@@ -181,6 +181,7 @@ FlowNetwork::LinkSetId FlowNetwork::FollowLinks(std::span<const LinkId> links) {
   sets_.push_back(std::move(set));
   // The cached sets of classes miss the new one: count the active flows again.
   sets_of_class_.clear();
+  sets_of_number_.clear();
   for (LinkSet& x : sets_) x.users = 0;
   for (uint32_t slot : active_) {
     if (flows_[slot].active) CountUse(slot, 1);
@@ -238,8 +239,15 @@ uint64_t FlowNetwork::SetsOfClass(const std::shared_ptr<const FlowClass>& cls) {
 }
 
 uint64_t FlowNetwork::SetsOf(uint32_t slot) {
+  // By interned number (equal numbers, equal links): a split part's sets are asked for at every
+  // split, and the number is at hand where the class's address would need a hash look-up.
   const Flow& f = flows_[slot];
-  return f.cls != nullptr ? SetsOfClass(f.cls) : SetsOfPath(paths_[slot]);
+  const size_t n = f.number;
+  if (n < sets_of_number_.size() && sets_of_number_[n].known) return sets_of_number_[n].sets;
+  const uint64_t sets = f.cls != nullptr ? SetsOfPath(f.cls->links) : SetsOfPath(paths_[slot]);
+  if (n >= sets_of_number_.size()) sets_of_number_.resize(n + 1);
+  sets_of_number_[n] = {sets, true};
+  return sets;
 }
 
 void FlowNetwork::CountUse(uint32_t slot, int delta) {
@@ -400,6 +408,7 @@ void FlowNetwork::ClearMemos(bool forget_classes) {
   // The solver keeps data per class address: it forgets them here, and every class it may see
   // from now on is interned (kept alive) until the next clear, the active flows' ones included.
   solver_.ForgetClasses();
+  sets_of_number_.clear();  // (numbers are dealt again below)
   // (Kept as they are: an equal class interned earlier stays a distinct object.)
   for (uint32_t slot : active_) {
     Flow& f = flows_[slot];
@@ -609,7 +618,17 @@ void FlowNetwork::OnDrainEvent() {
   size_t i = 0;
   while (i < done_.size()) {
     const int64_t at = done_[i].first;
-    auto callbacks = std::make_shared<std::vector<std::function<void()>>>();
+    // The group's callbacks wait in a pooled vector (no allocation once the pool is warm); the
+    // event captures its index, which std::function stores inline.
+    uint32_t group;
+    if (!free_groups_.empty()) {
+      group = free_groups_.back();
+      free_groups_.pop_back();
+    } else {
+      group = uint32_t(groups_.size());
+      groups_.emplace_back();
+    }
+    std::vector<std::function<void()>>* callbacks = &groups_[group];
     for (; i < done_.size() && done_[i].first == at; ++i) {
       const uint32_t slot = done_[i].second;
       Flow& f = flows_[slot];
@@ -628,17 +647,24 @@ void FlowNetwork::OnDrainEvent() {
       --active_count_;
       free_slots_.push_back(slot);
     }
-    engine_->ScheduleAt(sim::Time::Nanos(at), [callbacks] {
-      for (auto& cb : *callbacks) {
-        if (cb) cb();
-      }
-    });
+    engine_->ScheduleAt(sim::Time::Nanos(at), [this, group] { Deliver(group); });
   }
   // Compact now: a freed slot may be reused by a flow started before the next recompute.
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [this](uint32_t s) { return !flows_[s].active; }),
                 active_.end());
   RequestRecompute();
+}
+
+void FlowNetwork::Deliver(uint32_t group) {
+  // Moved out first: a callback may end flows whose delivery takes a pooled vector.
+  std::vector<std::function<void()>> callbacks = std::move(groups_[group]);
+  for (auto& cb : callbacks) {
+    if (cb) cb();
+  }
+  callbacks.clear();
+  groups_[group] = std::move(callbacks);  // (keeps its capacity for the next group)
+  free_groups_.push_back(group);
 }
 
 std::vector<double> MaxMinFairRates(const Topology& topology,

@@ -136,6 +136,7 @@ class FlowNetwork {
   // from 0; empty: all one component).
   void Relabel(std::span<const uint32_t> comp);
   void OnDrainEvent();  // completes every flow whose drain time has come
+  void Deliver(uint32_t group);  // runs a group's callbacks (groups_) and frees the group
   void Advance(int64_t now_ns);
   void ScheduleNextDrain();
   uint32_t NewSlot();
@@ -189,7 +190,12 @@ class FlowNetwork {
     std::shared_ptr<const FlowClass> keep;  // the key's class, alive while cached
     uint64_t sets = 0;
   };
-  std::unordered_map<const FlowClass*, ClassSets> sets_of_class_;
+  std::unordered_map<const FlowClass*, ClassSets> sets_of_class_;  // (StartFlowClass's Touch)
+  struct NumberSets {
+    uint64_t sets = 0;
+    bool known = false;
+  };
+  std::vector<NumberSets> sets_of_number_;  // SetsOf's, per interned number
   struct LinkWatch {
     WatchId id = 0;
     LinkSetId set = -1;
@@ -220,6 +226,9 @@ class FlowNetwork {
   bool local_solves_on_ = true;
 
   std::vector<std::pair<int64_t, uint32_t>> done_;  // (delivery ns, slot) scratch
+  // Callbacks of flows delivered at one instant, waiting for it (OnDrainEvent, Deliver).
+  std::vector<std::vector<std::function<void()>>> groups_;
+  std::vector<uint32_t> free_groups_;
   // Incremental solves (SolveChanged): per slot, the label of the connected component an active
   // flow was in at the last solve; the labels of the flows that ended since; the flows started
   // since; whether everything changed (a capacity).

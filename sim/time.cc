@@ -18,7 +18,7 @@ std::optional<Time> Time::FromNanosChecked(double raw_ns) {
   return Time::Nanos(static_cast<int64_t>(ns));
 }
 
-Time Time::FromSeconds(double s) {
+Time Time::FromSecondsSlow(double s) {
   std::optional<Time> t = FromSecondsChecked(s);
   assert(t.has_value() && "Time::FromSeconds out of range");
   return t.value_or(Time::Max());

@@ -43,8 +43,24 @@ class Time {
   // and values outside int64 give nullopt. Every duration computed from user numbers (a product
   // or quotient of them) goes through this or FromSecondsChecked, never a bare static_cast.
   static std::optional<Time> FromNanosChecked(double ns);
-  // REQUIRES: s finite and within ±9.2e9 s. Rounds to the nearest nanosecond.
-  static Time FromSeconds(double s);
+  // REQUIRES: s finite and within ±9.2e9 s. Rounds to the nearest nanosecond, halves away
+  // from zero (as std::round). Inline: the step simulation converts a duration per event.
+  static Time FromSeconds(double s) {
+    const double ns = s * 1e9;
+    // Below 2^62 ns the cast truncates exactly and x − trunc(x) is exact, so this is
+    // std::round without the library call; the rest (and NaN) takes the checked path.
+    if (ns < 4611686018427387904.0 && ns > -4611686018427387904.0) {
+      int64_t t = static_cast<int64_t>(ns);
+      const double frac = ns - static_cast<double>(t);
+      if (frac >= 0.5) {
+        ++t;
+      } else if (frac <= -0.5) {
+        --t;
+      }
+      return Time(t);
+    }
+    return FromSecondsSlow(s);
+  }
 
   constexpr int64_t nanos() const { return ns_; }
   constexpr double seconds() const { return static_cast<double>(ns_) * 1e-9; }
@@ -87,6 +103,7 @@ class Time {
   }
 
  private:
+  static Time FromSecondsSlow(double s);  // FromSeconds beyond ±2^62 ns, or NaN
   constexpr explicit Time(int64_t ns) : ns_(ns) {}
   int64_t ns_ = 0;
 };

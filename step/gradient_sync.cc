@@ -160,7 +160,24 @@ void GradientSync::BucketsDuring(int stage, int replica, double pass_s, int coun
 // event scheduled at the pass's start would run.
 int64_t GradientSync::NextBucketNs(const Channel::Producing& p) {
   if (p.settled >= p.count) return std::numeric_limits<int64_t>::max();
-  return p.start_ns + StepState::Delay(p.pass_s * (p.settled + 1) / (p.count + 1)).nanos();
+  return BucketNs(p, p.settled + 1);
+}
+
+int64_t GradientSync::BucketNs(const Channel::Producing& p, int i) {
+  return p.start_ns + StepState::Delay(p.pass_s * i / (p.count + 1)).nanos();
+}
+
+int GradientSync::ProducedBy(const Channel::Producing& p, int64_t now) {
+  // The last i with BucketNs(p, i) <= now (BucketNs does not decrease with i), from a guess
+  // that is off by at most a rounding: a train settles thousands of buckets at one look.
+  int i = p.count;
+  if (p.pass_s > 0) {
+    const double guess = double(now - p.start_ns) * 1e-9 / p.pass_s * (p.count + 1);
+    if (guess < double(p.count)) i = std::max(p.settled, int(guess));
+  }
+  while (i < p.count && BucketNs(p, i + 1) <= now) ++i;
+  while (i > p.settled && BucketNs(p, i) > now) --i;
+  return i;
 }
 
 size_t GradientSync::SettleProduced(int stage) {
@@ -169,9 +186,10 @@ size_t GradientSync::SettleProduced(int stage) {
   size_t least = std::numeric_limits<size_t>::max();
   for (size_t r = 0; r < ch.producing.size(); ++r) {
     Channel::Producing& p = ch.producing[r];
-    while (p.next_ns <= now) {
-      ++p.settled;
-      ++ch.produced[r];
+    if (p.next_ns <= now) {
+      const int settled = ProducedBy(p, now);
+      ch.produced[r] += size_t(settled - p.settled);
+      p.settled = settled;
       p.next_ns = NextBucketNs(p);
     }
     least = std::min(least, ch.produced[r]);

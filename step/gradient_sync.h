@@ -127,6 +127,9 @@ class GradientSync {
   bool OnFlows(const comm::CollectiveSpec& spec);
   void Pump(int stage);
   static int64_t NextBucketNs(const Channel::Producing& p);
+  static int64_t BucketNs(const Channel::Producing& p, int i);  // when bucket i (from 1) is
+  // The buckets of the pass produced by `now` (settled or not). REQUIRES: now >= p.next_ns.
+  static int ProducedBy(const Channel::Producing& p, int64_t now);
   // Counts the buckets produced by now (BucketsDuring); the least over the replicas.
   size_t SettleProduced(int stage);
   // The instant bucket `next` + 1 is produced by every replica, if their passes in progress

@@ -70,6 +70,28 @@ TEST(TimeTest, SecondsConversionRoundsToNearestNanosecond) {
   EXPECT_DOUBLE_EQ(Time::Hours(1).seconds(), 3600.0);
 }
 
+// The inline conversion must round exactly as std::round on s · 1e9 (halves away from zero),
+// including the doubles just below a half, where adding 0.5 and truncating goes wrong.
+TEST(TimeTest, SecondsConversionRoundsHalvesAwayFromZeroAsStdRound) {
+  const double cases_ns[] = {0.5,  -0.5, 1.5,  -1.5, 2.5, -2.5, 0.49999999999999994,
+                             -0.49999999999999994, 4503599627370495.5, -4503599627370495.5,
+                             9007199254740993.0, 1e18, -1e18, 4.6e18, -4.6e18, 0.0, -0.0};
+  for (double ns : cases_ns) {
+    const double s = ns / 1e9;
+    EXPECT_EQ(Time::FromSeconds(s).nanos(), static_cast<int64_t>(std::round(s * 1e9))) << ns;
+  }
+  // A sweep of ordinary durations, a few ulps either side of every half nanosecond.
+  for (int64_t k = -2000; k <= 2000; ++k) {
+    double s = (double(k) + 0.5) * 1e-9;
+    for (int ulp = 0; ulp < 4; ++ulp) {
+      EXPECT_EQ(Time::FromSeconds(s).nanos(), static_cast<int64_t>(std::round(s * 1e9))) << s;
+      s = std::nextafter(s, 1.0);
+    }
+  }
+  // Past ±2^62 ns the checked path answers, to the same rounding.
+  EXPECT_EQ(Time::FromSeconds(6e9).nanos(), int64_t{6000000000000000000});
+}
+
 TEST(TimeTest, FormatHandlesNegativeAndExtremeValues) {
   EXPECT_EQ(FormatDuration(Time::Zero() - Time::Seconds(90)), "-1m30s");
   EXPECT_EQ(FormatDuration(Time::Zero() - Time::Micros(5)), "-5us");
