@@ -395,12 +395,18 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
   // 1F1B, all under GPipe). The loss backward of one micro-batch adds its transient
   // (loss_bytes_per_logit beyond the kept 4); it ends before that micro-batch's first layer
   // is recomputed, whose softmax is then freed.
+  // Eager PyTorch (torchtitan's `output(h).float()`, then cross_entropy): the training loop
+  // holds the fp32 logits until backward ends and log_softmax keeps its fp32 output, 8 bytes
+  // kept; the loss backward adds nll's zero-filled fp32 gradient and log_softmax's, 16 at peak.
   const double logits =
       double(c.micro_batch) * m.seq_len / std::max(1, c.cp) * double(m.vocab) / c.tp;
+  const double kept_per_logit = m.eager_kernels ? 8.0 : 4.0;
+  const double peak_per_logit = m.eager_kernels ? 16.0 : p.loss_bytes_per_logit;
   const int64_t last_in_flight = c.schedule == PipelineSchedule::kGpipe ? c.num_micro_batches() : 1;
-  const double loss_phase =
-      double(last_in_flight) * 4.0 * logits + std::max(0.0, p.loss_bytes_per_logit - 4.0) * logits;
-  const double recompute_phase = double(last_in_flight - 1) * 4.0 * logits + recomputed;
+  const double loss_phase = double(last_in_flight) * kept_per_logit * logits +
+                            std::max(0.0, peak_per_logit - kept_per_logit) * logits;
+  const double recompute_phase =
+      double(last_in_flight - 1) * kept_per_logit * logits + recomputed;
   return act + std::max(loss_phase, recompute_phase);
 }
 

@@ -87,14 +87,16 @@ KernelOp Elementwise(std::string name, double elements, double fwd_bytes_per_ele
 //   forward:  x.float() e+4, pow 8, mean 4, · rsqrt 8, type_as 4+e, · weight 2e (plus the per-
 //             row add and rsqrt): 28 + 4e bytes, 8 kernels;
 //   backward: · weight's grads (g·w 2e, g·out 3e, its row sum e), type_as's cast e+4, · rsqrt's
-//             grads (g·r 8, g·x 12, row sum 4), mean's expand 4, pow's 2·x·g 20, summing the two
-//             paths into x 12, x.float()'s cast 4+e: 68 + 8e bytes, 14 kernels.
-// (e = 2: 36 and 84 bytes, against the fused kernel's 4 and 6.)
+//             grads (g·r 8, g·x 12, row sum 4, and rsqrt's own per-row backward), mean's expand
+//             4, pow's backward g · (2 · x.pow(1)) as ATen runs it (x.pow(1) is a copy, 8; the
+//             scalar product 8; the product with g 12), summing the two paths into x 12,
+//             x.float()'s cast 4+e: 76 + 8e bytes, 16 kernels.
+// (e = 2: 36 and 92 bytes, against the fused kernel's 4 and 6.)
 KernelOp Norm(const ModelSpec& m, const std::string& suffix, double elements) {
   const int e = m.bytes_per_element;
   const std::string name = (m.rmsnorm ? "rmsnorm" : "layernorm") + suffix;
   if (m.eager_kernels && m.eager_norm && m.rmsnorm) {
-    KernelOp op = Elementwise(name, elements, 28.0 + 4.0 * e, 68.0 + 8.0 * e, 4, 14);
+    KernelOp op = Elementwise(name, elements, 28.0 + 4.0 * e, 76.0 + 8.0 * e, 4, 16);
     op.fwd_kernels = 8;
     return op;
   }
@@ -303,8 +305,10 @@ void AppendDenseMlp(const Local& c, const std::string& prefix, int64_t tokens, i
   if (m.swiglu) {
     ops->push_back(Gemm(prefix + "_gate_up", OpKind::kGemm, 1, tokens, 2 * width, m.hidden, e));
     // Eager (torchtitan's `F.silu(w1(x)) * w3(x)`): silu (2e) then the product (3e) forward, 2
-    // kernels; backward the product's two gradients (3e each) and silu's (3e), 3 kernels.
-    if (m.eager_kernels) {
+    // kernels; backward the product's two gradients (3e each) and silu's (3e), 3 kernels. Only
+    // the dense MLP: an MoE layer keeps its fused costs, shared experts included (as its
+    // activation memory does, memory_activations.cc).
+    if (m.eager_kernels && prefix == "mlp") {
       KernelOp act = Elementwise(prefix == "mlp" ? "swiglu" : prefix + "_swiglu",
                                  double(tokens) * width, 5.0 * e, 9.0 * e, 6, 3);
       act.fwd_kernels = 2;
@@ -707,10 +711,11 @@ std::vector<KernelOp> HeadOps(const ModelSpec& m, TensorSplit split, int micro_b
   // (e+4 per logit), log_softmax reading them twice (max, then the sum of exponentials and the
   // write: 12) plus writing its fp32 output (4), the NLL gather (negligible): 20 + e bytes, 3
   // kernels; backward zero-fills an fp32 gradient (4) and scatters into it, log_softmax's
-  // backward reads it and its output and writes (12), the cast back (4+e): 20 + e, 4 kernels.
+  // backward reads it twice (its row sum, then with the output) and writes (16), the cast back
+  // (4+e): 24 + e, 4 kernels.
   const double logit_elems = double(c.tokens) * m.vocab / t;
   if (m.eager_kernels) {
-    KernelOp ce = Elementwise("cross_entropy", logit_elems, 20.0 + e, 20.0 + e, 6, 4);
+    KernelOp ce = Elementwise("cross_entropy", logit_elems, 20.0 + e, 24.0 + e, 6, 4);
     ce.fwd_kernels = 3;
     ops.push_back(ce);
   } else {

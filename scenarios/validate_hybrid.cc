@@ -116,6 +116,22 @@ std::optional<FieldError> ValidateHybridModel(const pb::Scenario& s) {
                                                   " (every k-th layer MoE, 1 = every layer)");
     }
   }
+  if (m.attention_backend() == pb::Model::SDPA) {
+    // SDPA's FlashAttention-2 backend has no FP8 kernels and no window: a windowed (masked) call
+    // falls back to the memory-efficient or math backend, which trainsim does not model.
+    if (m.fp8_attention()) {
+      return Err("model.fp8_attention",
+                 "PyTorch SDPA (attention_backend SDPA) runs FlashAttention-2, which has no FP8 "
+                 "kernels: set fp8_attention false, or attention_backend TRANSFORMER_ENGINE for "
+                 "TE's FP8 attention");
+    }
+    if (m.sliding_window() > 0) {
+      return Err("model.sliding_window",
+                 "PyTorch SDPA's flash backend takes no window (a masked call falls back to a "
+                 "backend trainsim does not model): use attention_backend TRANSFORMER_ENGINE or "
+                 "FLASH_ATTENTION for sliding-window attention");
+    }
+  }
   if (m.has_sliding_window() && (m.sliding_window() < 1 || m.sliding_window() > (1 << 24))) {
     return Err("model.sliding_window",
                Str(m.sliding_window()) +

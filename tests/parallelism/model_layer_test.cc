@@ -234,6 +234,25 @@ TEST(ModelLayerTest, BalancedExpertsWithOneExpertPerGpuDoTheirShareOfRoutedWork)
   EXPECT_DOUBLE_EQ(Find(ops, "moe_permute")->fwd_bytes, 2 * (b * s * 2) * h * 2);
 }
 
+TEST(ModelLayerTest, EagerKernelsLeaveTheMoeLayerFusedSharedExpertsIncluded) {
+  // No eager implementation of an MoE layer is modelled: its ops, the shared expert's SwiGLU
+  // among them, cost what the fused layer's do (as its activation memory counts them).
+  ModelSpec fused = DeepSeekV3();
+  ModelSpec eager = fused;
+  eager.eager_kernels = true;
+  eager.eager_norm = true;
+  const TensorSplit split = Split(1, false, 1, CpComm::kP2P, 8);
+  const auto a = LayerOps(fused, split, 1, true);
+  const auto b = LayerOps(eager, split, 1, true);
+  for (const char* name : {"shared_swiglu", "expert_swiglu", "moe_permute"}) {
+    ASSERT_NE(Find(a, name), nullptr) << name;
+    ASSERT_NE(Find(b, name), nullptr) << name;
+    EXPECT_DOUBLE_EQ(Find(b, name)->fwd_bytes, Find(a, name)->fwd_bytes) << name;
+    EXPECT_DOUBLE_EQ(Find(b, name)->bwd_bytes, Find(a, name)->bwd_bytes) << name;
+    EXPECT_EQ(Find(b, name)->fwd_kernels, Find(a, name)->fwd_kernels) << name;
+  }
+}
+
 TEST(ModelLayerTest, LoadImbalanceScalesExpertGemmsAndCapacityFactorCapsThem) {
   ModelSpec m = Mixtral();
   const TensorSplit split = Split(2, true, 1, CpComm::kP2P, 4);

@@ -169,12 +169,17 @@ TEST(ModelTest, EagerKernelsMoveTheBytesOfEachTorchOpAndKeepTheMatrixWork) {
   const std::vector<KernelOp> eager = LayerOps(Llama8b(true), {1, false}, 2);
   const std::vector<KernelOp> fused = LayerOps(Llama8b(false), {1, false}, 2);
   const double tokens = 2.0 * 8192, h = 4096;
-  // RMSNorm op by op in bf16 (cast 6, pow 8, mean 4, scale 8, cast 6, weight 4 = 36 forward;
-  // the autograd chain back 84), against the fused kernel's read and write (4, then 6).
+  // RMSNorm op by op in bf16 (cast 6, pow 8, mean 4, scale 8, cast 6, weight 4 = 36 forward,
+  // six element-wise kernels and two per row; back: weight's grads 4 + 6 + 2, the cast 6,
+  // rsqrt's grads 8 + 12 + 4, mean's expand 4, pow's x.pow(1) copy 8, ·2 8, ·g 12, the sum of
+  // the two paths 12, the cast 6 = 92, in 16 kernels), against the fused kernel's read and
+  // write (4, then 6) in one kernel each way.
   const KernelOp* norm = Find(eager, "rmsnorm_1");
   ASSERT_NE(norm, nullptr);
   EXPECT_DOUBLE_EQ(norm->fwd_bytes, 36 * tokens * h);
-  EXPECT_DOUBLE_EQ(norm->bwd_bytes, 84 * tokens * h);
+  EXPECT_DOUBLE_EQ(norm->bwd_bytes, 92 * tokens * h);
+  EXPECT_EQ(norm->fwd_kernels, 8);
+  EXPECT_EQ(norm->bwd_kernels, 16);
   EXPECT_DOUBLE_EQ(Find(fused, "rmsnorm_1")->fwd_bytes, 4 * tokens * h);
   // RoPE in complex fp32 on Q (4096) and K (1024 wide): 20 bytes per element each way.
   EXPECT_DOUBLE_EQ(Find(eager, "rope")->fwd_bytes, 20 * tokens * (4096 + 1024));
@@ -190,12 +195,20 @@ TEST(ModelTest, EagerKernelsMoveTheBytesOfEachTorchOpAndKeepTheMatrixWork) {
                    Sum(fused, &KernelOp::bwd_matmul_flops));
   EXPECT_GT(Sum(eager, &KernelOp::fwd_bytes), Sum(fused, &KernelOp::fwd_bytes));
   EXPECT_GT(Sum(eager, &KernelOp::bwd_bytes), Sum(fused, &KernelOp::bwd_bytes));
-  // The loss on logits.float(): 22 bytes per logit forward in bf16, against 14 fused.
+  // The loss on logits.float(): forward the cast 6, log_softmax's two reads and write 16 = 22
+  // bytes per logit in 3 kernels, against 14 fused; backward the zero fill 4, log_softmax's
+  // backward reading the gradient twice and the output once and writing 16, the cast back 6 =
+  // 26, in 4 kernels.
   const std::vector<KernelOp> head = HeadOps(Llama8b(true), {1, false}, 2);
-  EXPECT_DOUBLE_EQ(Find(head, "cross_entropy")->fwd_bytes, 22 * tokens * 128256);
+  const KernelOp* ce = Find(head, "cross_entropy");
+  ASSERT_NE(ce, nullptr);
+  EXPECT_DOUBLE_EQ(ce->fwd_bytes, 22 * tokens * 128256);
+  EXPECT_DOUBLE_EQ(ce->bwd_bytes, 26 * tokens * 128256);
+  EXPECT_EQ(ce->fwd_kernels, 3);
+  EXPECT_EQ(ce->bwd_kernels, 4);
 }
 
-TEST(ModelTest, EagerKernelsLeaveLayerNormAndMultiHeadAttentionAsTheyAre) {
+TEST(ModelTest, EagerKernelsLeaveLayerNormAndMhaAsTheyAreAndFusedNormKeepsItsBytes) {
   // ATen's layer_norm is one kernel in eager mode too; without GQA there is nothing to expand.
   ModelSpec m = Llama8b(true);
   m.rmsnorm = false;
