@@ -462,6 +462,55 @@ Status ToStatus(const FieldError& error, const std::string& name_for_errors, con
   }
 }
 
+// Protobuf reports some errors at the token after the mistake: move the position to it.
+// `msg` is the improved message (ImproveTextFormatMessage), errors->message_ protobuf's own.
+void PointAtTheMistake(std::string_view text, const std::string& msg, FirstErrorCollector* e) {
+  FirstErrorCollector& errors = *e;
+  // Protobuf reports an unknown field at the token after its name; point at the name.
+  static const std::string kUnknown = "unknown field \"";
+  if (msg.rfind(kUnknown, 0) == 0) {
+    std::string name =
+        msg.substr(kUnknown.size(), msg.find('"', kUnknown.size()) - kUnknown.size());
+    size_t line_start = 0;
+    for (int l = 0; l < errors.line_ && line_start != std::string_view::npos; ++l) {
+      line_start = text.find('\n', line_start);
+      if (line_start != std::string_view::npos) ++line_start;
+    }
+    if (line_start != std::string_view::npos) {
+      std::string_view line = text.substr(line_start, text.find('\n', line_start) - line_start);
+      size_t at = line.rfind(name, static_cast<size_t>(std::max(errors.column_, 0)));
+      if (at != std::string_view::npos) errors.column_ = static_cast<int>(at);
+    }
+  }
+  // And an unknown enum value at the token after the value (often on the next line): point
+  // at the value, the last whole-word occurrence before the reported position.
+  static const std::string kEnumValue = "Unknown enumeration value of \"";
+  if (errors.message_.rfind(kEnumValue, 0) == 0) {
+    const size_t start = kEnumValue.size();
+    const std::string value =
+        errors.message_.substr(start, errors.message_.find('"', start) - start);
+    size_t offset = 0;
+    for (int l = 0; l < errors.line_ && offset != std::string_view::npos; ++l) {
+      offset = text.find('\n', offset);
+      if (offset != std::string_view::npos) ++offset;
+    }
+    if (offset != std::string_view::npos && !value.empty()) {
+      offset = std::min(text.size(), offset + size_t(std::max(errors.column_, 0)));
+      auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+      for (size_t at = text.substr(0, offset).rfind(value); at != std::string_view::npos;
+           at = at == 0 ? std::string_view::npos : text.substr(0, at).rfind(value)) {
+        const size_t end = at + value.size();
+        if ((at == 0 || !word(text[at - 1])) && (end >= text.size() || !word(text[end]))) {
+          const std::pair<int, int> lc = LineColumn(text, at);
+          errors.line_ = lc.first - 1;
+          errors.column_ = lc.second - 1;
+          break;
+        }
+      }
+    }
+  }
+}
+
 Status ParseMessage(std::string_view text, const std::string& name_for_errors, bool json,
                     gp::Message* message, SourceMap* map) {
   const gp::Descriptor& root = *message->GetDescriptor();
@@ -475,22 +524,7 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
     if (!ok || errors.has_error_) {
       std::string msg =
           errors.has_error_ ? ImproveTextFormatMessage(errors.message_, root) : "could not parse";
-      // Protobuf reports an unknown field at the token after its name; point at the name.
-      static const std::string kUnknown = "unknown field \"";
-      if (msg.rfind(kUnknown, 0) == 0) {
-        std::string name =
-            msg.substr(kUnknown.size(), msg.find('"', kUnknown.size()) - kUnknown.size());
-        size_t line_start = 0;
-        for (int l = 0; l < errors.line_ && line_start != std::string_view::npos; ++l) {
-          line_start = text.find('\n', line_start);
-          if (line_start != std::string_view::npos) ++line_start;
-        }
-        if (line_start != std::string_view::npos) {
-          std::string_view line = text.substr(line_start, text.find('\n', line_start) - line_start);
-          size_t at = line.rfind(name, static_cast<size_t>(std::max(errors.column_, 0)));
-          if (at != std::string_view::npos) errors.column_ = static_cast<int>(at);
-        }
-      }
+      PointAtTheMistake(text, msg, &errors);
       return Status::InvalidArgument(At(name_for_errors, {errors.line_ + 1, errors.column_ + 1}) +
                                      ": " + msg);
     }

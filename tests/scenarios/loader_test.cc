@@ -137,6 +137,20 @@ TEST(LoaderTest, TextSyntaxErrorsGiveLineAndColumn) {
   EXPECT_TRUE(Contains(msg, "did you mean \"hidden\"?")) << msg;
 }
 
+TEST(LoaderTest, AnUnknownEnumValueIsReportedAtTheValueNotTheNextToken) {
+  // Protobuf reports it at the token after the value (here line 4, the next field); the user's
+  // mistake is on line 3, column 14.
+  std::string msg = ErrorOf(
+      "model {\n  layers: 24 hidden: 2048 heads: 16\n  precision: BF17\n  seq_len: 2048\n}\n"
+      "training { steps: 100 }\n");
+  EXPECT_EQ(msg.rfind("test.textproto:3:14: ", 0), 0u) << msg;
+  EXPECT_TRUE(Contains(msg, "BF17")) << msg;
+  // The same with the value last in its block: the next token is the '}' on the next line.
+  std::string last =
+      ErrorOf("model {\n  layers: 24 hidden: 2048 heads: 16\n  precision: BF17\n}\n");
+  EXPECT_EQ(last.rfind("test.textproto:3:14: ", 0), 0u) << last;
+}
+
 TEST(LoaderTest, JsonErrorsGiveLineAndColumnFromTheOffset) {
   // Line 3 is `  "training": {"stepz": 1}`: the key's opening quote is at column 16.
   std::string msg = ErrorOf(
