@@ -160,23 +160,22 @@ void GradientSync::BucketsDuring(int stage, int replica, double pass_s, int coun
 // event scheduled at the pass's start would run.
 int64_t GradientSync::NextBucketNs(const Channel::Producing& p) {
   if (p.settled >= p.count) return std::numeric_limits<int64_t>::max();
-  return BucketNs(p, p.settled + 1);
+  return BucketReadyNs({p.start_ns, p.pass_s, p.count}, p.settled + 1);
 }
 
-int64_t GradientSync::BucketNs(const Channel::Producing& p, int i) {
+int64_t BucketReadyNs(const BucketPass& p, int i) {
   return p.start_ns + StepState::Delay(p.pass_s * i / (p.count + 1)).nanos();
 }
 
-int GradientSync::ProducedBy(const Channel::Producing& p, int64_t now) {
-  // The last i with BucketNs(p, i) <= now (BucketNs does not decrease with i), from a guess
-  // that is off by at most a rounding: a train settles thousands of buckets at one look.
+int BucketsReadyBy(const BucketPass& p, int from, int64_t now) {
+  // BucketReadyNs does not decrease with i; the guess is off by at most a rounding.
   int i = p.count;
   if (p.pass_s > 0) {
     const double guess = double(now - p.start_ns) * 1e-9 / p.pass_s * (p.count + 1);
-    if (guess < double(p.count)) i = std::max(p.settled, int(guess));
+    if (guess < double(p.count)) i = std::max(from, int(guess));
   }
-  while (i < p.count && BucketNs(p, i + 1) <= now) ++i;
-  while (i > p.settled && BucketNs(p, i) > now) --i;
+  while (i < p.count && BucketReadyNs(p, i + 1) <= now) ++i;
+  while (i > from && BucketReadyNs(p, i) > now) --i;
   return i;
 }
 
@@ -187,7 +186,7 @@ size_t GradientSync::SettleProduced(int stage) {
   for (size_t r = 0; r < ch.producing.size(); ++r) {
     Channel::Producing& p = ch.producing[r];
     if (p.next_ns <= now) {
-      const int settled = ProducedBy(p, now);
+      const int settled = BucketsReadyBy({p.start_ns, p.pass_s, p.count}, p.settled, now);
       ch.produced[r] += size_t(settled - p.settled);
       p.settled = settled;
       p.next_ns = NextBucketNs(p);
@@ -205,7 +204,7 @@ int64_t GradientSync::ProducedAt(int stage, size_t need) const {
     const Channel::Producing& p = ch.producing[r];
     const size_t i = size_t(p.settled) + (need - ch.produced[r]);  // from 1
     if (i > size_t(p.count)) return -1;
-    at = std::max(at, p.start_ns + StepState::Delay(p.pass_s * double(i) / (p.count + 1)).nanos());
+    at = std::max(at, BucketReadyNs({p.start_ns, p.pass_s, p.count}, int(i)));
   }
   return at;
 }

@@ -40,6 +40,20 @@
 
 namespace trainsim::step {
 
+// A backward pass's gradient buckets become ready evenly through it: of `count` buckets in a
+// pass of `pass_s` seconds from `start_ns`, bucket i (from 1) at start + pass · i / (count + 1),
+// rounded as an event scheduled at the pass's start would run.
+struct BucketPass {
+  int64_t start_ns = 0;
+  double pass_s = 0;
+  int count = 0;
+};
+int64_t BucketReadyNs(const BucketPass& p, int i);
+// How many of the pass's buckets are ready by `now`: the last i in [from, count] with
+// BucketReadyNs(p, i) <= now (from when none past it is). O(1): a guess corrected to the exact
+// count, for a train that settles thousands at one look. REQUIRES: 0 <= from <= count.
+int BucketsReadyBy(const BucketPass& p, int from, int64_t now);
+
 class GradientSync {
  public:
   explicit GradientSync(StepState* state);
@@ -127,9 +141,6 @@ class GradientSync {
   bool OnFlows(const comm::CollectiveSpec& spec);
   void Pump(int stage);
   static int64_t NextBucketNs(const Channel::Producing& p);
-  static int64_t BucketNs(const Channel::Producing& p, int i);  // when bucket i (from 1) is
-  // The buckets of the pass produced by `now` (settled or not). REQUIRES: now >= p.next_ns.
-  static int ProducedBy(const Channel::Producing& p, int64_t now);
   // Counts the buckets produced by now (BucketsDuring); the least over the replicas.
   size_t SettleProduced(int stage);
   // The instant bucket `next` + 1 is produced by every replica, if their passes in progress

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 
 #include "comm/topology.h"
+#include "step/gradient_sync.h"
 #include "step/step_simulation.h"
 
 namespace trainsim::step {
@@ -66,6 +70,30 @@ void ExpectSameStep(const StepResult& trains, const StepResult& flows) {
   EXPECT_NEAR(a.pp_wait_s, b.pp_wait_s, 1e-6);
   EXPECT_NEAR(a.bubble_s, b.bubble_s, 1e-6);
   EXPECT_NEAR(a.total_s(), b.total_s(), 1e-6);
+}
+
+// The O(1) count of ready buckets must equal counting them one by one, as the step did before
+// (the last i with BucketReadyNs(i) <= now), for any pass, instant and starting count: long and
+// short passes, one bucket or thousands, instants on a bucket's nanosecond and either side.
+TEST(BucketTrainsTest, BucketsReadyByCountsAsTheOneByOneLoopDoes) {
+  std::mt19937_64 rng(20261204);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int trial = 0; trial < 20000; ++trial) {
+    BucketPass p;
+    p.start_ns = int64_t(unit(rng) * 1e12);
+    p.pass_s = trial % 97 == 0 ? 0.0 : std::pow(10.0, -6 + 8 * unit(rng));
+    p.count = 1 + int(std::pow(unit(rng), 3) * 5000);
+    int64_t now = p.start_ns + int64_t(unit(rng) * 1.1 * p.pass_s * 1e9);
+    if (trial % 3 == 0) {  // on a bucket's own nanosecond, or one before it
+      now = BucketReadyNs(p, 1 + int(unit(rng) * p.count)) - (trial % 2);
+    }
+    int ready = 0;
+    while (ready < p.count && BucketReadyNs(p, ready + 1) <= now) ++ready;
+    const int from = int(unit(rng) * (ready + 1));  // what an earlier look had settled
+    ASSERT_EQ(BucketsReadyBy(p, from, now), ready)
+        << "trial " << trial << ": start " << p.start_ns << " pass " << p.pass_s << " count "
+        << p.count << " now " << now << " from " << from;
+  }
 }
 
 TEST(BucketTrainsTest, ZeroTwoWithPipelineAndContextGivesTheStepEveryBucketAsFlowsGives) {
