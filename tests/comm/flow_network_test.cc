@@ -334,6 +334,31 @@ TEST_F(FlowNetworkTest, AFollowedSetCountsTheFlowsThatCrossItFromWhenItIsFollowe
   EXPECT_TRUE(network_.LinksFree(set));
 }
 
+TEST_F(FlowNetworkTest, ASetFollowedLaterCountsFlowsWhosePathsWereSeenBefore) {
+  // The sets a path crosses are cached by its interned number; a set followed later must not be
+  // missed by a flow on a path seen while it was not followed, active or started afterwards.
+  const LinkId nvl0 = topology_.nvlink_up(0);
+  const LinkId nic0 = topology_.nic_tx(0);
+  const LinkId nic1 = topology_.nic_tx(1);
+  const std::vector<LinkId> first_links = {nic1};
+  ASSERT_GE(network_.FollowLinks(first_links), 0);  // sets are counted from here on
+  const std::vector<LinkId> path = {nvl0, nic0};
+  network_.StartFlow(path, 1'000'000, [] {});
+  engine_.RunUntil(sim::Time::Nanos(1));  // (the first solve deals the numbers afresh)
+  network_.StartFlow(path, 1'000'000, [] {});
+  engine_.RunUntil(sim::Time::Nanos(2));
+  const std::vector<LinkId> later_links = {nic0};
+  const FlowNetwork::LinkSetId later = network_.FollowLinks(later_links);
+  ASSERT_GE(later, 0);
+  EXPECT_FALSE(network_.LinksFree(later));  // the active flow crosses nic0
+  engine_.Run();
+  EXPECT_TRUE(network_.LinksFree(later));
+  network_.StartFlow(path, 1'000'000, [] {});  // the same path (number) again
+  EXPECT_FALSE(network_.LinksFree(later));
+  engine_.Run();
+  EXPECT_TRUE(network_.LinksFree(later));
+}
+
 TEST_F(FlowNetworkTest, AWatchFiresOnceBeforeAFlowStartsOnItsLinksAndNotForOthers) {
   const LinkId nic0 = topology_.nic_tx(0);
   const LinkId nic1 = topology_.nic_tx(1);
