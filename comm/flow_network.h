@@ -135,7 +135,7 @@ class FlowNetwork {
   // Every active flow's component label (label_) from `comp` (per entry of active_, numbered
   // from 0; empty: all one component).
   void Relabel(std::span<const uint32_t> comp);
-  void OnDrainEvent();  // completes every flow whose drain time has come
+  void OnDrainEvent();           // completes every flow whose drain time has come
   void Deliver(uint32_t group);  // runs a group's callbacks (groups_) and frees the group
   void Advance(int64_t now_ns);
   void ScheduleNextDrain();

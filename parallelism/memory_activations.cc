@@ -405,8 +405,7 @@ double RankActivationBytes(const ModelSpec& m, const ParallelConfig& c, int stag
   const int64_t last_in_flight = c.schedule == PipelineSchedule::kGpipe ? c.num_micro_batches() : 1;
   const double loss_phase = double(last_in_flight) * kept_per_logit * logits +
                             std::max(0.0, peak_per_logit - kept_per_logit) * logits;
-  const double recompute_phase =
-      double(last_in_flight - 1) * kept_per_logit * logits + recomputed;
+  const double recompute_phase = double(last_in_flight - 1) * kept_per_logit * logits + recomputed;
   return act + std::max(loss_phase, recompute_phase);
 }
 

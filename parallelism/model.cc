@@ -309,8 +309,7 @@ void AppendDenseMlp(const Local& c, const std::string& prefix, int64_t tokens, i
     // the dense MLP: an MoE layer keeps its fused costs, shared experts included (as its
     // activation memory does, memory_activations.cc).
     if (m.eager_kernels && prefix == "mlp") {
-      KernelOp act = Elementwise(prefix == "mlp" ? "swiglu" : prefix + "_swiglu",
-                                 double(tokens) * width, 5.0 * e, 9.0 * e, 6, 3);
+      KernelOp act = Elementwise("swiglu", double(tokens) * width, 5.0 * e, 9.0 * e, 6, 3);
       act.fwd_kernels = 2;
       ops->push_back(act);
     } else {

@@ -462,6 +462,16 @@ Status ToStatus(const FieldError& error, const std::string& name_for_errors, con
   }
 }
 
+// The offset of 0-based line `line` in `text` (npos past the end).
+size_t LineStart(std::string_view text, int line) {
+  size_t at = 0;
+  for (int l = 0; l < line && at != std::string_view::npos; ++l) {
+    at = text.find('\n', at);
+    if (at != std::string_view::npos) ++at;
+  }
+  return at;
+}
+
 // Protobuf reports some errors at the token after the mistake: move the position to it.
 // `msg` is the improved message (ImproveTextFormatMessage), errors->message_ protobuf's own.
 void PointAtTheMistake(std::string_view text, const std::string& msg, FirstErrorCollector* e) {
@@ -471,11 +481,7 @@ void PointAtTheMistake(std::string_view text, const std::string& msg, FirstError
   if (msg.rfind(kUnknown, 0) == 0) {
     std::string name =
         msg.substr(kUnknown.size(), msg.find('"', kUnknown.size()) - kUnknown.size());
-    size_t line_start = 0;
-    for (int l = 0; l < errors.line_ && line_start != std::string_view::npos; ++l) {
-      line_start = text.find('\n', line_start);
-      if (line_start != std::string_view::npos) ++line_start;
-    }
+    const size_t line_start = LineStart(text, errors.line_);
     if (line_start != std::string_view::npos) {
       std::string_view line = text.substr(line_start, text.find('\n', line_start) - line_start);
       size_t at = line.rfind(name, static_cast<size_t>(std::max(errors.column_, 0)));
@@ -489,11 +495,7 @@ void PointAtTheMistake(std::string_view text, const std::string& msg, FirstError
     const size_t start = kEnumValue.size();
     const std::string value =
         errors.message_.substr(start, errors.message_.find('"', start) - start);
-    size_t offset = 0;
-    for (int l = 0; l < errors.line_ && offset != std::string_view::npos; ++l) {
-      offset = text.find('\n', offset);
-      if (offset != std::string_view::npos) ++offset;
-    }
+    size_t offset = LineStart(text, errors.line_);
     if (offset != std::string_view::npos && !value.empty()) {
       offset = std::min(text.size(), offset + size_t(std::max(errors.column_, 0)));
       auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };

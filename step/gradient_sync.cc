@@ -150,8 +150,8 @@ void GradientSync::BucketsDuring(int stage, int replica, double pass_s, int coun
   Channel& ch = channels_[size_t(stage)];
   Channel::Producing& p = ch.producing[size_t(replica)];
   // The previous pass's buckets were all produced before it ended.
-  ch.produced[size_t(replica)] += size_t(p.count - p.settled);
-  p = {st_->now_ns(), pass_s, count, 0, 0};
+  ch.produced[size_t(replica)] += size_t(p.pass.count - p.settled);
+  p = {{st_->now_ns(), pass_s, count}, 0, 0};
   p.next_ns = NextBucketNs(p);
   Pump(stage);
 }
@@ -159,8 +159,8 @@ void GradientSync::BucketsDuring(int stage, int replica, double pass_s, int coun
 // Bucket i (from 1) of a pass is produced at start + Delay(pass · i / (count + 1)), when an
 // event scheduled at the pass's start would run.
 int64_t GradientSync::NextBucketNs(const Channel::Producing& p) {
-  if (p.settled >= p.count) return std::numeric_limits<int64_t>::max();
-  return BucketReadyNs({p.start_ns, p.pass_s, p.count}, p.settled + 1);
+  if (p.settled >= p.pass.count) return std::numeric_limits<int64_t>::max();
+  return BucketReadyNs(p.pass, p.settled + 1);
 }
 
 int64_t BucketReadyNs(const BucketPass& p, int i) {
@@ -186,7 +186,7 @@ size_t GradientSync::SettleProduced(int stage) {
   for (size_t r = 0; r < ch.producing.size(); ++r) {
     Channel::Producing& p = ch.producing[r];
     if (p.next_ns <= now) {
-      const int settled = BucketsReadyBy({p.start_ns, p.pass_s, p.count}, p.settled, now);
+      const int settled = BucketsReadyBy(p.pass, p.settled, now);
       ch.produced[r] += size_t(settled - p.settled);
       p.settled = settled;
       p.next_ns = NextBucketNs(p);
@@ -203,8 +203,8 @@ int64_t GradientSync::ProducedAt(int stage, size_t need) const {
     if (ch.produced[r] >= need) continue;
     const Channel::Producing& p = ch.producing[r];
     const size_t i = size_t(p.settled) + (need - ch.produced[r]);  // from 1
-    if (i > size_t(p.count)) return -1;
-    at = std::max(at, BucketReadyNs({p.start_ns, p.pass_s, p.count}, int(i)));
+    if (i > size_t(p.pass.count)) return -1;
+    at = std::max(at, BucketReadyNs(p.pass, int(i)));
   }
   return at;
 }

@@ -91,9 +91,7 @@ class GradientSync {
     // Per simulated replica, the pass producing buckets (BucketsDuring): its start, length and
     // buckets, of which `settled` are counted in `produced`.
     struct Producing {
-      int64_t start_ns = 0;
-      double pass_s = 0;
-      int count = 0;
+      BucketPass pass;
       int settled = 0;
       int64_t next_ns = std::numeric_limits<int64_t>::max();  // when bucket settled + 1 is
     };

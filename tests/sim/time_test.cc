@@ -73,9 +73,23 @@ TEST(TimeTest, SecondsConversionRoundsToNearestNanosecond) {
 // The inline conversion must round exactly as std::round on s · 1e9 (halves away from zero),
 // including the doubles just below a half, where adding 0.5 and truncating goes wrong.
 TEST(TimeTest, SecondsConversionRoundsHalvesAwayFromZeroAsStdRound) {
-  const double cases_ns[] = {0.5,  -0.5, 1.5,  -1.5, 2.5, -2.5, 0.49999999999999994,
-                             -0.49999999999999994, 4503599627370495.5, -4503599627370495.5,
-                             9007199254740993.0, 1e18, -1e18, 4.6e18, -4.6e18, 0.0, -0.0};
+  const double cases_ns[] = {0.5,
+                             -0.5,
+                             1.5,
+                             -1.5,
+                             2.5,
+                             -2.5,
+                             0.49999999999999994,
+                             -0.49999999999999994,
+                             4503599627370495.5,
+                             -4503599627370495.5,
+                             9007199254740993.0,
+                             1e18,
+                             -1e18,
+                             4.6e18,
+                             -4.6e18,
+                             0.0,
+                             -0.0};
   for (double ns : cases_ns) {
     const double s = ns / 1e9;
     EXPECT_EQ(Time::FromSeconds(s).nanos(), static_cast<int64_t>(std::round(s * 1e9))) << ns;
