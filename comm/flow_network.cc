@@ -58,6 +58,8 @@ FlowNetwork::FlowNetwork(sim::Engine* engine, const Topology* topology)
   const size_t links = static_cast<size_t>(topology->num_links());
   factor_.assign(links, 1.0);
   capacity_Bps_.resize(links);
+  link_users_.assign(links, 0);
+  lone_on_link_.assign(links, 0);
   for (size_t l = 0; l < links; ++l) {
     capacity_Bps_[l] = topology->link(static_cast<LinkId>(l)).bandwidth_Bps;
   }
@@ -138,15 +140,20 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
     f.number = InternPath(path);
   }
   f.completion = nullptr;
+  f.lone = false;
   paths_[slot].assign(path.begin(), path.end());
+  // A lone flow it shares a link with joins the solve (with the bytes it has left).
+  if (!lone_.empty()) TouchLone(slot);
+  const bool lone = GoLone(slot);
   CountUse(slot, 1);
+  ++active_count_;
+  if (lone) return id;
   if (label_.size() < flows_.size()) label_.resize(flows_.size(), 0);
   label_[slot] = next_label_++;
   if (fresh_.size() < flows_.size()) fresh_.resize(flows_.size(), 0);
   fresh_[slot] = 1;
   fresh_slots_.push_back(slot);
   active_.push_back(slot);
-  ++active_count_;
   RequestRecompute();
   return id;
 }
@@ -154,6 +161,7 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
 void FlowNetwork::SetLinkBandwidthFactor(LinkId link, double factor) {
   assert(factor >= 0 && std::isfinite(factor));
   if (live_watches_ > 0) Touch(sets_of_link_[size_t(link)] & watched_sets_);
+  if (!lone_.empty()) TouchLone(link);
   const size_t l = static_cast<size_t>(link);
   factor_[l] = factor;
   capacity_Bps_[l] = topology_->link(link).bandwidth_Bps * factor;
@@ -184,8 +192,9 @@ FlowNetwork::LinkSetId FlowNetwork::FollowLinks(std::span<const LinkId> links) {
   sets_of_number_.clear();
   for (LinkSet& x : sets_) x.users = 0;
   for (uint32_t slot : active_) {
-    if (flows_[slot].active) CountUse(slot, 1);
+    if (flows_[slot].active) CountSets(slot, 1);
   }
+  for (uint32_t slot : lone_) CountSets(slot, 1);
   return id;
 }
 
@@ -251,6 +260,11 @@ uint64_t FlowNetwork::SetsOf(uint32_t slot) {
 }
 
 void FlowNetwork::CountUse(uint32_t slot, int delta) {
+  CountLinks(slot, delta);
+  CountSets(slot, delta);
+}
+
+void FlowNetwork::CountSets(uint32_t slot, int delta) {
   if (sets_.empty()) return;
   Flow& f = flows_[slot];
   // Counted off the sets it was counted on (a class's cached sets may have been dropped).
@@ -410,7 +424,7 @@ void FlowNetwork::ClearMemos(bool forget_classes) {
   solver_.ForgetClasses();
   sets_of_number_.clear();  // (numbers are dealt again below)
   // (Kept as they are: an equal class interned earlier stays a distinct object.)
-  for (uint32_t slot : active_) {
+  auto renumber = [this](uint32_t slot) {
     Flow& f = flows_[slot];
     if (f.cls != nullptr) {
       f.number = next_number_++;
@@ -419,7 +433,9 @@ void FlowNetwork::ClearMemos(bool forget_classes) {
     } else {
       f.number = InternPath(paths_[slot]);
     }
-  }
+  };
+  for (uint32_t slot : active_) renumber(slot);
+  for (uint32_t slot : lone_) renumber(slot);
 }
 
 namespace {
@@ -589,6 +605,7 @@ void FlowNetwork::SplitLoose(const std::vector<ClassParts>& parts) {
 void FlowNetwork::ScheduleNextDrain() {
   int64_t next = kNever;
   for (uint32_t slot : active_) next = std::min(next, flows_[slot].finish_ns);
+  for (uint32_t slot : lone_) next = std::min(next, flows_[slot].finish_ns);
   if (next == drain_event_ns_ && drain_event_ != 0) return;
   if (drain_event_ != 0) engine_->Cancel(drain_event_);
   drain_event_ = 0;
@@ -611,10 +628,25 @@ void FlowNetwork::OnDrainEvent() {
     const Flow& f = flows_[slot];
     if (f.active && f.finish_ns <= now_ns) done_.emplace_back(now_ns + f.delivery_delay_ns, slot);
   }
-  auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
-  if (!std::is_sorted(done_.begin(), done_.end(), by_time)) {
-    std::stable_sort(done_.begin(), done_.end(), by_time);
+  const size_t solved_done = done_.size();
+  for (uint32_t slot : lone_) {
+    const Flow& f = flows_[slot];
+    if (f.finish_ns <= now_ns) done_.emplace_back(now_ns + f.delivery_delay_ns, slot);
   }
+  if (done_.size() > solved_done) {
+    // Lone flows among them: by time, then start order (a class's parts share theirs and keep
+    // their order in active_).
+    std::stable_sort(done_.begin(), done_.end(), [this](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first
+                                : flows_[a.second].start_seq < flows_[b.second].start_seq;
+    });
+  } else {
+    auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (!std::is_sorted(done_.begin(), done_.end(), by_time)) {
+      std::stable_sort(done_.begin(), done_.end(), by_time);
+    }
+  }
+  bool solved_ended = false, lone_ended = false;
   size_t i = 0;
   while (i < done_.size()) {
     const int64_t at = done_[i].first;
@@ -632,7 +664,13 @@ void FlowNetwork::OnDrainEvent() {
     for (; i < done_.size() && done_[i].first == at; ++i) {
       const uint32_t slot = done_[i].second;
       Flow& f = flows_[slot];
-      ended_labels_.push_back(label_[slot]);
+      if (f.lone) {
+        Unlone(slot);
+        lone_ended = true;
+      } else {
+        ended_labels_.push_back(label_[slot]);
+        solved_ended = true;
+      }
       if (f.completion != nullptr) {
         if (--f.completion->pending == 0) callbacks->push_back(std::move(f.completion->on_done));
         f.completion = nullptr;
@@ -653,7 +691,17 @@ void FlowNetwork::OnDrainEvent() {
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [this](uint32_t s) { return !flows_[s].active; }),
                 active_.end());
-  RequestRecompute();
+  if (lone_ended) {
+    lone_.erase(std::remove_if(lone_.begin(), lone_.end(),
+                               [this](uint32_t s) { return !flows_[s].active; }),
+                lone_.end());
+  }
+  // Lone flows shared no link with another: nothing to solve again when only they ended.
+  if (solved_ended) {
+    RequestRecompute();
+  } else {
+    ScheduleNextDrain();
+  }
 }
 
 void FlowNetwork::Deliver(uint32_t group) {

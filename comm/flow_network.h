@@ -6,6 +6,12 @@
 // changed, comm/flow_solve.cc), so the next event is "a flow drains", never a packet. A flow's path
 // latency (plus any extra the caller adds) is paid once, after its bytes have drained.
 // SetLinkBandwidthFactor(link, f) scales a link (0 = down: its flows stall).
+// A flow (or class) that starts on links no other flow crosses, and whose rate alone has been
+// solved before, drains "lone": at that rate, outside the solve, with no recomputation at its
+// start or end. It joins the solve, with the bytes it has left, the moment another flow starts
+// on one of its links or one of their capacities changes. Its rate alone is the max-min rate
+// (the same memo), so completions are those of the full solve up to the engine's 1 ns tick
+// (the full solve re-rounds a drain time at every recomputation; a lone flow's is rounded once).
 //
 // Invariants: on_done runs exactly once per flow, through the engine (never inside StartFlow), at
 // drain time + latency; flows that finish at the same instant call back in start order; rates
@@ -72,6 +78,10 @@ class FlowNetwork {
   // rates; the same rates as solving the whole set). On by default; off for comparisons.
   uint64_t local_solves() const { return local_solves_; }
   void set_local_solves(bool on) { local_solves_on_ = on; }
+  // Flows (classes count once) that started lone, outside the solve (some join it later, when
+  // touched). On by default; off for comparisons.
+  uint64_t lone_flows() const { return lone_flows_; }
+  void set_lone_flows(bool on) { lone_on_ = on; }
 
   sim::Engine* engine() const { return engine_; }
   const Topology& topology() const { return *topology_; }
@@ -112,6 +122,9 @@ class FlowNetwork {
     std::shared_ptr<const FlowClass> cls;  // null: one flow, its path in paths_[slot]
     uint32_t number = 0;  // the interned number of cls, or of the path (Interned, InternPath)
     uint64_t sets = 0;    // the followed sets it is counted on (CountUse)
+    // Draining outside the solve (lone_) since lone_since_ns, with remaining_bytes then.
+    bool lone = false;
+    int64_t lone_since_ns = 0;
     // A class split into parts (members that would get different rates): the parts share the
     // callback, which runs after the last part.
     struct Completion {
@@ -171,7 +184,30 @@ class FlowNetwork {
   uint64_t SetsOfPath(std::span<const LinkId> path) const;
   uint64_t SetsOfClass(const std::shared_ptr<const FlowClass>& cls);
   uint64_t SetsOf(uint32_t slot);
-  void CountUse(uint32_t slot, int delta);  // ± 1 on each followed set the slot's flow crosses
+  // ± 1 on each followed set the slot's flow crosses (CountSets) and on its links (CountLinks).
+  void CountUse(uint32_t slot, int delta);
+  void CountSets(uint32_t slot, int delta);
+  void CountLinks(uint32_t slot, int delta);
+  // Lone flows (the contract above). GoLone: whether the new flow in `slot` may drain lone (no
+  // other flow, solved or lone, shares a link with it), and if so makes it so. JoinSolve: a
+  // lone flow joins the solve now, with the bytes it has left. TouchLone: every lone flow that
+  // shares a link with the new flow in `slot`, or that crosses `link`, joins the solve.
+  // Flows of at most kLoneLinks links are counted per link (link_users_, lone_on_link_); longer
+  // ones (a collective over many nodes) are listed in big_ and met pair by pair (the solver's
+  // cached Meets by number), and never drain lone.
+  static constexpr size_t kLoneLinks = 32;
+  bool GoLone(uint32_t slot);
+  void JoinSolve(uint32_t slot);
+  void TouchLone(uint32_t slot);
+  void TouchLone(LinkId link);
+  void Unlone(uint32_t slot);  // clears lone_on_link_ of its links
+  ClassView ViewOf(uint32_t slot) const;
+  bool lone_on_ = true;
+  uint64_t lone_flows_ = 0;
+  std::vector<uint32_t> lone_;        // lone slots in start order
+  std::vector<uint32_t> link_users_;  // per link: active slots of ≤ kLoneLinks links crossing it
+  std::vector<uint32_t> lone_on_link_;  // per link: 1 + the lone slot crossing it; 0: none
+  std::vector<uint32_t> big_;           // active slots of more than kLoneLinks links
 
   sim::Engine* engine_;
   const Topology* topology_;

@@ -1,6 +1,7 @@
 #include "comm/flow_network.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
@@ -180,6 +181,7 @@ TEST(FlowNetworkMemoTest, MemoisedRatesMatchAFreshSolveOfEverySet) {
   const Topology t = Topology::Build(spec).value();
   sim::Engine engine;
   FlowNetwork net(&engine, &t);
+  net.set_lone_flows(false);  // every flow through the solve and its memo (what this checks)
   std::vector<double> factor(size_t(t.num_links()), 1.0);
   // 40 routes between GPU pairs (NVLink inside a node, NICs and switches across).
   std::vector<std::vector<LinkId>> routes;
@@ -225,13 +227,15 @@ TEST(FlowNetworkMemoTest, MemoisedRatesMatchAFreshSolveOfEverySet) {
 // Completion times of a random mix of single flows and flow classes (rings inside and across
 // nodes, whose members split when single flows load some of their links), started one or two
 // per microsecond, with one capacity change; with local solves on or off.
-std::vector<int64_t> MixedCompletions(bool local, uint64_t* local_solves) {
+std::vector<int64_t> MixedCompletions(bool local, uint64_t* local_solves, bool lone = true,
+                                      uint64_t* lone_flows = nullptr) {
   TopologySpec spec;
   spec.nodes = 4;
   const Topology t = Topology::Build(spec).value();
   sim::Engine engine;
   FlowNetwork net(&engine, &t);
   net.set_local_solves(local);
+  net.set_lone_flows(lone);
   uint64_t x = 99;
   auto next = [&x] {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -276,6 +280,7 @@ std::vector<int64_t> MixedCompletions(bool local, uint64_t* local_solves) {
   }
   engine.Run();
   *local_solves = net.local_solves();
+  if (lone_flows != nullptr) *lone_flows = net.lone_flows();
   return done;
 }
 
@@ -284,8 +289,8 @@ std::vector<int64_t> MixedCompletions(bool local, uint64_t* local_solves) {
 // nanosecond.
 TEST(FlowNetworkLocalSolveTest, LocalSolvesGiveTheWholeSetSolvesCompletions) {
   uint64_t local = 0, whole = 0;
-  const std::vector<int64_t> with = MixedCompletions(true, &local);
-  const std::vector<int64_t> without = MixedCompletions(false, &whole);
+  const std::vector<int64_t> with = MixedCompletions(true, &local, /*lone=*/false);
+  const std::vector<int64_t> without = MixedCompletions(false, &whole, /*lone=*/false);
   EXPECT_EQ(whole, 0u);
   EXPECT_GT(local, 500u);  // the local path ran
   size_t started = 0;
@@ -422,6 +427,95 @@ TEST_F(FlowNetworkTest, ANetworkFollowsAtMostItsLimitOfLinkSets) {
   const std::vector<LinkId> links = {topology_.nic_tx(0)};
   for (int i = 0; i < FlowNetwork::kMaxLinkSets; ++i) EXPECT_EQ(network_.FollowLinks(links), i);
   EXPECT_EQ(network_.FollowLinks(links), -1);
+}
+
+// Lone flows drain outside the solve at the rate the solve gives them alone, and join it when
+// touched: on the mixed workload above every completion matches the full solve's to within the
+// engine's tick (the full solve re-rounds a drain time to the nanosecond at each of its
+// recomputations, a lone flow once), while hundreds of flows never enter the solve.
+TEST(FlowNetworkLoneTest, LoneFlowsGiveTheFullSolvesCompletionsWithinTheEnginesTick) {
+  uint64_t local = 0, lone = 0, none = 0;
+  const std::vector<int64_t> with = MixedCompletions(true, &local, /*lone=*/true, &lone);
+  const std::vector<int64_t> without = MixedCompletions(true, &local, /*lone=*/false, &none);
+  EXPECT_EQ(none, 0u);
+  EXPECT_GT(lone, 100u);
+  int64_t worst = 0;
+  for (size_t i = 0; i < with.size(); ++i) {
+    ASSERT_EQ(with[i] < 0, without[i] < 0) << "flow " << i;
+    worst = std::max(worst, std::abs(with[i] - without[i]));
+  }
+  EXPECT_LE(worst, 3) << "ns";
+}
+
+// A path's first flow goes through the solve (its rate alone is not known yet); the next flow on
+// it, alone, drains lone. Half-way a second flow starts on its link: from then on they share it
+// (half each), so the lone flow's second half takes twice as long: T/2 + T in all.
+TEST_F(FlowNetworkTest, ALoneFlowTouchedHalfWaySharesItsLinkFromThen) {
+  const LinkId link = topology_.nvlink_up(0);
+  const std::vector<LinkId> path = {link};
+  const uint64_t bytes = 360'000'000;
+  const double T = double(bytes) / Bw(link);
+  network_.StartFlow(
+      path, bytes, [] {}, sim::Time::Zero(), false);
+  engine_.Run();
+  EXPECT_EQ(network_.lone_flows(), 0u);
+  const sim::Time t0 = engine_.now();
+  sim::Time done;
+  const FlowId a = network_.StartFlow(
+      path, bytes, [&] { done = engine_.now(); }, sim::Time::Zero(), false);
+  EXPECT_EQ(network_.lone_flows(), 1u);
+  EXPECT_DOUBLE_EQ(network_.FlowRate(a), Bw(link));
+  engine_.RunUntil(t0 + sim::Time::FromSeconds(T / 2));
+  network_.StartFlow(
+      path, 4 * bytes, [] {}, sim::Time::Zero(), false);
+  engine_.RunUntil(engine_.now() + sim::Time::Micros(1));
+  EXPECT_DOUBLE_EQ(network_.FlowRate(a), Bw(link) / 2);
+  engine_.Run();
+  EXPECT_NEAR((done - t0).seconds(), T / 2 + T, 2e-9);
+  EXPECT_EQ(network_.active_flows(), 0u);
+}
+
+// A lone flow whose link slows to a quarter half-way drains its second half at a quarter of
+// the rate (T/2 + 2T), and a followed set counts it while it is lone.
+TEST_F(FlowNetworkTest, ALoneFlowFollowsItsLinksCapacityAndCountsOnFollowedSets) {
+  const LinkId link = topology_.nic_tx(0);
+  const std::vector<LinkId> path = {link};
+  const uint64_t bytes = 48'000'000;
+  const double T = double(bytes) / Bw(link);
+  const FlowNetwork::LinkSetId set = network_.FollowLinks(path);
+  network_.StartFlow(
+      path, bytes, [] {}, sim::Time::Zero(), false);
+  engine_.Run();
+  const sim::Time t0 = engine_.now();
+  sim::Time done;
+  network_.StartFlow(
+      path, bytes, [&] { done = engine_.now(); }, sim::Time::Zero(), false);
+  EXPECT_EQ(network_.lone_flows(), 1u);
+  EXPECT_FALSE(network_.LinksFree(set));
+  engine_.RunUntil(t0 + sim::Time::FromSeconds(T / 2));
+  network_.SetLinkBandwidthFactor(link, 0.25);
+  engine_.Run();
+  EXPECT_NEAR((done - t0).seconds(), T / 2 + 2 * T, 2e-9);
+  EXPECT_TRUE(network_.LinksFree(set));
+}
+
+// Lone and solved flows that drain at one instant call back in start order: b and d share a
+// link (solved, half rate each, half the bytes of a and c, which drain lone).
+TEST_F(FlowNetworkTest, LoneAndSolvedFlowsOfOneInstantCallBackInStartOrder) {
+  const std::vector<LinkId> p0 = {topology_.nvlink_up(0)}, p1 = {topology_.nvlink_up(1)},
+                            p2 = {topology_.nvlink_up(2)};
+  for (const auto* p : {&p0, &p1, &p2}) network_.StartFlow(*p, 1000, [] {});
+  engine_.Run();
+  std::string order;
+  auto note = [&order](char c) { return [&order, c] { order += c; }; };
+  const uint64_t big = 3'600'000;
+  network_.StartFlow(p0, big, note('a'), sim::Time::Zero(), false);
+  network_.StartFlow(p1, big / 2, note('b'), sim::Time::Zero(), false);
+  network_.StartFlow(p2, big, note('c'), sim::Time::Zero(), false);
+  network_.StartFlow(p1, big / 2, note('d'), sim::Time::Zero(), false);
+  EXPECT_EQ(network_.lone_flows(), 3u);  // a, b and c; b joined the solve when d started
+  engine_.Run();
+  EXPECT_EQ(order, "abcd");
 }
 
 }  // namespace
