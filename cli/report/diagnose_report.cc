@@ -87,11 +87,12 @@ std::string FormatDiagnosis(const Diagnosis& d) {
   if (d.measured_step_s) {
     out << Line("measured step", Seconds(*d.measured_step_s));
     const double u = d.unexplained_share();
-    out << Line("unexplained", u >= 0
-                                   ? Fmt("%.1f%%", 100 * u) +
-                                         " of the measured step: the model does not account for it"
-                                   : "none: the measured step is " + Fmt("%.1f%%", -100 * u) +
-                                         " shorter than the model's");
+    out << Line(
+        "unexplained",
+        u >= 0 ? Fmt("%.1f%%", 100 * u) + " of the measured step: the model does not account for it"
+               : "none: the measured step is " +
+                     Fmt("%.1f%%", 100 * (1 - *d.measured_step_s / d.step_time_s)) +
+                     " shorter than the model's");
   }
   out << "\ncauses, in the order to check them (share of the step)\n";
   for (size_t i = 0; i < d.causes.size(); ++i) {

@@ -163,6 +163,18 @@ TEST(DiagnoseCommandTest, MeasuredMfuGivesTheUnexplainedShare) {
               1e-3 * base["step_time_s"].get<double>());
 }
 
+// A measured step half the model's is 50% shorter than it (the shortfall is a share of the
+// model's step; it read 100% when divided by the measured one, and 401% at a quarter).
+TEST(DiagnoseCommandTest, AMeasuredStepShorterThanTheModelsIsGivenAsAShareOfTheModels) {
+  const nlohmann::json base = Json({"diagnose", kLow, "--json", "--no-run"});
+  const double step = base["step_time_s"].get<double>();
+  const test_util::RunResult r = test_util::RunTrainsim(
+      {"diagnose", kLow, "--no-run", "--measured-step", std::to_string(step / 2)});
+  ASSERT_EQ(r.exit_code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("the measured step is 50.0% shorter than the model's"), std::string::npos)
+      << r.out;
+}
+
 TEST(DiagnoseCommandTest, CpuProfileReportsItsStepsGroupsAndIdleShare) {
   const nlohmann::json j = Json({"diagnose", kLow, "--json", "--no-run", "--profile", kCpuTrace});
   const nlohmann::json& p = j["profile"];
