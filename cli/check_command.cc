@@ -11,6 +11,7 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto presets = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
   auto headroom = std::make_shared<std::string>();
+  auto allow_oom = std::make_shared<bool>(false);
   CLI::App* check = app.add_subcommand(
       "check", "Validate a scenario and print it resolved: defaults filled, derived values shown");
   AddScenarioOptions(check, options.get());
@@ -27,7 +28,10 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
                    "HBM to keep free beyond the memory model's peak: a fraction (0.05), a "
                    "percentage (5%) or a size (4GB) (default: cluster.memory_headroom, else none)")
       ->type_name("F|P%|NGB");
-  check->callback([options, presets, quiet, headroom, exit_code] {
+  check->add_flag("--allow-oom", *allow_oom,
+                  "Exit 0 for a layout that does not fit in GPU memory (as `run --allow-oom` "
+                  "simulates it); without it such a layout exits 2, as `run` would");
+  check->callback([options, presets, quiet, headroom, allow_oom, exit_code] {
     if (!headroom->empty()) options->sets.push_back("cluster.memory_headroom=" + *headroom);
     if (*presets) {
       std::cout << report::FormatPresetList(options->json);
@@ -46,7 +50,9 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
     }
     std::cout << (options->json ? report::FormatCheckJson(*resolved)
                                 : report::FormatCheckReport(*resolved, !*quiet));
-    *exit_code = kExitOk;
+    // A file `run` would refuse is not a valid scenario for it: the same message and exit code.
+    const Status fit = *allow_oom ? Status::Ok() : report::CheckFit(*resolved);
+    *exit_code = fit.ok() ? kExitOk : ReportError(fit);
   });
 }
 

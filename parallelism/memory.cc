@@ -312,4 +312,12 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
   return r;
 }
 
+Status FitStatus(const MemoryReport& r) {
+  if (r.fits) return Status::Ok();
+  std::string msg = "layout does not fit in GPU memory: " + r.reason + ". Would fit:";
+  for (const auto& s : r.suggestions) msg += " [" + s + "]";
+  msg += " (or pass --allow-oom to simulate it anyway)";
+  return Status::FailedPrecondition(msg);
+}
+
 }  // namespace trainsim::parallelism

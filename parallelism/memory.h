@@ -153,6 +153,10 @@ struct MemoryReport {
 MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double capacity_bytes,
                             int gpus_per_node, const MemoryParams& p = {}, bool suggest = true);
 
+// What `run` (and `check`) say about a report that does not fit: FailedPrecondition with the
+// reason and the suggestions; OK when it fits.
+Status FitStatus(const MemoryReport& r);
+
 }  // namespace trainsim::parallelism
 
 #endif  // TRAINSIM_PARALLELISM_MEMORY_H_

@@ -36,6 +36,16 @@ std::vector<std::string> FieldNames(const google::protobuf::Descriptor& descript
 // Enum value names in declaration order.
 std::vector<std::string> EnumNames(const google::protobuf::EnumDescriptor& descriptor);
 
+// A text-format value of the wrong type, said with its field: protobuf's parser reports
+// "Expected integer, got: \"sixteen\"" at the value; this names the field whose value it is
+// (by the sections open at that point, "cluster.nodes"), the value as written and what the
+// field takes ("an integer", "one of ONE_F_ONE_B, GPIPE", "true or false"). `line` and `column` are
+// protobuf's (0-based). "" when the message is not about a value's type or the field cannot be
+// found.
+std::string ExplainBadValue(std::string_view text, int line, int column,
+                            const std::string& protobuf_message,
+                            const google::protobuf::Descriptor& root);
+
 // Where fields are in the source text, for pointing semantic errors at a line and column.
 // Paths are dotted proto field names with indexes for repeated fields: "faults[2].id".
 class SourceMap {
@@ -76,6 +86,9 @@ std::optional<FieldError> ValidateRecomputeModules(const pb::Scenario& scenario)
 // parallelism.cpu_offloading_num_layers: 0..layers-1, with pp 1, no recomputation and no CUDA
 // graphs, as Megatron-Core requires (validate_hybrid.cc; called by ValidateRecomputeModules).
 std::optional<FieldError> ValidateCpuOffloading(const pb::Scenario& scenario);
+// parallelism.tp against the node: inside one (it divides the GPUs per node), or over whole
+// nodes with parallelism.tp_across_nodes (validate_hybrid.cc).
+std::optional<FieldError> ValidateTpPlacement(const pb::Scenario& scenario);
 // cost.usd_per_gpu_hour, usd_per_kwh, pue and gpu_idle_fraction in their ranges (run_config.cc).
 std::optional<FieldError> ValidateCost(const pb::Cost& cost);
 // Every string field of `m` (nested, repeated) is well-formed UTF-8; the error names the field

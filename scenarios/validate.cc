@@ -492,6 +492,7 @@ Error ValidateParallelism(const pb::Scenario& s) {
     return Err("parallelism.tp",
                "ffn_hidden " + Str(m.ffn_hidden()) + " is not divisible by tp " + Str(p.tp()));
   }
+  if (auto e = ValidateTpPlacement(s)) return e;
   if (auto e = Range("parallelism.virtual_stages", p.virtual_stages(), 1, 1024, "virtual_stages")) {
     return e;
   }

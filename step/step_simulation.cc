@@ -89,12 +89,7 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   StepResult res;
   res.memory =
       EstimateMemory(cfg.model, c, cfg.gpu.memory_bytes, topo->gpus_per_node(), cfg.memory);
-  if (!res.memory.fits && !cfg.allow_oom) {
-    std::string msg = "layout does not fit in GPU memory: " + res.memory.reason + ". Would fit:";
-    for (const auto& s : res.memory.suggestions) msg += " [" + s + "]";
-    msg += " (or pass --allow-oom to simulate it anyway)";
-    return Status::FailedPrecondition(msg);
-  }
+  if (!cfg.allow_oom) TRAINSIM_RETURN_IF_ERROR(parallelism::FitStatus(res.memory));
 
   CalibratedTpTimer tp(&*topo, layout.TpGroup(0), cfg.calibration.get());
   CalibratedTpTimer cp(&*topo, layout.CpGroup(0), cfg.calibration.get());

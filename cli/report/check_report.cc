@@ -225,8 +225,10 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   const pb::Cluster& c = s.cluster();
   Derived d = Derive(r);
   std::string out;
+  // A file whose layout `run` refuses for memory is valid as a file, not as a run (CheckFit).
   out += "Scenario " + (s.name().empty() ? std::string("(unnamed)") : Printable(s.name())) +
-         ": valid\n";
+         (CheckFit(r).ok() ? ": valid\n"
+                           : ": valid file, but its layout does not fit in GPU memory\n");
   if (!s.description().empty()) out += "  " + Printable(s.description()) + "\n";
 
   out += "Cluster\n";
@@ -493,6 +495,16 @@ std::string FormatPresetList(bool json) {
       "active count leaves the input embedding out.\n  Sources: docs/models.md and "
       "scenarios/presets.cc.\n";
   return out;
+}
+
+Status CheckFit(const scenarios::ResolvedScenario& r) {
+  Result<step::StepConfig> cfg = scenarios::MakeStepConfig(r);
+  if (!cfg.ok() ||
+      !parallelism::ValidateLayout(cfg->model, cfg->parallel, r.num_gpus, r.gpus_per_node).ok()) {
+    return Status::Ok();
+  }
+  return parallelism::FitStatus(parallelism::EstimateMemory(
+      cfg->model, cfg->parallel, cfg->gpu.memory_bytes, r.gpus_per_node, cfg->memory));
 }
 
 }  // namespace trainsim::cli::report

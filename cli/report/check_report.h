@@ -14,6 +14,9 @@ namespace trainsim::cli::report {
 std::string FormatCheckReport(const scenarios::ResolvedScenario& resolved,
                               bool resolved_dump = true);
 std::string FormatCheckJson(const scenarios::ResolvedScenario& resolved);
+// `run`'s memory verdict on the scenario's layout (parallelism::FitStatus, with the headroom and
+// its suggestions): OK when it fits or the layout is not one the memory model can estimate.
+Status CheckFit(const scenarios::ResolvedScenario& resolved);
 
 // `trainsim check --presets`: the model presets (scenarios/presets.h) with their shape, the
 // parameter counts the program derives (total and active) beside the published ones, and the

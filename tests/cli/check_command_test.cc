@@ -196,4 +196,27 @@ TEST(CliTest, EveryBundledScenarioChecks) {
   }
 }
 
+// `check` agrees with `run` on what it refuses: a layout over the GPU's memory exits 2 with
+// run's message (check said "valid" and exited 0), unless --allow-oom; a TP group wider than a
+// node is a scenario error at parallelism.tp's line and column (check said "valid").
+TEST(CliTest, CheckRefusesWhatRunRefuses) {
+  const std::string gb200 =
+      (kSource / "scenarios/validation/bridge_gb200_llama3_70b_fp8.textproto").string();
+  const std::string no_offload = "parallelism.cpu_offloading_num_layers=0";
+  RunResult oom = RunTrainsim({"check", "-q", gb200, "--set", no_offload});
+  EXPECT_EQ(oom.exit_code, 2);
+  EXPECT_TRUE(Contains(oom.out, "valid file, but its layout does not fit in GPU memory"))
+      << oom.out;
+  EXPECT_TRUE(Contains(oom.err, "layout does not fit in GPU memory")) << oom.err;
+  RunResult run = RunTrainsim({"run", gb200, "--set", no_offload});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err, oom.err);
+  RunResult allowed = RunTrainsim({"check", "-q", gb200, "--allow-oom", "--set", no_offload});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  RunResult wide =
+      RunTrainsim({"check", kDemo, "--set", "parallelism.tp=16", "--set", "parallelism.pp=4"});
+  EXPECT_EQ(wide.exit_code, 2);
+  EXPECT_TRUE(Contains(wide.err, "parallelism.tp: tp 16 exceeds the 8 GPUs of a node")) << wide.err;
+}
+
 }  // namespace
