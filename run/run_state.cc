@@ -25,6 +25,26 @@ std::string RunState::Key() const {
   return key;
 }
 
+std::string RunState::Describe() const {
+  char buf[96];
+  std::string out = std::to_string(live_dp_replicas) + " data-parallel replica" +
+                    (live_dp_replicas == 1 ? "" : "s") + " live";
+  for (const auto& [gpu, f] : gpu_slowdown) {
+    std::snprintf(buf, sizeof(buf), ", GPU %d slowed %.3gx", gpu, f);
+    out += buf;
+  }
+  for (const auto& [nic, f] : nic_link_factor) {
+    std::snprintf(buf, sizeof(buf), ", NIC %d at %.3g%% of its bandwidth", nic, 100 * f);
+    out += buf;
+  }
+  if (checkpoint_traffic_share > 0) {
+    std::snprintf(buf, sizeof(buf), ", a checkpoint write taking %.3g%% of the network",
+                  100 * checkpoint_traffic_share);
+    out += buf;
+  }
+  return out;
+}
+
 bool StepTimeCache::StateLess::operator()(const RunState& a, const RunState& b) const {
   return std::tie(a.live_dp_replicas, a.gpu_slowdown, a.nic_link_factor,
                   a.checkpoint_traffic_share) < std::tie(b.live_dp_replicas, b.gpu_slowdown,
@@ -40,7 +60,7 @@ Result<StepTiming> StepTimeCache::Get(const RunState& state) {
   }
   const std::string key = state.Key();
   Result<StepTiming> r = fn_(state);
-  if (!r.ok()) return r.status().WithPrefix("step simulation for cluster state {" + key + "}");
+  if (!r.ok()) return r.status().WithPrefix("the step with " + state.Describe());
   const StepTiming& t = r.value();
   if (t.useful < sim::Time() || t.exposed_comm < sim::Time() || t.bubble < sim::Time() ||
       t.total() <= sim::Time()) {

@@ -34,6 +34,8 @@ struct RunState {
 
   // Canonical encoding, used as the memo key; equal states give equal keys.
   std::string Key() const;
+  // For messages: "N data-parallel replicas live, GPU g slowed 1.5x, NIC n at 50%, ...".
+  std::string Describe() const;
 };
 
 // One step's time and its split. total() = useful + exposed_comm + bubble.
