@@ -527,6 +527,11 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
       std::string msg =
           errors.has_error_ ? ImproveTextFormatMessage(errors.message_, root) : "could not parse";
       PointAtTheMistake(text, msg, &errors);
+      if (errors.has_error_) {
+        const std::string value =
+            detail::ExplainBadValue(text, errors.line_, errors.column_, errors.message_, root);
+        if (!value.empty()) msg = value;
+      }
       return Status::InvalidArgument(At(name_for_errors, {errors.line_ + 1, errors.column_ + 1}) +
                                      ": " + msg);
     }
