@@ -133,10 +133,14 @@ std::string FormatDuration(Time t) {
   }
   const uint64_t kDay = 86400ULL * 1000000000, kHour = 3600ULL * 1000000000,
                  kMin = 60ULL * 1000000000, kSec = 1000000000;
+  // A unit between two printed ones is printed even when 0 ("3h0m39s", not "3h39s", which
+  // reads as 3 h 39 min).
+  bool started = false;
   for (auto [unit_ns, name] : {std::pair{kDay, "d"}, {kHour, "h"}, {kMin, "m"}}) {
-    if (ns >= unit_ns) {
+    if (ns >= unit_ns || (started && ns > 0)) {
       out += std::to_string(ns / unit_ns) + name;
       ns %= unit_ns;
+      started = true;
     }
   }
   if (ns > 0) {

@@ -112,7 +112,8 @@ class Time {
 Result<Time> ParseDuration(std::string_view text);
 
 // Formats a duration compactly and exactly where possible: "0s", "250ms", "90s", "1h30m", "2d",
-// "1d2h3m4.5s". Round-trips through ParseDuration for whole nanoseconds.
+// "1d2h3m4.5s", "3h0m39s" (a unit between two others is written even when 0). Round-trips
+// through ParseDuration for whole nanoseconds.
 std::string FormatDuration(Time t);
 
 // Formats seconds for reports with a sensible unit, by magnitude: < 1 ms "812.0 us", < 1 s

@@ -49,7 +49,8 @@ std::string FormatCollectiveTable(comm::Op op, const std::string& algo_text, boo
   const int n = o.group_size;
   std::ostringstream out;
   out << "# trainsim collective: " << comm::OpName(op) << ", algo " << algo_text << ", " << n
-      << " GPUs of " << o.num_gpus << " (" << o.num_nodes << " nodes x " << o.gpus_per_node << ")\n"
+      << " GPUs of " << o.num_gpus << " (" << o.num_nodes
+      << (o.num_nodes == 1 ? " node x " : " nodes x ") << o.gpus_per_node << ")\n"
       << "# "
       << (expand ? "flow-level expansion on the event engine" : "closed form (idle network)")
       << "; busbw factor " << Fmt("%.4f", comm::BusBandwidthFactor(op, n)) << "\n";
@@ -129,7 +130,7 @@ std::string FormatNcclTestsTable(comm::Op op, const std::string& algo_text, bool
                             : "closed form on an idle network") +
          "): " + std::string(comm::OpName(op)) + ", algo " + algo_text + ", " + std::to_string(n) +
          " GPUs of " + std::to_string(o.num_gpus) + " (" + std::to_string(o.num_nodes) +
-         " nodes x " + std::to_string(o.gpus_per_node) + ")\n";
+         (o.num_nodes == 1 ? " node x " : " nodes x ") + std::to_string(o.gpus_per_node) + ")\n";
   if (o.calibration) out += "# " + o.calibration->Describe() + "\n";
   out += "#\n";
   out += Printf(

@@ -62,6 +62,12 @@ TEST(TimeTest, FormatRoundTripsThroughParse) {
   EXPECT_EQ(FormatDuration(Time::Minutes(90)), "1h30m");
   EXPECT_EQ(FormatDuration(Time::Millis(250)), "250ms");
   EXPECT_EQ(FormatDuration(Time::Days(2)), "2d");
+  // A unit between two written ones is written as 0: 3 h and 39 s is not "3h39s" (3 h 39 min
+  // to the eye), nor a day and 19 minutes "1d19m".
+  EXPECT_EQ(FormatDuration(Time::Hours(3) + Time::Millis(39026)), "3h0m39.026s");
+  EXPECT_EQ(FormatDuration(Time::Days(1) + Time::Minutes(19)), "1d0h19m");
+  EXPECT_EQ(FormatDuration(Time::Days(1) + Time::Seconds(4)), "1d0h0m4s");
+  EXPECT_EQ(FormatDuration(Time::Hours(26)), "1d2h");
 }
 
 TEST(TimeTest, SecondsConversionRoundsToNearestNanosecond) {
