@@ -1,6 +1,7 @@
 // `trainsim import hf CONFIG.json [--name NAME]`: the scenario `model { }` block of a Hugging
 // Face config.json (scenarios/presets.h ModelFromHfConfig), printed in text format with what
 // the mapping could not express as comments.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,12 +25,23 @@ int RunImport(const ImportOptions& o) {
     return ReportError(
         Status::InvalidArgument("unknown import format \"" + o.format + "\" (formats: hf)"));
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.path, ec)) {
+    return ReportError(Status::InvalidArgument(o.path + ": is a directory; name its config.json"));
+  }
   std::ifstream in(o.path, std::ios::binary);
   if (!in) return ReportError(Status::NotFound(o.path + ": cannot read the file"));
-  std::ostringstream text;
-  text << in.rdbuf();
+  // A config.json is a few KiB: read at most 16 MiB and one byte (so /dev/zero ends).
+  constexpr size_t kMaxBytes = size_t{16} << 20;
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxBytes) {
+    return ReportError(Status::InvalidArgument(
+        o.path + ": larger than 16 MiB; a Hugging Face config.json is a few KiB"));
+  }
   std::vector<std::string> notes;
-  auto model = scenarios::ModelFromHfConfig(text.str(), o.path, &notes);
+  auto model = scenarios::ModelFromHfConfig(text, o.path, &notes);
   if (!model.ok()) return ReportError(model.status());
   if (!o.name.empty()) model->set_name(o.name);
   std::cout << "# trainsim import hf " << o.path << "\n";

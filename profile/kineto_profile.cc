@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "sim/json_reason.h"
+
 namespace trainsim::profile {
 namespace {
 
@@ -88,7 +90,7 @@ Result<std::vector<Event>> ReadEvents(const std::string& text, const std::string
   try {
     doc = json::parse(text);
   } catch (const json::exception& e) {
-    return Bad(path, std::string("not JSON (") + e.what() +
+    return Bad(path, "not JSON (" + JsonReason(e.what()) +
                          "); give the Chrome trace torch.profiler's export_chrome_trace or "
                          "tensorboard_trace_handler writes");
   }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "scenarios/presets.h"
+#include "sim/json_reason.h"
 
 namespace trainsim::scenarios {
 namespace {
@@ -291,7 +292,8 @@ Result<pb::Model> ModelFromHfConfig(std::string_view text, const std::string& na
   } catch (const json::parse_error& e) {
     auto [line, column] = LineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
     return Status::InvalidArgument(name + ":" + std::to_string(line) + ":" +
-                                   std::to_string(column) + ": not JSON (" + e.what() + ")");
+                                   std::to_string(column) + ": not JSON (" + JsonReason(e.what()) +
+                                   ")");
   }
   if (!config.is_object()) {
     return Status::InvalidArgument(name + ": a config.json is a JSON object {...}, got " +

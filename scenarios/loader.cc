@@ -16,6 +16,7 @@
 
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
+#include "sim/json_reason.h"
 
 namespace trainsim::scenarios {
 
@@ -576,20 +577,14 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
   try {
     doc = nlohmann::json::parse(text.begin(), text.end(), on_event);
   } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5:
-    // syntax error while parsing ..."; keep the part after the position.
-    std::string what = e.what();
-    size_t colon = what.find(": ", what.find("parse error"));
-    std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+    // The part of nlohmann's message after its own position (JsonReason).
     size_t byte = e.byte > 0 ? e.byte - 1 : 0;
-    return Status::InvalidArgument(At(name_for_errors, LineColumn(text, byte)) + ": " + detail);
+    return Status::InvalidArgument(At(name_for_errors, LineColumn(text, byte)) + ": " +
+                                   JsonReason(e.what()));
   } catch (const nlohmann::json::exception& e) {
     // Anything else the JSON reader throws (e.g. out_of_range.406 for a number such as 1e400
     // that overflows a double) is still the user's input: report it, never let it escape.
-    std::string what = e.what();
-    size_t bracket = what.find("] ");
-    return Status::InvalidArgument(
-        name_for_errors + ": " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+    return Status::InvalidArgument(name_for_errors + ": " + JsonReason(e.what()));
   }
   SourceMap local;
   local.is_json = true;
