@@ -58,7 +58,11 @@ int Main(int argc, char** argv) {
     // (exit 2), not CLI11's own codes (100+).
     if (e.get_exit_code() == 0) return app.exit(e);
     // Under mpirun every rank parses the same command line: rank 0 says what is wrong.
-    trainsim::cli::SayError(std::string(e.what()) + "\nRun 'trainsim --help' for usage.");
+    // The command's own help when there is one (the first word was checked above).
+    const std::string help = argc > 1 && argv[1][0] != '-'
+                                 ? std::string("trainsim ") + argv[1] + " --help"
+                                 : std::string("trainsim --help");
+    trainsim::cli::SayError(std::string(e.what()) + "\nRun '" + help + "' for usage.");
     return trainsim::cli::kExitBadInput;
   }
   if (app.get_subcommands().empty()) {

@@ -125,7 +125,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "0 = all cores); the output is the same "
                   "at any count")
       ->check(CLI::Range(0, sim::kMaxThreads));
-  cmd->add_option("--seed", opts->seed, "Seed of the failure histories (replaces the scenario's)");
+  cmd->add_option("--seed", opts->seed, "Seed of the failure histories (replaces the scenario's)")
+      ->check([](const std::string& v) -> std::string {
+        // CLI11 would wrap "-1" to 2^64 - 1 in an unsigned option.
+        return !v.empty() && v[0] == '-' ? "a seed is a non-negative integer, got " + v : "";
+      });
   cmd->add_flag("--optimize-checkpoint-interval", opts->optimize_interval,
                 "Scan the checkpoint interval over the failure histories (--trials, default 100) "
                 "and show the optimum next to Young's and Daly's");
