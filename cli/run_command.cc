@@ -79,6 +79,11 @@ std::optional<nlohmann::json> ScanForHtml(const scenarios::ResolvedScenario& res
   return doc["checkpoint_interval"];
 }
 
+// CLI11 would wrap "-1" to 2^64 - 1 in an unsigned option.
+std::string NonNegativeSeed(const std::string& v) {
+  return !v.empty() && v[0] == '-' ? "a seed is a non-negative integer, got " + v : "";
+}
+
 }  // namespace
 
 void AddRunCommand(CLI::App& app, int* exit_code) {
@@ -126,10 +131,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "at any count")
       ->check(CLI::Range(0, sim::kMaxThreads));
   cmd->add_option("--seed", opts->seed, "Seed of the failure histories (replaces the scenario's)")
-      ->check([](const std::string& v) -> std::string {
-        // CLI11 would wrap "-1" to 2^64 - 1 in an unsigned option.
-        return !v.empty() && v[0] == '-' ? "a seed is a non-negative integer, got " + v : "";
-      });
+      ->check(NonNegativeSeed);
   cmd->add_flag("--optimize-checkpoint-interval", opts->optimize_interval,
                 "Scan the checkpoint interval over the failure histories (--trials, default 100) "
                 "and show the optimum next to Young's and Daly's");

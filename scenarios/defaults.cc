@@ -329,14 +329,20 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   return std::nullopt;
 }
 
+double FatTreeEndpoints(const pb::NicSpec& nic, int levels, double oversubscription) {
+  // Two levels: each leaf has d = k*r/(r+1) down-links and k/(r+1) up-links, and each spine
+  // reaches k leaves, so the tree holds k*d endpoints (k^2/2 when non-blocking). Three levels:
+  // k pods of k/2 leaves and k/2 aggregation switches under (k/2)^2 cores, k^3/4 endpoints
+  // non-blocking; an oversubscribed leaf has d instead of k/2 down-links.
+  const double k = nic.switch_radix();
+  const double d = k * oversubscription / (oversubscription + 1.0);
+  return levels <= 2 ? k * d : k * (k / 2) * d;
+}
+
 bool TwoLevelFatTreeFits(const pb::NicSpec& nic, int64_t nodes, int64_t spare_nodes,
                          int64_t nics_per_node, double oversubscription) {
-  // A two-level fat tree of radix-k switches: each leaf has d = k*r/(r+1) down-links and
-  // k/(r+1) up-links, and each spine reaches k leaves, so it holds k*d endpoints (k^2/2 when
-  // non-blocking).
-  double k = nic.switch_radix();
   double endpoints = static_cast<double>(nodes + spare_nodes) * static_cast<double>(nics_per_node);
-  return endpoints <= k * k * oversubscription / (oversubscription + 1.0);
+  return endpoints <= FatTreeEndpoints(nic, 2, oversubscription);
 }
 
 }  // namespace detail

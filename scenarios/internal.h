@@ -96,8 +96,12 @@ std::optional<FieldError> ValidateCost(const pb::Cost& cost);
 // ("\377") and --set values are covered as well as raw bytes in the file.
 std::optional<FieldError> CheckUtf8(const google::protobuf::Message& m, const std::string& prefix);
 
-// Whether (nodes + spare_nodes) * nics_per_node endpoints fit a two-level fat tree of the NIC's
-// switch radix at this oversubscription.
+// The most endpoints a fat tree of `levels` (2 or 3) levels of the NIC's switch radix k holds
+// at this leaf oversubscription r: k·d with d = k·r/(r+1) leaf down-links for two levels
+// (k²/2 non-blocking), k²/2 times that for three (k³/4 non-blocking: Al-Fares et al.,
+// SIGCOMM 2008).
+double FatTreeEndpoints(const pb::NicSpec& nic, int levels, double oversubscription);
+// Whether (nodes + spare_nodes) * nics_per_node endpoints fit a two-level fat tree.
 bool TwoLevelFatTreeFits(const pb::NicSpec& nic, int64_t nodes, int64_t spare_nodes,
                          int64_t nics_per_node, double oversubscription);
 

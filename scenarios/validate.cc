@@ -184,17 +184,18 @@ Error ValidateCluster(const pb::Scenario& s) {
     return Err("cluster.topology.levels",
                Str(t.levels()) + " levels: a fat tree here has 2 (leaf-spine) or 3 levels");
   }
-  if (t.levels() == 2 && !TwoLevelFatTreeFits(*nic, c.nodes(), c.spare_nodes(), c.nics_per_node(),
-                                              t.oversubscription())) {
-    double k = nic->switch_radix();
-    double cap = k * k * t.oversubscription() / (t.oversubscription() + 1.0);
+  // Three levels, rail-optimised: each rail a plane of its own (one NIC per node), as clusters
+  // past a 3-level tree's k^3/4 endpoints are built; two levels count every NIC (as before).
+  const bool planes = t.levels() == 3 && t.rail_optimized();
+  const double nics = double(c.nodes() + c.spare_nodes()) * (planes ? 1 : c.nics_per_node());
+  if (const double cap = FatTreeEndpoints(*nic, t.levels(), t.oversubscription()); nics > cap) {
     return Err("cluster.topology.levels",
-               "a 2-level fat tree of " + Str(nic->switch_radix()) + "-port " + nic->name() +
-                   " switches holds at most " + Num(std::floor(cap)) +
+               "a " + Str(t.levels()) + "-level fat tree of " + Str(nic->switch_radix()) +
+                   "-port " + nic->name() + " switches holds at most " + Num(std::floor(cap)) +
                    " NICs at oversubscription " + Num(t.oversubscription()) +
-                   "; this cluster has " +
-                   Str(static_cast<int64_t>(c.nodes() + c.spare_nodes()) * c.nics_per_node()) +
-                   ": use levels: 3 or a higher oversubscription");
+                   "; this cluster has " + Num(nics) + (planes ? " per rail" : "") +
+                   (t.levels() == 2 ? ": use levels: 3 or a higher oversubscription"
+                                    : ": use a higher oversubscription, or fewer nodes"));
   }
   if (auto e = Finite("cluster.storage.read_gbyte_per_s", c.storage().read_gbyte_per_s(), 0, 1e9,
                       true, "storage read bandwidth (GB/s)")) {
