@@ -420,8 +420,22 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
     }
   }
   if (matters("exposed DP comm")) {
+    // Megatron-Core's bucket when --ddp-bucket-size is not given: max(40 M, 1 M x DP x CP)
+    // parameters (distributed_data_parallel.py), so that each bucket's ring stays
+    // bandwidth-bound; smaller buckets overlap finer but each pays the ring's latency.
+    const double megatron_params = std::max(40e6, 1e6 * c.dp * c.cp);
+    const auto megatron_bytes = int64_t(megatron_params * cfg.memory.grad_bytes_per_param);
+    const std::string buckets = "parallelism.dp_bucket_bytes=" + std::to_string(megatron_bytes);
     if (!c.overlap_dp) {
       out.push_back({"overlap the gradient reduction", {"parallelism.overlap_grad_reduce=true"}});
+    }
+    if (c.dp_bucket_bytes > 0 && c.dp_bucket_bytes < 0.5 * megatron_bytes) {
+      std::vector<std::string> sets = {buckets};
+      if (!c.overlap_dp) sets.insert(sets.begin(), "parallelism.overlap_grad_reduce=true");
+      const std::string size = Fmt("%.0f M-parameter", megatron_params / 1e6);
+      out.push_back({c.overlap_dp ? size + " gradient buckets (Megatron-Core's default)"
+                                  : "overlap the gradient reduction, " + size + " buckets",
+                     sets});
     }
     if (c.zero_stage >= 1 && !c.overlap_param_gather) {
       out.push_back(
