@@ -392,6 +392,16 @@ Status ValidateProblem(const SweepProblem& problem) {
   for (int mb : problem.micro_batches) {
     if (mb < 1) return Status::InvalidArgument("micro-batch sizes must be >= 1");
   }
+  // A CP degree asked for by name that no layout can use is said so, not dropped in silence.
+  const int seq = problem.base.model.seq_len;
+  for (int cp : problem.cp_degrees) {
+    if (cp < 1 || (cp > 1 && seq % (2 * cp) != 0)) {
+      return Status::InvalidArgument(
+          "--cp " + Num(cp) + ": seq_len " + Num(seq) + " must split into 2 x cp = " +
+          Num(2 * cp) + " equal chunks (CP's load-balanced halves per rank); use a cp with 2 x cp "
+          "dividing " + Num(seq));
+    }
+  }
   return Status::Ok();
 }
 
