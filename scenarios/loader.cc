@@ -346,7 +346,12 @@ std::optional<std::pair<std::string, std::string>> CheckJson(const nlohmann::jso
       return std::make_pair(sub, UnknownFieldMessage(key, d, path.empty() ? "the scenario" : path));
     }
     const nlohmann::json& v = it.value();
-    if (v.is_null()) continue;
+    // Protobuf reads null as "unset"; written in a scenario it is more likely a mistake (the
+    // default then applies without a word), so it is refused.
+    if (v.is_null()) {
+      return std::make_pair(sub, sub + " is null: give a value, or leave the key out for the "
+                                       "default");
+    }
     auto check_one =
         [&](const nlohmann::json& e,
             const std::string& p) -> std::optional<std::pair<std::string, std::string>> {
