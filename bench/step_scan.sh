@@ -8,6 +8,7 @@
 # thread CPU of the step alone); prints one line per simulated layout, then a summary by ZeRO
 # stage (how many exceed 0.2 s and 1 s, median, worst).
 #   bash bench/step_scan.sh [path/to/step_cpu] > scan.txt
+#   ZERO=1 bash bench/step_scan.sh ...   # one ZeRO stage only (ZeRO-1's 537 layouts take minutes)
 # Takes ~30 min on the 2-core VM of bench/README.md, most of it in the slowest ZeRO-2 layouts.
 set -uo pipefail
 bin=${1:-build/bench/step_cpu}
@@ -21,7 +22,7 @@ for tp in 1 2 4 8; do for cp in 1 2 4 8 16; do for pp in 1 2 4 8 16 32; do
   for v in 1 2 3 4 6 12; do
     ((pp == 1 && v > 1)) && continue
     ((96 % (pp * v) != 0)) && continue
-    for z in 1 2; do for rc in NONE FULL; do
+    for z in ${ZERO:-1 2}; do for rc in NONE FULL; do
       sp=false
       ((tp > 1)) && sp=true
       args=(--set cluster.nodes=128 --set parallelism.dp=$dp --set parallelism.tp=$tp
