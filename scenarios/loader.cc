@@ -349,8 +349,9 @@ std::optional<std::pair<std::string, std::string>> CheckJson(const nlohmann::jso
     // Protobuf reads null as "unset"; written in a scenario it is more likely a mistake (the
     // default then applies without a word), so it is refused.
     if (v.is_null()) {
-      return std::make_pair(sub, sub + " is null: give a value, or leave the key out for the "
-                                       "default");
+      return std::make_pair(sub, sub +
+                                     " is null: give a value, or leave the key out for the "
+                                     "default");
     }
     auto check_one =
         [&](const nlohmann::json& e,

@@ -397,9 +397,10 @@ Status ValidateProblem(const SweepProblem& problem) {
   for (int cp : problem.cp_degrees) {
     if (cp < 1 || (cp > 1 && seq % (2 * cp) != 0)) {
       return Status::InvalidArgument(
-          "--cp " + Num(cp) + ": seq_len " + Num(seq) + " must split into 2 x cp = " +
-          Num(2 * cp) + " equal chunks (CP's load-balanced halves per rank); use a cp with 2 x cp "
-          "dividing " + Num(seq));
+          "--cp " + Num(cp) + ": seq_len " + Num(seq) + " must split into 2 x cp = " + Num(2 * cp) +
+          " equal chunks (CP's load-balanced halves per rank); use a cp with 2 x cp "
+          "dividing " +
+          Num(seq));
     }
   }
   return Status::Ok();
