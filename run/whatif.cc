@@ -40,8 +40,10 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
     const bool after_end = added[i].at >= baseline->wall_time;
     w.no_effect.push_back(after_end || duplicate);
     if (after_end) {
-      w.notes.push_back(name + " has no effect: training ends at " +
-                        sim::FormatDuration(baseline->wall_time) + " without it");
+      // To the millisecond (the wall time is exact to the nanosecond; a note need not be).
+      const sim::Time end = sim::Time::Millis((baseline->wall_time.nanos() + 500000) / 1000000);
+      w.notes.push_back(name + " has no effect: training ends at " + sim::FormatDuration(end) +
+                        " without it");
     }
     if (!after_end && !duplicate) with.faults.push_back(added[i]);
   }
