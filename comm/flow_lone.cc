@@ -13,19 +13,19 @@
 
 namespace trainsim::comm {
 
-ClassView FlowNetwork::ViewOf(uint32_t slot) const {
-  const Flow& f = flows_[slot];
-  if (const FlowClass* c = f.cls.get()) return {c->links, c->counts, c, f.number};
-  return {paths_[slot], {}, nullptr, f.number};
-}
-
 void FlowNetwork::CountLinks(uint32_t slot, int delta) {
   const std::span<const LinkId> links = ViewOf(slot).links;
   if (links.size() > kLoneLinks) {
+    // Unordered (only ever searched for a meeting flow): removed by swapping in the last.
+    Flow& f = flows_[slot];
     if (delta > 0) {
+      f.big_at = uint32_t(big_.size());
       big_.push_back(slot);
     } else {
-      big_.erase(std::find(big_.begin(), big_.end(), slot));
+      const uint32_t last = big_.back();
+      big_[f.big_at] = last;
+      flows_[last].big_at = f.big_at;
+      big_.pop_back();
     }
     return;
   }

@@ -125,6 +125,7 @@ class FlowNetwork {
     // Draining outside the solve (lone_) since lone_since_ns, with remaining_bytes then.
     bool lone = false;
     int64_t lone_since_ns = 0;
+    uint32_t big_at = 0;  // its index in big_, when it has more than kLoneLinks links
     // A class split into parts (members that would get different rates): the parts share the
     // callback, which runs after the last part.
     struct Completion {
@@ -201,7 +202,11 @@ class FlowNetwork {
   void TouchLone(uint32_t slot);
   void TouchLone(LinkId link);
   void Unlone(uint32_t slot);  // clears lone_on_link_ of its links
-  ClassView ViewOf(uint32_t slot) const;
+  ClassView ViewOf(uint32_t slot) const {
+    const Flow& f = flows_[slot];
+    if (const FlowClass* c = f.cls.get()) return {c->links, c->counts, c, f.number};
+    return {paths_[slot], {}, nullptr, f.number};
+  }
   bool lone_on_ = true;
   uint64_t lone_flows_ = 0;
   std::vector<uint32_t> lone_;        // lone slots in start order
