@@ -343,16 +343,17 @@ void FlowNetwork::Recompute() {
   active_.erase(std::remove_if(active_.begin(), active_.end(),
                                [this](uint32_t s) { return !flows_[s].active; }),
                 active_.end());
+  // (Before the empty set's return too: flows go lone only under memos of today's capacities.)
+  if (capacity_version_ != memo_capacity_version_ || interned_links_ > kInternMaxLinks) {
+    ClearMemos(/*forget_classes=*/true);
+    memo_capacity_version_ = capacity_version_;
+  }
   if (active_.empty()) {
     all_changed_ = false;
     ClearFresh();
     ended_labels_.clear();
     ScheduleNextDrain();
     return;
-  }
-  if (capacity_version_ != memo_capacity_version_ || interned_links_ > kInternMaxLinks) {
-    ClearMemos(/*forget_classes=*/true);
-    memo_capacity_version_ = capacity_version_;
   }
   // A set seen before: its memo (one look-up). Else the components that changed, or the whole
   // set's components.

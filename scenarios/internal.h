@@ -42,6 +42,9 @@ std::vector<std::string> EnumNames(const google::protobuf::EnumDescriptor& descr
 // field takes ("an integer", "one of ONE_F_ONE_B, GPIPE", "true or false"). `line` and `column` are
 // protobuf's (0-based). "" when the message is not about a value's type or the field cannot be
 // found.
+// protobuf's 0-based column (a tab advances to the next multiple of 8) as a 0-based byte
+// column of that line; `column` itself where the line is shorter.
+int ByteColumn(std::string_view text, int line, int column);
 std::string ExplainBadValue(std::string_view text, int line, int column,
                             const std::string& protobuf_message,
                             const google::protobuf::Descriptor& root);
@@ -97,9 +100,8 @@ std::optional<FieldError> ValidateCost(const pb::Cost& cost);
 std::optional<FieldError> CheckUtf8(const google::protobuf::Message& m, const std::string& prefix);
 
 // The most endpoints a fat tree of `levels` (2 or 3) levels of the NIC's switch radix k holds
-// at this leaf oversubscription r: k·d with d = k·r/(r+1) leaf down-links for two levels
-// (k²/2 non-blocking), k²/2 times that for three (k³/4 non-blocking: Al-Fares et al.,
-// SIGCOMM 2008).
+// at this leaf oversubscription r, with d = k·r/(r+1) leaf down-links: k·d for two levels
+// (k²/2 non-blocking), (k/2)·k·d for three (k³/4 non-blocking: Al-Fares et al., SIGCOMM 2008).
 double FatTreeEndpoints(const pb::NicSpec& nic, int levels, double oversubscription);
 // Whether (nodes + spare_nodes) * nics_per_node endpoints fit a two-level fat tree.
 bool TwoLevelFatTreeFits(const pb::NicSpec& nic, int64_t nodes, int64_t spare_nodes,

@@ -370,7 +370,10 @@ std::optional<std::pair<std::string, std::string>> CheckJson(const nlohmann::jso
     if (f->is_repeated()) {
       if (!v.is_array()) return std::make_pair(sub, sub + " must be a list [ ... ]");
       for (size_t k = 0; k < v.size(); ++k) {
-        auto err = check_one(v[k], sub + "[" + std::to_string(k) + "]");
+        const std::string element = sub + "[" + std::to_string(k) + "]";
+        if (v[k].is_null())
+          return std::make_pair(element, element + " is null: drop it from the list");
+        auto err = check_one(v[k], element);
         if (err) return err;
       }
     } else {
@@ -533,12 +536,14 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
     if (!ok || errors.has_error_) {
       std::string msg =
           errors.has_error_ ? ImproveTextFormatMessage(errors.message_, root) : "could not parse";
-      PointAtTheMistake(text, msg, &errors);
       if (errors.has_error_) {
         const std::string value =
             detail::ExplainBadValue(text, errors.line_, errors.column_, errors.message_, root);
         if (!value.empty()) msg = value;
+        // Protobuf counts a tab to the next multiple of 8 columns; the message counts bytes.
+        errors.column_ = detail::ByteColumn(text, errors.line_, errors.column_);
       }
+      PointAtTheMistake(text, msg, &errors);
       return Status::InvalidArgument(At(name_for_errors, {errors.line_ + 1, errors.column_ + 1}) +
                                      ": " + msg);
     }

@@ -2,6 +2,7 @@
 // expected, not which field it was reading or what that field takes.
 #include <google/protobuf/descriptor.h>
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -17,7 +18,9 @@ namespace {
 
 bool IdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-// Byte offset of 0-based (line, column), or npos.
+// Byte offset of protobuf's 0-based (line, column), or npos. Its tokenizer advances a tab to
+// the next multiple of 8 columns (io::Tokenizer), so columns are counted as it does, within
+// the line.
 size_t OffsetOf(std::string_view text, int line, int column) {
   size_t at = 0;
   for (int l = 0; l < line; ++l) {
@@ -25,17 +28,21 @@ size_t OffsetOf(std::string_view text, int line, int column) {
     if (at == std::string_view::npos) return at;
     ++at;
   }
-  at += size_t(std::max(column, 0));
+  for (int col = 0; col < column; ++at) {
+    if (at >= text.size() || text[at] == '\n') return std::string_view::npos;
+    col = text[at] == '\t' ? col + 8 - col % 8 : col + 1;
+  }
   return at <= text.size() ? at : std::string_view::npos;
 }
 
 // The sections open at `end` ("cluster", "topology") and the field whose value starts at `end`
-// (the identifier before the last ':'), scanning past comments and quoted strings. A section
-// opened after "name: [" (a repeated message) is named by that field.
+// (the identifier before the last ':'), scanning past comments and quoted strings. An element
+// of a list of sections, "name: [ {...}, {...} ]", is named by the list's field.
 bool FieldAt(std::string_view text, size_t end, std::vector<std::string>* sections,
              std::string* field) {
-  std::string last;          // the identifier just before, if nothing else came since
-  bool after_colon = false;  // only spaces and comments since the last ':'
+  std::string last;                // the identifier just before, if nothing else came since
+  bool after_colon = false;        // only spaces and comments since the last ':'
+  std::vector<std::string> lists;  // the fields of the lists "name: [" open here
   for (size_t i = 0; i < end;) {
     const char c = text[i];
     if (IdentChar(c)) {
@@ -65,9 +72,14 @@ bool FieldAt(std::string_view text, size_t end, std::vector<std::string>* sectio
       after_colon = false;
     }
     if (c == '{' || c == '<') {
-      sections->push_back(last.empty() ? *field : last);
+      // "name {", or an element of the list "name: [ {...}, {...} ]".
+      sections->push_back(!last.empty() ? last : !lists.empty() ? lists.back() : *field);
     } else if ((c == '}' || c == '>') && !sections->empty()) {
       sections->pop_back();
+    } else if (c == '[') {
+      lists.push_back(*field);
+    } else if (c == ']' && !lists.empty()) {
+      lists.pop_back();
     }
     if (c != ':' && !std::isspace(static_cast<unsigned char>(c))) last.clear();
     ++i;
@@ -76,15 +88,18 @@ bool FieldAt(std::string_view text, size_t end, std::vector<std::string>* sectio
   return after_colon && !field->empty();
 }
 
-std::string Takes(const gp::FieldDescriptor& f) {
+// What `f` takes; with `range`, an integer's range (the value was an integer out of it).
+std::string Takes(const gp::FieldDescriptor& f, bool range) {
   using T = gp::FieldDescriptor;
   switch (f.cpp_type()) {
     case T::CPPTYPE_INT32:
+      return range ? "an integer from -2147483648 to 2147483647" : "an integer";
     case T::CPPTYPE_INT64:
-      return "an integer";
+      return range ? "an integer from -9223372036854775808 to 9223372036854775807" : "an integer";
     case T::CPPTYPE_UINT32:
+      return range ? "an integer from 0 to 4294967295" : "a non-negative integer";
     case T::CPPTYPE_UINT64:
-      return "a non-negative integer";
+      return range ? "an integer from 0 to 18446744073709551615" : "a non-negative integer";
     case T::CPPTYPE_DOUBLE:
     case T::CPPTYPE_FLOAT:
       return "a number";
@@ -102,12 +117,18 @@ std::string Takes(const gp::FieldDescriptor& f) {
 
 }  // namespace
 
+int ByteColumn(std::string_view text, int line, int column) {
+  const size_t at = OffsetOf(text, line, column);
+  if (at == std::string_view::npos) return column;
+  const size_t start = text.rfind('\n', at == 0 ? 0 : at - 1);
+  return int(at - (start == std::string_view::npos || at == 0 ? 0 : start + 1));
+}
+
 std::string ExplainBadValue(std::string_view text, int line, int column,
                             const std::string& protobuf_message, const gp::Descriptor& root) {
-  static const char* const kAbout[] = {"Expected integer",       "Expected double",
-                                       "Expected identifier",    "Expected string",
-                                       "Integer out of range",   "Invalid value for boolean",
-                                       "Couldn't parse integer", "Value out of range"};
+  static const char* const kAbout[] = {
+      "Expected integer",     "Expected double",        "Expected identifier", "Expected string",
+      "Integer out of range", "Couldn't parse integer", "Value out of range"};
   bool about_value = false;
   for (const char* a : kAbout) about_value |= protobuf_message.rfind(a, 0) == 0;
   if (!about_value) return "";
@@ -126,22 +147,31 @@ std::string ExplainBadValue(std::string_view text, int line, int column,
   }
   const gp::FieldDescriptor* f = d->FindFieldByName(field);
   if (f == nullptr) return "";
-  // The value as written: from the reported token to the next space, brace or comment.
+  // The value as written: from the reported token to the next space, brace or comment; a
+  // quoted one to its closing quote (past escaped ones).
   size_t end = at;
   if (end < text.size() && (text[end] == '"' || text[end] == '\'')) {
-    end = text.find(text[at], at + 1);
-    end = end == std::string_view::npos ? text.size() : end + 1;
+    for (++end; end < text.size() && text[end] != text[at]; ++end) {
+      if (text[end] == '\\') ++end;
+    }
+    end = std::min(end + 1, text.size());
   } else {
     while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])) &&
            text[end] != '}' && text[end] != '#' && text[end] != ';' && text[end] != ',') {
       ++end;
     }
   }
+  using T = gp::FieldDescriptor;
+  const bool integer = f->cpp_type() == T::CPPTYPE_INT32 || f->cpp_type() == T::CPPTYPE_INT64 ||
+                       f->cpp_type() == T::CPPTYPE_UINT32 || f->cpp_type() == T::CPPTYPE_UINT64;
+  const bool range = integer && (protobuf_message.rfind("Integer out of range", 0) == 0 ||
+                                 protobuf_message.rfind("Value out of range", 0) == 0);
   std::string value(text.substr(at, end - at));
   if (value.size() > 40)
     value = value.substr(0, 20) + "...(" + std::to_string(value.size()) + " characters)";
   return path + field + ": " + (value.empty() ? std::string("no value") : value) +
-         " is not valid here: " + field + " takes " + Takes(*f);
+         (range ? " is out of range: " : " is not valid here: ") + field + " takes " +
+         Takes(*f, range);
 }
 
 }  // namespace trainsim::scenarios::detail

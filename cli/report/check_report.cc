@@ -402,6 +402,12 @@ std::string FormatCheckJson(const ResolvedScenario& r) {
   o["gpu"] = r.gpu.name();
   o["nic"] = r.nic.name();
   o["node_type"] = r.node.name();
+  // The memory verdict `run` applies (the CLI's check exits 2 on it; the Python check()
+  // returns it here): null for a layout the memory model does not estimate.
+  const Status fit = CheckFit(r);
+  o["fits_in_memory"] = fit.ok();
+  o["memory_message"] =
+      fit.ok() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(fit.message());
   return j.dump(2) + "\n";
 }
 

@@ -213,6 +213,10 @@ TEST(CliTest, CheckRefusesWhatRunRefuses) {
   EXPECT_EQ(run.err, oom.err);
   RunResult allowed = RunTrainsim({"check", "-q", gb200, "--allow-oom", "--set", no_offload});
   EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  // The JSON carries the verdict (the Python check() returns it without raising).
+  RunResult json = RunTrainsim({"check", "--json", gb200, "--allow-oom", "--set", no_offload});
+  EXPECT_TRUE(Contains(json.out, "\"fits_in_memory\": false")) << json.out;
+  EXPECT_TRUE(Contains(RunTrainsim({"check", "--json", gb200}).out, "\"fits_in_memory\": true"));
   RunResult wide =
       RunTrainsim({"check", kDemo, "--set", "parallelism.tp=16", "--set", "parallelism.pp=4"});
   EXPECT_EQ(wide.exit_code, 2);
