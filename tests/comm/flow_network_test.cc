@@ -228,7 +228,8 @@ TEST(FlowNetworkMemoTest, MemoisedRatesMatchAFreshSolveOfEverySet) {
 // nodes, whose members split when single flows load some of their links), started one or two
 // per microsecond, with one capacity change; with local solves on or off.
 std::vector<int64_t> MixedCompletions(bool local, uint64_t* local_solves, bool lone = true,
-                                      uint64_t* lone_flows = nullptr) {
+                                      uint64_t* lone_flows = nullptr,
+                                      std::vector<size_t>* order = nullptr) {
   TopologySpec spec;
   spec.nodes = 4;
   const Topology t = Topology::Build(spec).value();
@@ -267,7 +268,10 @@ std::vector<int64_t> MixedCompletions(bool local, uint64_t* local_solves, bool l
   for (int k = 0; k < 1500; ++k) {
     for (int j = 0; j < 1 + int(next() % 2); ++j) {
       const size_t id = size_t(2 * k + j);
-      auto on_done = [&done, &engine, id] { done[id] = engine.now().nanos(); };
+      auto on_done = [&done, &engine, id, order] {
+        done[id] = engine.now().nanos();
+        if (order != nullptr) order->push_back(id);
+      };
       const uint64_t bytes = 20'000 * (1 + next() % 16);
       if (next() % 3 == 0) {
         net.StartFlowClass(classes[next() % classes.size()], bytes, on_done);
@@ -435,8 +439,13 @@ TEST_F(FlowNetworkTest, ANetworkFollowsAtMostItsLimitOfLinkSets) {
 // recomputations, a lone flow once), while hundreds of flows never enter the solve.
 TEST(FlowNetworkLoneTest, LoneFlowsGiveTheFullSolvesCompletionsWithinTheEnginesTick) {
   uint64_t local = 0, lone = 0, none = 0;
-  const std::vector<int64_t> with = MixedCompletions(true, &local, /*lone=*/true, &lone);
-  const std::vector<int64_t> without = MixedCompletions(true, &local, /*lone=*/false, &none);
+  std::vector<size_t> order_with, order_without;
+  const std::vector<int64_t> with =
+      MixedCompletions(true, &local, /*lone=*/true, &lone, &order_with);
+  const std::vector<int64_t> without =
+      MixedCompletions(true, &local, /*lone=*/false, &none, &order_without);
+  // The callbacks run in the same order too (same-instant ones in start order).
+  EXPECT_EQ(order_with, order_without);
   EXPECT_EQ(none, 0u);
   EXPECT_GT(lone, 100u);
   int64_t worst = 0;
