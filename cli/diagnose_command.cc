@@ -420,10 +420,8 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
     }
   }
   if (matters("exposed DP comm")) {
-    // Megatron-Core's bucket when --ddp-bucket-size is not given: max(40 M, 1 M x DP x CP)
-    // parameters (distributed_data_parallel.py), so that each bucket's ring stays
-    // bandwidth-bound; smaller buckets overlap finer but each pays the ring's latency.
-    const double megatron_params = std::max(40e6, 1e6 * c.dp * c.cp);
+    // Megatron-Core's default bucket: smaller ones overlap finer but each pays a ring's latency.
+    const double megatron_params = c.megatron_bucket_params();
     const auto megatron_bytes = int64_t(megatron_params * cfg.memory.grad_bytes_per_param);
     const std::string buckets = "parallelism.dp_bucket_bytes=" + std::to_string(megatron_bytes);
     if (!c.overlap_dp) {

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "scenarios/presets.h"
+#include "sim/read_at_most.h"
 
 namespace trainsim::cli {
 namespace {
@@ -31,17 +32,15 @@ int RunImport(const ImportOptions& o) {
   }
   std::ifstream in(o.path, std::ios::binary);
   if (!in) return ReportError(Status::NotFound(o.path + ": cannot read the file"));
-  // A config.json is a few KiB: read at most 16 MiB and one byte (so /dev/zero ends).
-  constexpr size_t kMaxBytes = size_t{16} << 20;
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxBytes) {
+  // A config.json is a few KiB (16 MiB: the scenario file's limit).
+  const BoundedRead read = ReadAtMost(in, size_t{16} << 20);
+  if (read.failed) return ReportError(Status::InvalidArgument(o.path + ": read error"));
+  if (read.too_large) {
     return ReportError(Status::InvalidArgument(
         o.path + ": larger than 16 MiB; a Hugging Face config.json is a few KiB"));
   }
   std::vector<std::string> notes;
-  auto model = scenarios::ModelFromHfConfig(text, o.path, &notes);
+  auto model = scenarios::ModelFromHfConfig(read.body, o.path, &notes);
   if (!model.ok()) return ReportError(model.status());
   if (!o.name.empty()) model->set_name(o.name);
   std::cout << "# trainsim import hf " << o.path << "\n";

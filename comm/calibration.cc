@@ -13,6 +13,8 @@
 #include <tuple>
 #include <utility>
 
+#include "sim/read_at_most.h"
+
 namespace trainsim::comm {
 namespace {
 
@@ -483,11 +485,10 @@ Result<Calibration> LoadCalibration(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open calibration file");
-  std::string body(kMaxCalibrationBytes + 1, '\0');
-  in.read(body.data(), static_cast<std::streamsize>(body.size()));
-  if (in.bad()) return Status::NotFound(path + ": cannot read calibration file");
-  body.resize(static_cast<size_t>(in.gcount()));
-  if (body.size() > kMaxCalibrationBytes) {
+  const BoundedRead read = ReadAtMost(in, kMaxCalibrationBytes);
+  if (read.failed) return Status::NotFound(path + ": cannot read calibration file");
+  const std::string& body = read.body;
+  if (read.too_large) {
     return Status::InvalidArgument(path + ": larger than " +
                                    std::to_string(kMaxCalibrationBytes >> 20) +
                                    " MiB; a calibration file is tens of KiB");

@@ -80,11 +80,7 @@ void FlowNetwork::JoinSolve(uint32_t slot) {
   f.remaining_bytes = std::max(0.0, f.remaining_bytes - f.rate_Bps * dt_s);
   Unlone(slot);
   lone_.erase(std::find(lone_.begin(), lone_.end(), slot));
-  if (label_.size() < flows_.size()) label_.resize(flows_.size(), 0);
-  label_[slot] = next_label_++;
-  if (fresh_.size() < flows_.size()) fresh_.resize(flows_.size(), 0);
-  fresh_[slot] = 1;
-  fresh_slots_.push_back(slot);
+  MarkFresh(slot);
   // At its place in start order (active_ is kept in start order).
   const auto at =
       std::upper_bound(active_.begin(), active_.end(), f.start_seq,

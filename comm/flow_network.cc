@@ -148,14 +148,18 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
   CountUse(slot, 1);
   ++active_count_;
   if (lone) return id;
+  MarkFresh(slot);
+  active_.push_back(slot);
+  RequestRecompute();
+  return id;
+}
+
+void FlowNetwork::MarkFresh(uint32_t slot) {
   if (label_.size() < flows_.size()) label_.resize(flows_.size(), 0);
   label_[slot] = next_label_++;
   if (fresh_.size() < flows_.size()) fresh_.resize(flows_.size(), 0);
   fresh_[slot] = 1;
   fresh_slots_.push_back(slot);
-  active_.push_back(slot);
-  RequestRecompute();
-  return id;
 }
 
 void FlowNetwork::SetLinkBandwidthFactor(LinkId link, double factor) {

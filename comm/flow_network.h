@@ -281,6 +281,7 @@ class FlowNetwork {
   std::vector<uint8_t> fresh_;         // per slot: started (or split) since the last solve
   std::vector<uint32_t> fresh_slots_;  // the slots fresh_ marks
   void ClearFresh();
+  void MarkFresh(uint32_t slot);  // a new label, fresh: for the next solve to take in
   bool all_changed_ = false;
   // SolveChanged's scratch: per label, the solve that marked it affected; per active entry,
   // whether it is; the affected entries and their union-find.

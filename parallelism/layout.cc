@@ -274,6 +274,24 @@ Status ValidateStageLayers(const ModelSpec& m, const ParallelConfig& c) {
 
 }  // namespace
 
+std::string TpPlacementProblem(int tp, int gpus_per_node, bool tp_across_nodes) {
+  if (gpus_per_node <= 0 || tp < 1) return "";
+  const std::string t = std::to_string(tp), g = std::to_string(gpus_per_node);
+  if (tp > gpus_per_node && !tp_across_nodes) {
+    return "tp " + t + " exceeds the " + g +
+           " GPUs of a node: tensor parallelism needs NVLink (to run TP groups over whole nodes "
+           "and the network, set parallelism.tp_across_nodes, or sweep --tp-across-nodes)";
+  }
+  if (tp > gpus_per_node && tp % gpus_per_node != 0) {
+    return "tp " + t + " across nodes must be a multiple of the " + g +
+           " GPUs per node (whole nodes per group)";
+  }
+  if (tp <= gpus_per_node && gpus_per_node % tp != 0) {
+    return "tp " + t + " must divide the " + g + " GPUs per node so no TP group spans two nodes";
+  }
+  return "";
+}
+
 Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_gpus,
                       int gpus_per_node) {
   TRAINSIM_RETURN_IF_ERROR(ValidateModel(model));
@@ -301,19 +319,9 @@ Status ValidateLayout(const ModelSpec& model, const ParallelConfig& c, int num_g
                                    num(model.num_layers) + ", pp 1 and no recomputation (pp " +
                                    num(c.pp) + ")");
   }
-  if (gpus_per_node > 0 && c.tp > gpus_per_node && !c.tp_across_nodes) {
-    return Status::InvalidArgument(
-        "tp " + num(c.tp) + " exceeds the " + num(gpus_per_node) +
-        " GPUs of a node: tensor parallelism needs NVLink (to run TP groups over whole nodes "
-        "and the network, set parallelism.tp_across_nodes, or sweep --tp-across-nodes)");
-  }
-  if (gpus_per_node > 0 && c.tp > gpus_per_node && c.tp % gpus_per_node != 0) {
-    return Status::InvalidArgument("tp " + num(c.tp) + " across nodes must be a multiple of the " +
-                                   num(gpus_per_node) + " GPUs per node (whole nodes per group)");
-  }
-  if (gpus_per_node > 0 && c.tp <= gpus_per_node && gpus_per_node % c.tp != 0) {
-    return Status::InvalidArgument("tp " + num(c.tp) + " must divide the " + num(gpus_per_node) +
-                                   " GPUs per node so no TP group spans two nodes");
+  if (const std::string why = TpPlacementProblem(c.tp, gpus_per_node, c.tp_across_nodes);
+      !why.empty()) {
+    return Status::InvalidArgument(why);
   }
   if (model.heads % c.tp != 0) {
     return Status::InvalidArgument("tp " + num(c.tp) + " must divide the " + num(model.heads) +

@@ -93,7 +93,7 @@ struct ParallelConfig {
   // DP gradient reduction: in buckets launched as backward produces them (PyTorch DDP,
   // Megatron's --overlap-grad-reduce), or all at once after the last backward (Megatron 2021).
   bool overlap_dp = true;
-  double dp_bucket_bytes = 0;  // 0: Megatron's default, max(40M, 1M·DP) parameters per bucket
+  double dp_bucket_bytes = 0;  // 0: Megatron's default (megatron_bucket_params())
   // Narayanan et al. §4.1: each TP rank sends 1/TP of the boundary activation between pipeline
   // stages and the receiver all-gathers it over NVLink.
   bool pp_scatter_gather = true;
@@ -120,6 +120,10 @@ struct ParallelConfig {
   }
   // Micro-batches per iteration per pipeline (m).
   int64_t num_micro_batches() const { return global_batch / (int64_t(micro_batch) * dp); }
+  // Megatron-Core's gradient bucket when --ddp-bucket-size is not given, in parameters:
+  // max(40 M, 1 M x DP x CP), so each bucket's ring stays bandwidth-bound at large DP
+  // (megatron/core/distributed/distributed_data_parallel.py).
+  double megatron_bucket_params() const { return std::max(40e6, 1e6 * dp * cp); }
 };
 
 struct RankCoord {
@@ -169,6 +173,10 @@ std::vector<ChunkLayers> ChunkLayerRanges(const ModelSpec& m, const ParallelConf
 // Under full recomputation, the share of the model's layers re-run in the backward (1 for the
 // uniform method; the block method's first recompute_num_layers of each chunk); 0 otherwise.
 double FullyRecomputedFraction(const ModelSpec& m, const ParallelConfig& c);
+
+// Why `tp` cannot be placed on nodes of `gpus_per_node` GPUs: a TP group inside one node (tp
+// divides it), or over whole nodes with tp_across_nodes; "" when it can (or gpus_per_node <= 0).
+std::string TpPlacementProblem(int tp, int gpus_per_node, bool tp_across_nodes);
 
 // Checks that the layout can run this model on `num_gpus` GPUs (`gpus_per_node` per node).
 Status ValidateLayout(const ModelSpec& model, const ParallelConfig& config, int num_gpus,

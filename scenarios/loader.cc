@@ -17,6 +17,7 @@
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
 #include "sim/json_reason.h"
+#include "sim/read_at_most.h"
 
 namespace trainsim::scenarios {
 
@@ -726,13 +727,10 @@ Result<pb::Scenario> LoadScenario(const std::string& path,
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open the scenario file (does it exist?)");
-  // Read at most one byte past the limit, so a huge file, a sparse one or /dev/zero is refused
-  // after reading kMaxScenarioBytes rather than exhausting memory or never returning.
-  std::string body(kMaxScenarioBytes + 1, '\0');
-  in.read(body.data(), static_cast<std::streamsize>(body.size()));
-  if (in.bad()) return Status::InvalidArgument(path + ": read error");
-  body.resize(static_cast<size_t>(in.gcount()));
-  if (body.size() > kMaxScenarioBytes) {
+  const BoundedRead read = ReadAtMost(in, kMaxScenarioBytes);
+  if (read.failed) return Status::InvalidArgument(path + ": read error");
+  const std::string& body = read.body;
+  if (read.too_large) {
     return Status::InvalidArgument(path + ": larger than " +
                                    std::to_string(kMaxScenarioBytes >> 20) +
                                    " MiB; a scenario is a few KiB of text");

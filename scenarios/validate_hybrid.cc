@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "parallelism/layout.h"
 #include "parallelism/model.h"
 #include "scenarios/internal.h"
 
@@ -236,27 +237,14 @@ std::optional<FieldError> ValidateCpuOffloading(const pb::Scenario& s) {
   return std::nullopt;
 }
 
-// TP groups inside a node (NVLink), or over whole nodes when asked: parallelism::ValidateLayout
-// holds the same rules for layouts built elsewhere (the sweep's); here they get a position.
+// parallelism::TpPlacementProblem's rules (the sweep's layouts get them from ValidateLayout),
+// at parallelism.tp's position.
 std::optional<FieldError> ValidateTpPlacement(const pb::Scenario& s) {
   const pb::Parallelism& p = s.parallelism();
-  const int64_t per_node = s.cluster().gpus_per_node();
-  if (p.tp() > per_node && !p.tp_across_nodes()) {
-    return Err("parallelism.tp",
-               "tp " + Str(p.tp()) + " exceeds the " + Str(per_node) +
-                   " GPUs of a node: tensor parallelism needs NVLink (use tp <= " + Str(per_node) +
-                   ", or set parallelism.tp_across_nodes to run TP groups over whole nodes and "
-                   "the network)");
-  }
-  if (p.tp() > per_node && p.tp() % per_node != 0) {
-    return Err("parallelism.tp", "tp " + Str(p.tp()) + " across nodes must be a multiple of the " +
-                                     Str(per_node) + " GPUs per node (whole nodes per group)");
-  }
-  if (p.tp() <= per_node && per_node % p.tp() != 0) {
-    return Err("parallelism.tp", "tp " + Str(p.tp()) + " must divide the " + Str(per_node) +
-                                     " GPUs per node so no TP group spans two nodes");
-  }
-  return std::nullopt;
+  const std::string why =
+      parallelism::TpPlacementProblem(p.tp(), s.cluster().gpus_per_node(), p.tp_across_nodes());
+  if (why.empty()) return std::nullopt;
+  return Err("parallelism.tp", why);
 }
 
 }  // namespace trainsim::scenarios::detail

@@ -666,9 +666,8 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
   const ParamSplit params = StageParams(cfg, stage);
   const int dense_ranks = c.dp * c.cp;
   const int expert_ranks = params.expert > 0 ? c.expert_dp() : 1;
-  const double bucket_params = c.dp_bucket_bytes > 0
-                                   ? c.dp_bucket_bytes / grad_bytes
-                                   : std::max(40e6, 1e6 * dense_ranks);  // Megatron-LM default
+  const double bucket_params =
+      c.dp_bucket_bytes > 0 ? c.dp_bucket_bytes / grad_bytes : c.megatron_bucket_params();
   // Only gradients that have a group to be reduced over fill buckets (Megatron keeps dense and
   // expert parameters in separate bucket groups; an expert-DP group of one reduces nothing).
   const double chunk_params =

@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,23 +136,33 @@ std::string FaultText(const scenarios::ResolvedFault& f) {
   return out;
 }
 
-// The memory model's verdict with the headroom (cluster.memory_headroom, --memory-headroom):
-// `run` rejects a layout over it unless --allow-oom.
-std::string MemoryLines(const scenarios::ResolvedScenario& r) {
-  std::string out;
+// The memory model's estimate of the scenario's layout with the headroom
+// (cluster.memory_headroom, --memory-headroom); none for a layout it does not estimate.
+struct LayoutMemory {
+  parallelism::MemoryReport report;
+  double headroom_bytes = 0;
+};
+std::optional<LayoutMemory> EstimateLayoutMemory(const scenarios::ResolvedScenario& r) {
   Result<step::StepConfig> cfg = scenarios::MakeStepConfig(r);
-  if (cfg.ok() &&
-      parallelism::ValidateLayout(cfg->model, cfg->parallel, r.num_gpus, r.gpus_per_node).ok()) {
-    const parallelism::MemoryReport mem = parallelism::EstimateMemory(
-        cfg->model, cfg->parallel, cfg->gpu.memory_bytes, r.gpus_per_node, cfg->memory);
-    out += "Memory\n";
-    out += CheckLine("Peak", Fmt("%.1f GB per GPU", mem.peak_bytes / 1e9) + " (pipeline stage " +
-                                 std::to_string(mem.peak_stage) + ") of " +
-                                 Fmt("%.1f GB", mem.capacity_bytes / 1e9) + ", headroom " +
-                                 Fmt("%.1f GB", cfg->memory.headroom_bytes / 1e9) + ": " +
-                                 (mem.fits ? "fits" : "does not fit (" + mem.reason + ")"));
+  if (!cfg.ok() ||
+      !parallelism::ValidateLayout(cfg->model, cfg->parallel, r.num_gpus, r.gpus_per_node).ok()) {
+    return std::nullopt;
   }
-  return out;
+  return LayoutMemory{parallelism::EstimateMemory(cfg->model, cfg->parallel, cfg->gpu.memory_bytes,
+                                                  r.gpus_per_node, cfg->memory),
+                      cfg->memory.headroom_bytes};
+}
+
+// The verdict `run` applies: it rejects a layout over the headroom unless --allow-oom.
+std::string MemoryLines(const std::optional<LayoutMemory>& mem) {
+  if (!mem) return "";
+  const parallelism::MemoryReport& m = mem->report;
+  return "Memory\n" +
+         CheckLine("Peak", Fmt("%.1f GB per GPU", m.peak_bytes / 1e9) + " (pipeline stage " +
+                               std::to_string(m.peak_stage) + ") of " +
+                               Fmt("%.1f GB", m.capacity_bytes / 1e9) + ", headroom " +
+                               Fmt("%.1f GB", mem->headroom_bytes / 1e9) + ": " +
+                               (m.fits ? "fits" : "does not fit (" + m.reason + ")"));
 }
 
 // Energy at full load: board power x GPUs x PUE (the sweep scales the draw by utilisation).
@@ -216,6 +227,16 @@ std::string RecomputeText(const pb::Parallelism& p) {
   return recompute;
 }
 
+// "Scenario NAME: valid" and the description. A file whose layout `run` refuses for memory is
+// valid as a file, not as a run (CheckFit).
+std::string Headline(const pb::Scenario& s, bool fits) {
+  std::string out =
+      "Scenario " + (s.name().empty() ? std::string("(unnamed)") : Printable(s.name())) +
+      (fits ? ": valid\n" : ": valid file, but its layout does not fit in GPU memory\n");
+  if (!s.description().empty()) out += "  " + Printable(s.description()) + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
@@ -224,12 +245,8 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   const pb::Parallelism& p = s.parallelism();
   const pb::Cluster& c = s.cluster();
   Derived d = Derive(r);
-  std::string out;
-  // A file whose layout `run` refuses for memory is valid as a file, not as a run (CheckFit).
-  out += "Scenario " + (s.name().empty() ? std::string("(unnamed)") : Printable(s.name())) +
-         (CheckFit(r).ok() ? ": valid\n"
-                           : ": valid file, but its layout does not fit in GPU memory\n");
-  if (!s.description().empty()) out += "  " + Printable(s.description()) + "\n";
+  const std::optional<LayoutMemory> memory = EstimateLayoutMemory(r);
+  std::string out = Headline(s, !memory || memory->report.fits);
 
   out += "Cluster\n";
   out +=
@@ -355,7 +372,7 @@ std::string FormatCheckReport(const ResolvedScenario& r, bool resolved_dump) {
   out += CheckLine("Scheduled", r.faults.empty() ? "none" : std::to_string(r.faults.size()));
   for (const auto& fault : r.faults) out += CheckLine("", FaultText(fault));
 
-  out += MemoryLines(r);
+  out += MemoryLines(memory);
   out += "Cost\n";
   out += CheckLine("Price", Fmt("$%.2f", s.cost().usd_per_gpu_hour()) + " per GPU-hour x " +
                                 Thousands(static_cast<int64_t>(d.nodes_billed) * r.gpus_per_node) +
@@ -504,13 +521,8 @@ std::string FormatPresetList(bool json) {
 }
 
 Status CheckFit(const scenarios::ResolvedScenario& r) {
-  Result<step::StepConfig> cfg = scenarios::MakeStepConfig(r);
-  if (!cfg.ok() ||
-      !parallelism::ValidateLayout(cfg->model, cfg->parallel, r.num_gpus, r.gpus_per_node).ok()) {
-    return Status::Ok();
-  }
-  return parallelism::FitStatus(parallelism::EstimateMemory(
-      cfg->model, cfg->parallel, cfg->gpu.memory_bytes, r.gpus_per_node, cfg->memory));
+  const std::optional<LayoutMemory> memory = EstimateLayoutMemory(r);
+  return memory ? parallelism::FitStatus(memory->report) : Status::Ok();
 }
 
 }  // namespace trainsim::cli::report
