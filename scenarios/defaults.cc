@@ -17,9 +17,8 @@ constexpr int kDefaultNodes = 16;  // DESIGN.md: 128 GPUs by default
 // Llama 3 storage (Herd of Models §3.3.1): 2 TB/s sustained write, 7 TB/s peak, 2,048 nodes.
 constexpr double kStorageWritePerNodeGBps = 2000.0 / 2048.0;
 constexpr double kStorageReadPerNodeGBps = 7000.0 / 2048.0;
-constexpr int kDefaultSeqLen = 2048;                 // GPT-3 / Megatron-LM
-constexpr int kDefaultVocab = 51200;                 // GPT-2 BPE padded (Megatron-LM)
-constexpr int64_t kDefaultBucketBytes = 25LL << 20;  // PyTorch DDP bucket_cap_mb = 25
+constexpr int kDefaultSeqLen = 2048;  // GPT-3 / Megatron-LM
+constexpr int kDefaultVocab = 51200;  // GPT-2 BPE padded (Megatron-LM)
 // Busiest expert over the mean, per micro-batch: Switch Transformer (Fedus et al., JMLR 2022,
 // §2.2 and Table 1) trains at capacity factor 1.25 with under 1% of tokens dropped, i.e. the
 // busiest expert of a batch rarely exceeds 1.25× the mean under an auxiliary balancing loss.
@@ -65,6 +64,10 @@ void FillGradientDefaults(pb::Scenario* s) {
     p->set_grad_reduce_in_fp32(s->model().precision() != pb::FP16);
   }
   if (!p->has_cpu_offloading_num_layers()) p->set_cpu_offloading_num_layers(0);
+  // Unset or 0: Megatron-Core's default bucket of max(40 M, 1 M x DP x CP) parameters
+  // (distributed_data_parallel.py), which depends on the layout (a sweep's DP), so it is
+  // resolved per layout in the step simulation (ParallelConfig::megatron_bucket_params).
+  if (!p->has_dp_bucket_bytes()) p->set_dp_bucket_bytes(0);
 }
 
 void FillInputAndHostDefaults(pb::Scenario* s) {
@@ -269,7 +272,6 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_recompute()) p->set_recompute(pb::Parallelism::NONE);
   if (!p->has_sequence_parallel()) p->set_sequence_parallel(false);
   if (!p->has_zero_stage()) p->set_zero_stage(0);
-  if (!p->has_dp_bucket_bytes()) p->set_dp_bucket_bytes(kDefaultBucketBytes);
   if (!p->has_overlap_grad_reduce()) p->set_overlap_grad_reduce(true);
   FillGradientDefaults(s);
   if (!p->has_overlap_p2p_comm()) p->set_overlap_p2p_comm(false);

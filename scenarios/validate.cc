@@ -544,7 +544,7 @@ Error ValidateParallelism(const pb::Scenario& s) {
                    ") is not supported: every micro-batch would re-gather each stage's weights; "
                    "use zero_stage 1 or 2 with pp > 1, or pp 1 with zero_stage 3");
   }
-  if (auto e = Range("parallelism.dp_bucket_bytes", p.dp_bucket_bytes(), 1, int64_t{1} << 40,
+  if (auto e = Range("parallelism.dp_bucket_bytes", p.dp_bucket_bytes(), 0, int64_t{1} << 40,
                      "dp_bucket_bytes")) {
     return e;
   }

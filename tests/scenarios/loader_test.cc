@@ -64,7 +64,7 @@ TEST(LoaderTest, MinimalScenarioGetsEveryDocumentedDefault) {
   EXPECT_EQ(s.parallelism().global_batch(), 128);  // micro_batch x dp
   EXPECT_EQ(s.parallelism().schedule(), pb::Parallelism::ONE_F_ONE_B);
   EXPECT_EQ(s.parallelism().recompute(), pb::Parallelism::NONE);
-  EXPECT_EQ(s.parallelism().dp_bucket_bytes(), 25 << 20);
+  EXPECT_EQ(s.parallelism().dp_bucket_bytes(), 0);  // Megatron-Core's, resolved per layout
   EXPECT_EQ(s.checkpoint().policy(), pb::Checkpoint::SYNC);
   EXPECT_EQ(s.checkpoint().interval(), "1h");
   EXPECT_DOUBLE_EQ(s.checkpoint().bytes_per_param(), 2 + 4 + 4 + 4);
