@@ -332,6 +332,13 @@ Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolve
   }
   Result<std::vector<int>> gpus = ParseGpuGroup(group_text, out.num_gpus);
   if (!gpus.ok()) return gpus.status();
+  if (gpus->size() < 2) {
+    // NCCL with one rank only copies the buffer on the GPU (or does nothing in place): there
+    // is no transfer to time, and busbw's factor is 0.
+    return Status::InvalidArgument("--group " + group_text +
+                                   ": a collective needs at least 2 GPUs (over one GPU nothing "
+                                   "crosses a link); give --group 2 or more");
+  }
   out.group_size = static_cast<int>(gpus->size());
   comm::CollectiveSpec spec{request.op, request.algo, *gpus, request.sizes.at(0)};
   TRAINSIM_RETURN_IF_ERROR(comm::ValidateCollective(*topology, spec));
