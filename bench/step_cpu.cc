@@ -1,9 +1,11 @@
 // step_cpu: the thread CPU of one step simulation of a scenario (issue 20's "one step of any
 // layout" figure), without the run simulation `trainsim run` adds.
-//   build/bench/step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains]
+//   build/bench/step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains] [--no-steady]
 // --no-trains simulates every gradient bucket flow by flow (StepConfig::bucket_trains off), the
-// reference the trains must reproduce. Prints each repetition's thread CPU
-// (CLOCK_THREAD_CPUTIME_ID), their median, the flows started and the simulated step time.
+// reference the trains must reproduce; --no-steady simulates every micro-batch
+// (StepConfig::steady_state_extrapolation off), the reference the extrapolation must reproduce.
+// Prints each repetition's thread CPU (CLOCK_THREAD_CPUTIME_ID), their median, the flows started
+// and the simulated step time.
 #include <time.h>
 
 #include <algorithm>
@@ -29,12 +31,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   int reps = 3;
   bool trains = true;
+  bool steady = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--set" && i + 1 < argc) {
       sets.push_back(argv[++i]);
     } else if (a == "--no-trains") {
       trains = false;
+    } else if (a == "--no-steady") {
+      steady = false;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else {
@@ -43,7 +48,8 @@ int main(int argc, char** argv) {
   }
   if (path.empty()) {
     std::fprintf(stderr,
-                 "usage: step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains]\n");
+                 "usage: step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains] "
+                 "[--no-steady]\n");
     return 2;
   }
   using namespace trainsim;
@@ -65,6 +71,7 @@ int main(int argc, char** argv) {
   }
   step::StepConfig config = first->config;
   config.bucket_trains = trains;
+  config.steady_state_extrapolation = steady;
   std::vector<double> cpu;
   for (int k = 0; k < reps; ++k) {
     const double t0 = ThreadCpuSeconds();

@@ -1,0 +1,209 @@
+// Steady-state extrapolation (StepConfig::steady_state_extrapolation, docs/step-simulation.md
+// "Many micro-batches"): a step of many micro-batches extended linearly from three shorter
+// steps must give what simulating every micro-batch gives. The reference is the same
+// simulation with the extrapolation off.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "step/step_simulation.h"
+
+namespace trainsim::step {
+namespace {
+
+// DGX H100 nodes: 8 GPUs, NVLink 4 (450 GB/s per direction), 8× NDR 400 Gb/s.
+comm::TopologySpec DgxH100(int nodes) {
+  comm::TopologySpec t;
+  t.nodes = nodes;
+  t.gpus_per_node = 8;
+  t.nvlink_GBps = 450;
+  t.nics_per_node = 8;
+  t.nic_Gbps = 400;
+  t.pcie_GBps = 64;
+  return t;
+}
+
+StepConfig H100Model(int layers, int64_t seq_len) {
+  StepConfig c;
+  c.model.num_layers = layers;
+  c.model.hidden = 4096;
+  c.model.heads = 32;
+  c.model.seq_len = seq_len;
+  c.model.vocab = 32000;
+  c.model.flash_attention = true;
+  c.gpu.name = "H100-SXM-80GB";
+  c.gpu.peak_flops = 989e12;
+  c.gpu.hbm_bytes_per_s = 3.35e12;
+  c.gpu.num_sms = 132;
+  return c;
+}
+
+// Interleaved (2 chunks) PP 4 with CP 2 and TP 2, DP 2 over 4 nodes, overlapped sends: 128
+// micro-batches per pipeline, the K/V ring and the pipeline sends on the network.
+StepConfig InterleavedWithContext() {
+  StepConfig c = H100Model(16, 8192);
+  c.parallel.tp = 2;
+  c.parallel.cp = 2;
+  c.parallel.pp = 4;
+  c.parallel.dp = 2;
+  c.parallel.virtual_stages = 2;
+  c.parallel.schedule = parallelism::PipelineSchedule::kInterleaved1F1B;
+  c.parallel.overlap_p2p = true;
+  c.parallel.sequence_parallel = true;
+  c.parallel.zero_stage = 1;
+  c.parallel.global_batch = 128 * 2;
+  c.topology = DgxH100(4);
+  return c;
+}
+
+// Plain 1F1B, TP 8 × PP 4 × DP 1 over 4 nodes, blocking sends: 100 micro-batches, not a
+// multiple of PP.
+StepConfig OneFOneB() {
+  StepConfig c = H100Model(8, 2048);
+  c.parallel.tp = 8;
+  c.parallel.pp = 4;
+  c.parallel.dp = 1;
+  c.parallel.global_batch = 100;
+  c.topology = DgxH100(4);
+  return c;
+}
+
+// A MoE model (16 experts, top 2), TP 2 × PP 2 × DP 8 with EP 16 over 4 nodes: the all-to-alls
+// cross the network. 96 micro-batches.
+StepConfig MoeWithPipeline() {
+  StepConfig c = H100Model(4, 2048);
+  c.model.swiglu = true;
+  c.model.ffn_hidden = 14336;
+  c.model.moe.experts = 16;
+  c.model.moe.top_k = 2;
+  c.parallel.tp = 2;
+  c.parallel.pp = 2;
+  c.parallel.dp = 8;
+  c.parallel.ep = 16;
+  c.parallel.global_batch = 96 * 8;
+  c.topology = DgxH100(4);
+  return c;
+}
+
+bool Extrapolated(const StepResult& r) {
+  return r.simulation_note.find("extended from their steady state") != std::string::npos;
+}
+
+// Every micro-batch simulated, for reference.
+StepResult Whole(StepConfig c, const ClusterState& state = {}) {
+  c.steady_state_extrapolation = false;
+  Result<StepResult> r = SimulateStep(c, state);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : StepResult{};
+}
+
+// The extrapolated step against the whole one: the step time to a billionth, every part of
+// every stage's breakdown to a billionth of the step plus ten of the engine's 1 ns ticks, and
+// in fewer than half the whole step's events.
+void ExpectSameStep(const StepConfig& c, const ClusterState& state = {}, bool extrapolated = true) {
+  Result<StepResult> fast = SimulateStep(c, state);
+  ASSERT_TRUE(fast.ok()) << fast.status().message();
+  const StepResult whole = Whole(c, state);
+  EXPECT_EQ(Extrapolated(*fast), extrapolated) << fast->simulation_note;
+  EXPECT_FALSE(Extrapolated(whole));
+  EXPECT_NEAR(fast->time_s, whole.time_s, 1e-9 * whole.time_s);
+  EXPECT_NEAR(fast->mfu, whole.mfu, 1e-9 * whole.mfu);
+  EXPECT_NEAR(fast->tokens_per_s, whole.tokens_per_s, 1e-9 * whole.tokens_per_s);
+  const double tol = 1e-9 * whole.time_s + 1e-8;
+  ASSERT_EQ(fast->stage_breakdown.size(), whole.stage_breakdown.size());
+  for (size_t s = 0; s < whole.stage_breakdown.size(); ++s) {
+    const StepBreakdown& a = fast->stage_breakdown[s];
+    const StepBreakdown& b = whole.stage_breakdown[s];
+    EXPECT_NEAR(a.compute_s, b.compute_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.compute_slowed_s, b.compute_slowed_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.exposed_tp_comm_s, b.exposed_tp_comm_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.exposed_cp_comm_s, b.exposed_cp_comm_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.exposed_ep_comm_s, b.exposed_ep_comm_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.exposed_dp_comm_s, b.exposed_dp_comm_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.pp_wait_s, b.pp_wait_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.bubble_s, b.bubble_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.optimizer_s, b.optimizer_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.other_s, b.other_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.host_overhead_s, b.host_overhead_s, tol) << "stage " << s;
+    EXPECT_NEAR(a.total_s(), b.total_s(), tol) << "stage " << s;
+  }
+  // The accounting identity holds as well as in the whole step (each part is extended alike).
+  EXPECT_NEAR(fast->breakdown.total_s() - fast->time_s, whole.breakdown.total_s() - whole.time_s,
+              tol);
+  EXPECT_EQ(fast->memory.peak_bytes, whole.memory.peak_bytes);
+  // The point of it: the short steps are less work than the whole one.
+  if (extrapolated) {
+    EXPECT_LT(fast->events, whole.events);
+  }
+}
+
+TEST(SteadyStateTest, InterleavedContextParallelStepIsTheWholeStep) {
+  ExpectSameStep(InterleavedWithContext());
+}
+
+TEST(SteadyStateTest, OneFOneBStepWithMicroBatchesNotAMultipleOfPpIsTheWholeStep) {
+  ExpectSameStep(OneFOneB());
+}
+
+TEST(SteadyStateTest, ExpertParallelStepIsTheWholeStep) { ExpectSameStep(MoeWithPipeline()); }
+
+// A GPU 1.3x slower in one replica: the step grows by the same 0.1041 s per 4 micro-batches
+// from 16 on, but stages 2 and 3 move ~1.4e-5 s per group between bubble and compute slowed by
+// overlapped communication (the slow replica's sends drift against the healthy one's compute),
+// so no three short steps agree on every part and the whole step is simulated.
+TEST(SteadyStateTest, SlowGpuStepIsSimulatedWhole) {
+  ClusterState state;
+  state.gpu_slowdown = {{9, 1.3}};
+  ExpectSameStep(InterleavedWithContext(), state, /*extrapolated=*/false);
+}
+
+TEST(SteadyStateTest, DegradedLinkStepIsTheWholeStep) {
+  ClusterState state;
+  state.links = {{comm::LinkId(3), 0.5}};
+  ExpectSameStep(InterleavedWithContext(), state);
+}
+
+TEST(SteadyStateTest, TraceZeroTwoChargedLoaderAndFewMicroBatchesSimulateEveryMicroBatch) {
+  SimulateOptions trace;
+  trace.record_trace = true;
+  Result<StepResult> traced = SimulateStep(InterleavedWithContext(), {}, trace);
+  ASSERT_TRUE(traced.ok());
+  EXPECT_FALSE(Extrapolated(*traced));
+
+  StepConfig zero2 = InterleavedWithContext();
+  zero2.parallel.zero_stage = 2;
+  Result<StepResult> z = SimulateStep(zero2);
+  ASSERT_TRUE(z.ok());
+  EXPECT_FALSE(Extrapolated(*z));
+
+  StepConfig loader = InterleavedWithContext();
+  loader.input.cpu_s_per_sample = 1e-3;
+  Result<StepResult> l = SimulateStep(loader);
+  ASSERT_TRUE(l.ok());
+  EXPECT_FALSE(Extrapolated(*l));
+
+  // PP 4: 3 · (3 · 4) + 3 · 4 = 48 micro-batches simulated; fewer than twice that in the step.
+  StepConfig few = InterleavedWithContext();
+  few.parallel.global_batch = 92 * 2;
+  Result<StepResult> f = SimulateStep(few);
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(Extrapolated(*f));
+  few.parallel.global_batch = 96 * 2;
+  f = SimulateStep(few);
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(Extrapolated(*f));
+}
+
+// The whole step's checks, not the short steps': a batch over the supported micro-batches is
+// refused although 48 of them would run.
+TEST(SteadyStateTest, WholeStepsErrorsAreReported) {
+  StepConfig c = OneFOneB();
+  c.parallel.global_batch = 2'000'000;
+  Result<StepResult> r = SimulateStep(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("micro-batch"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace trainsim::step
