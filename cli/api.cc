@@ -300,6 +300,7 @@ Result<CollectiveOutcome> Collective(const ScenarioInput& input, const Collectiv
   request.group = opts.group;
   request.expand = opts.expand;
   request.calibration_path = opts.calibration;
+  request.nccl_tests_counts = opts.nccl_tests_counts;
   Result<scenarios::CollectiveOutcome> outcome =
       scenarios::TimeScenarioCollective(*resolved, request);
   if (!outcome.ok()) return outcome.status();

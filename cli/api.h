@@ -157,6 +157,9 @@ struct CollectiveOptions {
   int step_factor = 2;
   bool expand = false;
   std::string calibration;
+  // Time the bytes nccl-tests moves for each size (scenarios::CollectiveRequest::
+  // nccl_tests_counts): what `--format nccl-tests` prints.
+  bool nccl_tests_counts = false;
 };
 struct CollectiveOutcome {
   scenarios::ResolvedScenario resolved;

@@ -115,6 +115,7 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
           ReportError(Status::InvalidArgument("--format nccl-tests and --json: choose one output"));
       return;
     }
+    opts->nccl_tests_counts = opts->format == "nccl-tests";
     if (opts->nccl_step_factor) opts->step_factor = *opts->nccl_step_factor;
     if (opts->ngpus) {
       if (!opts->group.empty()) {

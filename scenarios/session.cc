@@ -313,6 +313,14 @@ Result<CollectiveRow> TimeOneSize(const comm::Topology& topology, comm::Collecti
 
 }  // namespace
 
+uint64_t NcclTestsBytes(comm::Op op, uint64_t bytes, int ranks) {
+  constexpr uint64_t kFloatBytes = 4;  // nccl-tests' default type, -d float
+  const bool split =
+      op == comm::Op::kAllGather || op == comm::Op::kReduceScatter || op == comm::Op::kAllToAll;
+  const uint64_t unit = kFloatBytes * (split ? uint64_t(std::max(1, ranks)) : 1);
+  return bytes / unit * unit;
+}
+
 Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolved,
                                                  const CollectiveRequest& request) {
   CollectiveOutcome out;
@@ -340,9 +348,23 @@ Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolve
                                    "crosses a link); give --group 2 or more");
   }
   out.group_size = static_cast<int>(gpus->size());
-  comm::CollectiveSpec spec{request.op, request.algo, *gpus, request.sizes.at(0)};
-  TRAINSIM_RETURN_IF_ERROR(comm::ValidateCollective(*topology, spec));
+  std::vector<uint64_t> sizes;
   for (uint64_t bytes : request.sizes) {
+    if (request.nccl_tests_counts) bytes = NcclTestsBytes(request.op, bytes, out.group_size);
+    if (bytes > 0) {
+      sizes.push_back(bytes);
+    } else {
+      ++out.sizes_under_one_element;
+    }
+  }
+  if (sizes.empty()) {
+    return Status::InvalidArgument(
+        "--sizes: every size is under one 4-byte float (per rank for all_gather, "
+        "reduce_scatter and all_to_all), which nccl-tests does not move: give larger sizes");
+  }
+  comm::CollectiveSpec spec{request.op, request.algo, *gpus, sizes.front()};
+  TRAINSIM_RETURN_IF_ERROR(comm::ValidateCollective(*topology, spec));
+  for (uint64_t bytes : sizes) {
     spec.bytes = bytes;
     Result<CollectiveRow> row = TimeOneSize(*topology, spec, cal, request.expand);
     if (!row.ok()) return row.status();

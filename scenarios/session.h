@@ -97,6 +97,11 @@ struct CollectiveRequest {
   std::string group;             // ParseGpuGroup's forms; empty = every GPU (send_recv: 2)
   bool expand = false;           // the flow-level expansion instead of the closed form
   std::string calibration_path;  // --calibration; empty = the scenario's
+  // Time what nccl-tests would move for each size (src/common.cu, setupArgs): whole 4-byte
+  // floats, and for all-gather, reduce-scatter and all-to-all whole floats per rank, so a
+  // size is rounded down to a multiple of 4 (x the group size); sizes that round to nothing
+  // are left out (counted in CollectiveOutcome::sizes_under_one_element).
+  bool nccl_tests_counts = false;
 };
 
 struct CollectiveRow {
@@ -110,7 +115,13 @@ struct CollectiveOutcome {
   int group_size = 0;
   int num_gpus = 0, num_nodes = 0, gpus_per_node = 0;  // the scenario's cluster
   std::vector<CollectiveRow> rows;
+  int sizes_under_one_element = 0;  // CollectiveRequest::nccl_tests_counts
 };
+
+// nccl-tests' bytes for a requested size (CollectiveRequest::nccl_tests_counts): `bytes`
+// rounded down to whole 4-byte floats, per rank for the collectives that split their buffer
+// over the `ranks` (all-gather, reduce-scatter, all-to-all).
+uint64_t NcclTestsBytes(comm::Op op, uint64_t bytes, int ranks);
 
 // Times one collective over a group of the scenario's GPUs for each size.
 Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolved,

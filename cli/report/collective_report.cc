@@ -132,6 +132,11 @@ std::string FormatNcclTestsTable(comm::Op op, const std::string& algo_text, bool
          " GPUs of " + std::to_string(o.num_gpus) + " (" + std::to_string(o.num_nodes) +
          (o.num_nodes == 1 ? " node x " : " nodes x ") + std::to_string(o.gpus_per_node) + ")\n";
   if (o.calibration) out += "# " + o.calibration->Describe() + "\n";
+  if (o.sizes_under_one_element > 0) {
+    out += "# " + std::to_string(o.sizes_under_one_element) + " size(s) under one float" +
+           (split ? " per rank" : "") +
+           " left out (nccl-tests prints them with count 0 and moves nothing)\n";
+  }
   out += "#\n";
   out += Printf(
       "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
