@@ -1,6 +1,7 @@
 // `trainsim emulate SCENARIO`: the scenario's training loop on real worker processes with real
 // faults, and the run simulation's prediction of the same scaled run (emulate/emulate.h,
 // docs/emulate.md).
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -335,9 +336,17 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
       e.worker_args.push_back("--set");
       e.worker_args.push_back(s);
     }
-    Result<emulate::EmulationResult> result = emulate::RunEmulation(*plan, e);
+    int interrupted_by = 0;
+    Result<emulate::EmulationResult> result = emulate::RunEmulation(*plan, e, &interrupted_by);
     if (!result.ok()) {
       *exit_code = ReportError(result.status());
+      // Workers reaped and nothing written: now die of the signal, as every other command does
+      // (docs/commands.md), so that a shell sees 128 + its number and not "bad input".
+      if (interrupted_by != 0) {
+        std::cout.flush();
+        std::signal(interrupted_by, SIG_DFL);
+        std::raise(interrupted_by);
+      }
       return;
     }
     emulate::Predict(&*result);

@@ -41,7 +41,9 @@ void Coordinator::Post(const std::shared_ptr<Conn>& c, const Message& m) {
 }
 
 Status Coordinator::Spawn() {
-  std::vector<std::string> args = {o_.self_exe, "worker", "--coordinator", endpoint_};
+  // argv[0] "trainsim": what `ps` shows, so that an operator finds the workers by name (the
+  // binary itself is o_.self_exe, e.g. /proc/self/exe).
+  std::vector<std::string> args = {"trainsim", "worker", "--coordinator", endpoint_};
   args.insert(args.end(), o_.worker_args.begin(), o_.worker_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -55,7 +57,7 @@ Status Coordinator::Spawn() {
     if (::getppid() != parent) ::_exit(1);
     const int devnull = ::open("/dev/null", O_WRONLY);
     if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-    ::execv(argv[0], argv.data());
+    ::execv(o_.self_exe.c_str(), argv.data());
     ::_exit(127);
   }
   ::setpgid(pid, pgid_);  // also here: whichever of parent and child runs first
@@ -243,7 +245,10 @@ Result<EmulationResult> Coordinator::Run() {
     for (int i = 0; i < plan_.workers; ++i) TRAINSIM_RETURN_IF_ERROR(Spawn());
   }
   signals_.async_wait([this](boost::system::error_code e, int sig) {
-    if (!e) Fail("interrupted by signal " + std::to_string(sig));
+    if (!e) {
+      interrupted_by_ = sig;
+      Fail("interrupted by signal " + std::to_string(sig));
+    }
   });
   deadline_.expires_after(Seconds(o_.timeout_s));
   deadline_.async_wait([this](boost::system::error_code e) {
@@ -278,9 +283,12 @@ Result<EmulationResult> Coordinator::Run() {
 
 }  // namespace internal
 
-Result<EmulationResult> RunEmulation(const EmulationPlan& plan, const EmulateOptions& options) {
+Result<EmulationResult> RunEmulation(const EmulationPlan& plan, const EmulateOptions& options,
+                                     int* interrupted_by) {
   internal::Coordinator c(plan, options);
-  return c.Run();
+  Result<EmulationResult> r = c.Run();
+  if (interrupted_by != nullptr) *interrupted_by = c.interrupted_by();
+  return r;
 }
 
 }  // namespace trainsim::emulate

@@ -48,6 +48,7 @@ class Coordinator {
   }
 
   Result<EmulationResult> Run();
+  int interrupted_by() const { return interrupted_by_; }  // the signal that stopped Run, or 0
 
  private:
   double Now() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
@@ -118,6 +119,7 @@ class Coordinator {
   asio::io_context io_;
   tcp::acceptor acceptor_;
   asio::signal_set signals_;
+  int interrupted_by_ = 0;
   asio::steady_timer deadline_;
   std::string endpoint_, dir_, error_;
   Clock::time_point t0_;

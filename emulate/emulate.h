@@ -138,8 +138,11 @@ struct EmulationResult {
 };
 
 // Runs the coordinator: listens, spawns (or waits for) the workers, injects the plan's faults,
-// recovers, and returns the measurement with the prediction filled in.
-Result<EmulationResult> RunEmulation(const EmulationPlan& plan, const EmulateOptions& options);
+// recovers, and returns the measurement with the prediction filled in. A SIGINT or SIGTERM
+// stops it (every worker reaped, an error returned); `interrupted_by`, when given, is set to
+// that signal (0 otherwise), so that a command can die of it as a shell expects.
+Result<EmulationResult> RunEmulation(const EmulationPlan& plan, const EmulateOptions& options,
+                                     int* interrupted_by = nullptr);
 
 // The run simulation's prediction for the measured emulation (fills predicted*).
 void Predict(EmulationResult* result);

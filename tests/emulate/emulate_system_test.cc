@@ -447,3 +447,31 @@ TEST_F(EmulateSystem, KilledCoordinatorEndsItsWorkersAndResumeContinuesFromTheLa
   EXPECT_GT(doc["measured"]["start_step"].get<int64_t>(), 0);
   EXPECT_TRUE(doc["state_identical"].get<bool>());
 }
+
+// SIGTERM (a scheduler's cancel) to the coordinator: it reaps its workers, says why, and then
+// dies of the signal like every other command (docs/commands.md), so the shell sees 128 + 15
+// rather than exit 2, which means bad input.
+TEST_F(EmulateSystem, TerminatedCoordinatorReapsItsWorkersAndDiesOfTheSignal) {
+  const std::string ckpt = dir_ + "/ckpt";
+  Proc coord =
+      Start({"emulate", clean_, "--dir", ckpt, "--listen", "127.0.0.1:0", "--workers", "2",
+             "--steps", "4000", "--time-scale", "250", "--state-bytes", "4096", "--timeout", "60"},
+            "emulate");
+  ASSERT_NE(ListeningOn(coord), "") << Slurp(coord.err);
+  // Training has started once the first manifest is committed (step 20, ~0.1 s in).
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool manifest = false;
+  while (!manifest && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ckpt, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("manifest-", 0) == 0 && e.path().extension() == ".txt") manifest = true;
+    }
+  }
+  ASSERT_TRUE(manifest) << Slurp(coord.err);
+  ::kill(coord.pid, SIGTERM);
+  EXPECT_EQ(Wait(coord, 20), -2) << Slurp(coord.err);  // died of a signal, not exit 2
+  EXPECT_NE(Slurp(coord.err).find("interrupted by signal 15"), std::string::npos)
+      << Slurp(coord.err);
+}
