@@ -18,6 +18,8 @@ docs/python.md.
 
 import copy
 import json
+import math
+import numbers
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -208,12 +210,48 @@ def _list_of_str(value, what):
     return out
 
 
+# The widths of the C++ parameters (python/trainsim_module.cc): a value outside one cannot reach
+# the command's own checks (those give the command's messages), so it is refused here.
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_UINT64 = (0, (1 << 64) - 1)
+_WIDTHS = {_INT32: "a 32-bit integer", _INT64: "a 64-bit integer"}
+
+
+def _integer(name, value, low, high, what="an integer"):
+    """`value` as an int: a TypeError for anything but an integer (bool and float included),
+    trainsim.Error when it is not in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s: expected %s, got %r (%s)" % (name, what, value, type(value).__name__))
+    value = int(value)
+    if not low <= value <= high:
+        if (low, high) in _WIDTHS:
+            raise Error(
+                "--%s: %d does not fit in %s"
+                % (name.replace("_", "-"), value, _WIDTHS[(low, high)])
+            )
+        raise Error("--%s: %d is not in [%d, %d]" % (name.replace("_", "-"), value, low, high))
+    return value
+
+
+def _number(name, value):
+    """`value` as a float: a TypeError for anything but an int or a float (bool included)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s: expected a number, got %r (%s)" % (name, value, type(value).__name__))
+    return float(value)
+
+
 def _list_of_int(value, what):
     if value is None:
         return []
-    if isinstance(value, int):
-        return [value]
-    return [int(v) for v in value]
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = [value]
+    elif isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(
+            "%s: expected an integer or a list of integers, got %r (%s)"
+            % (what, value, type(value).__name__)
+        )
+    return [_integer(what, v, *_INT32, what="integers") for v in value]
 
 
 def _scenario(source, sets=None):
@@ -223,7 +261,7 @@ def _scenario(source, sets=None):
     elif isinstance(source, Mapping):
         # The dict goes through the loader's JSON path: dumped with one key a line, so an error's
         # line:column points into this text (shown by e.location, named "<dict>").
-        base = Scenario(text=json.dumps(source, indent=2), name="<dict>")
+        base = Scenario(text=_dict_text(source), name="<dict>")
     elif isinstance(source, (str, os.PathLike)):
         base = Scenario(path=os.fspath(source))
     else:
@@ -234,19 +272,57 @@ def _scenario(source, sets=None):
     return base.with_sets(sets) if sets else base
 
 
+def _dict_text(source):
+    """A scenario dict as JSON text (two spaces of indent, one key a line). A NaN or infinity
+    (which JSON cannot write) raises trainsim.Error located like the loader's errors:
+    "<dict>:LINE:COLUMN: model.hidden: NaN is not a number a scenario can hold"."""
+    try:
+        return json.dumps(source, indent=2, allow_nan=False)
+    except ValueError:
+        found = _non_finite(source, "", set())
+        if found is None:  # not a NaN (a circular reference): json's own message
+            raise
+    path, value = found
+    word = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    # Python's JSON writes the number as `word`; with one value a line, the first line whose
+    # unquoted value is such a word holds the first one _non_finite met (both go in dict order).
+    location = ""
+    lines = json.dumps(source, indent=2).split("\n")
+    for number, line in enumerate(lines, start=1):
+        if line.rstrip(",").endswith(("NaN", "Infinity")):
+            location = "<dict>:%d:%d: " % (number, len(line) - len(line.lstrip()) + 1)
+            break
+    raise Error("%s%s: %s is not a number a scenario can hold" % (location, path, word))
+
+
+def _non_finite(value, path, seen):
+    """(path, value) of the first NaN or infinity in `value`, in json.dumps's order, or None;
+    `seen`: the ids of the containers above (a container inside itself is json's error)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if id(value) in seen:
+        return None
+    if isinstance(value, dict):
+        items = ((("%s.%s" % (path, k)) if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = (("%s[%d]" % (path, i), v) for i, v in enumerate(value))
+    else:
+        return None
+    seen.add(id(value))
+    for item_path, item in items:
+        found = _non_finite(item, item_path, seen)
+        if found is not None:
+            return found
+    seen.discard(id(value))
+    return None
+
+
 def _document(function, *args):
     try:
         text = function(*args)
     except _trainsim.Error as e:
         raise Error(*e.args) from None
     return _wrap(json.loads(text))
-
-
-def _check_range(name, value, low, high, zero_ok=True):
-    if zero_ok and value == 0:
-        return
-    if not low <= value <= high:
-        raise Error("--%s: %d is not in [%d, %d]" % (name, value, low, high))
 
 
 def load(source, sets=None):
@@ -275,16 +351,19 @@ def run(
     progress=False,
 ):
     """`trainsim run --json`: one step (r.step: time, MFU, memory, breakdown), then the run
-    (r.run: wall time, useful compute fraction, ETTR, cost). trials > 0 adds the Monte Carlo statistics."""
-    # The command line's ranges (cli/run_command.cc).
-    _check_range("trials", trials, 1, 1000000)
+    (r.run: wall time, useful compute fraction, ETTR, cost). trials > 0 adds the Monte Carlo
+    statistics; 0 (the default) = none."""
+    # The command line's ranges (cli/run_command.cc), with 0 for no Monte Carlo.
+    trials = _integer("trials", trials, 0, 1000000)
+    if seed is not None:
+        seed = _integer("seed", seed, *_UINT64)
     return _document(
         _trainsim.run,
         *_scenario(scenario, sets)._args(None),
         bool(allow_oom),
-        int(gpu),
+        _integer("gpu", gpu, *_INT32),
         bool(events),
-        int(trials),
+        trials,
         seed,
         bool(optimize_checkpoint_interval),
         os.fspath(calibration),
@@ -298,19 +377,16 @@ def whatif(scenario, sets=None, *, fail=(), slow=(), events=False, trial=0, tria
     distribution is taken over; None (the command's default) = 100 when stochastic failures are
     on, else 0; 0 = one history only."""
     # The command line's ranges (cli/whatif_command.cc).
-    _check_range("trial", trial, 0, 1 << 40)
-    if trials is None:
-        trials = -1
-    else:
-        _check_range("trials", trials, 0, 100000)
+    trial = _integer("trial", trial, 0, 1 << 40)
+    trials = -1 if trials is None else _integer("trials", trials, 0, 100000)
     return _document(
         _trainsim.whatif,
         *_scenario(scenario, sets)._args(None),
         _list_of_str(fail, "fail"),
         _list_of_str(slow, "slow"),
         bool(events),
-        int(trial),
-        int(trials),
+        trial,
+        trials,
     )
 
 
@@ -333,18 +409,19 @@ def sweep(
     no_overlaps=False,
     progress=False,
 ):
-    """`trainsim sweep --json`: every valid layout ranked by `objective` ("time" or "cost"),
-    the top `top` confirmed, and the time-cost Pareto front. Runs in this process (no MPI)."""
+    """`trainsim sweep --json`: every valid layout ranked by `objective` ("time", "cost" or
+    "energy"), the top `top` confirmed, and the time-cost Pareto front. Runs in this process
+    (no MPI)."""
     return _document(
         _trainsim.sweep,
         *_scenario(scenario, sets)._args(None),
         _list_of_int(gpus, "gpus"),
         str(objective),
-        int(top),
-        float(tokens),
+        _integer("top", top, *_INT32),
+        _number("tokens", tokens),
         bool(tp_across_nodes),
         _list_of_int(micro_batches, "micro_batches"),
-        int(trials),
+        _integer("trials", trials, *_INT64),
         _list_of_int(cp, "cp"),
         _list_of_int(ep, "ep"),
         _list_of_int(etp, "etp"),
@@ -378,7 +455,7 @@ def collective(
         str(algo),
         str(group),
         str(sizes),
-        int(step_factor),
+        _integer("step_factor", step_factor, *_INT32),
         bool(expand),
         os.fspath(calibration),
     )

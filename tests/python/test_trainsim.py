@@ -6,8 +6,10 @@ prints with --json for the same scenario and options (both call cli/api.h); erro
 the command's message.
 """
 
+import inspect
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -58,6 +60,65 @@ class RunTest(unittest.TestCase):
     def test_trials_out_of_the_command_lines_range_raise(self):
         with self.assertRaises(trainsim.Error):
             trainsim.run(DEMO, trials=-1)
+
+    def test_the_trials_range_in_the_message_includes_zero_for_no_monte_carlo(self):
+        # trials=0 (the default) is accepted: no Monte Carlo, as without --trials.
+        self.assertNotIn("run_stats", trainsim.run(DEMO, trials=0))
+        with self.assertRaises(trainsim.Error) as caught:
+            trainsim.run(DEMO, trials=-1)
+        self.assertEqual(caught.exception.message, "--trials: -1 is not in [0, 1000000]")
+
+    def test_integer_options_refuse_other_types_with_a_type_error_naming_them(self):
+        # The scenario is never read: the options are checked first.
+        calls = [
+            (trainsim.run, DEMO, "trials"),
+            (trainsim.run, DEMO, "gpu"),
+            (trainsim.run, DEMO, "seed"),
+            (trainsim.whatif, DEMO, "trial"),
+            (trainsim.whatif, DEMO, "trials"),
+            (trainsim.sweep, SMALL_JSON, "top"),
+            (trainsim.sweep, SMALL_JSON, "trials"),
+            (trainsim.collective, DEMO, "step_factor"),
+        ]
+        for function, scenario, option in calls:
+            for value in ("x", 2.5, 2.0, True):  # not truncated, not read as 1
+                with self.subTest(function=function.__name__, option=option, value=value):
+                    with self.assertRaises(TypeError) as caught:
+                        function(scenario, **{option: value})
+                    self.assertEqual(
+                        str(caught.exception),
+                        "%s: expected an integer, got %r (%s)"
+                        % (option, value, type(value).__name__),
+                    )
+        for option in ("gpus", "micro_batches", "cp", "ep", "etp", "zero"):
+            for value in (["x"], [8.0], [True], "8", 8.5):
+                with self.subTest(option=option, value=value):
+                    with self.assertRaises(TypeError) as caught:
+                        trainsim.sweep(SMALL_JSON, **{option: value})
+                    self.assertTrue(str(caught.exception).startswith(option + ": expected"))
+        with self.assertRaises(TypeError) as caught:
+            trainsim.sweep(SMALL_JSON, tokens="x")
+        self.assertEqual(str(caught.exception), "tokens: expected a number, got 'x' (str)")
+
+    def test_an_integer_the_command_cannot_hold_raises_error(self):
+        cases = [
+            (trainsim.run, DEMO, "seed", -1, "--seed: -1 is not in [0, 18446744073709551615]"),
+            (trainsim.run, DEMO, "gpu", 1 << 40, "--gpu: %d" % (1 << 40)),
+            (trainsim.sweep, SMALL_JSON, "top", 1 << 40, "--top: %d" % (1 << 40)),
+            (trainsim.sweep, SMALL_JSON, "gpus", [1 << 40], "--gpus: %d" % (1 << 40)),
+            (trainsim.collective, DEMO, "step_factor", 1 << 40, "--step-factor: %d" % (1 << 40)),
+        ]
+        for function, scenario, option, value, message in cases:
+            with self.subTest(option=option):
+                with self.assertRaises(trainsim.Error) as caught:
+                    function(scenario, **{option: value})
+                if not message.startswith("--seed"):
+                    message += " does not fit in a 32-bit integer"
+                self.assertEqual(caught.exception.message, message)
+        # Inside the width, the command's own checks and messages.
+        with self.assertRaises(trainsim.Error) as caught:
+            trainsim.sweep(SMALL_JSON, top=0)
+        self.assertEqual(caught.exception.message, command_error("sweep", SMALL_JSON, "--top", "0"))
 
     def test_load_checks_the_scenario_at_once(self):
         # tp 4 x pp 8 x dp 2 = 64 is not the demo's 128 GPUs.
@@ -148,6 +209,36 @@ class DictTest(unittest.TestCase):
         self.assertEqual((e.file, e.line), ("<dict>", 3))
         self.assertIn("layerz", e.message)
 
+    def test_a_nan_or_infinity_in_a_dict_raises_error_naming_its_path_and_line(self):
+        with open(SMALL_JSON) as f:
+            scenario = json.load(f)
+        cases = [
+            (("model", "hidden"), float("nan"), "model.hidden: NaN"),
+            (("training", "tokens"), float("-inf"), "training.tokens: -Infinity"),
+            (("faults", 0, "slowdown"), float("inf"), "faults[0].slowdown: Infinity"),
+        ]
+        for keys, value, what in cases:
+            with self.subTest(what=what):
+                bad = json.loads(json.dumps(scenario))
+                parent = bad
+                for key in keys[:-1]:
+                    parent = parent[key]
+                parent[keys[-1]] = value
+                # The line json.dumps(indent=2) writes the number on, the key's column.
+                lines = json.dumps(bad, indent=2).split("\n")
+                ends = ("NaN", "Infinity")
+                line = next(n for n, text in enumerate(lines, 1) if text.rstrip(",").endswith(ends))
+                column = lines[line - 1].index('"') + 1
+                with self.assertRaises(trainsim.Error) as caught:
+                    trainsim.check(bad)
+                e = caught.exception
+                self.assertEqual(e.kind, "bad_input")
+                self.assertEqual((e.file, e.line, e.column), ("<dict>", line, column))
+                self.assertEqual(
+                    e.message,
+                    "<dict>:%d:%d: %s is not a number a scenario can hold" % (line, column, what),
+                )
+
     def test_something_else_is_a_type_error(self):
         with self.assertRaises(TypeError):
             trainsim.run(42)
@@ -175,6 +266,18 @@ class CommandsTest(unittest.TestCase):
             trainsim.whatif(DEMO)
         self.assertEqual(caught.exception.message, command_error("whatif", DEMO))
 
+    def test_the_sweep_docstring_names_every_objective_the_command_takes(self):
+        done = subprocess.run([BINARY, "sweep", "--help"], capture_output=True, text=True)
+        line = next(l for l in done.stdout.splitlines() if l.strip().startswith("--objective"))
+        objectives = re.findall(r"'(\w+)'", line)
+        self.assertIn("energy", objectives)
+        for objective in objectives:
+            self.assertIn('"%s"' % objective, trainsim.sweep.__doc__)
+        with open("docs/python.md") as f:
+            docs = f.read()
+        for objective in objectives:
+            self.assertIn('"%s"' % objective, docs)
+
     def test_sweep_returns_the_ranked_layouts_and_the_pareto_front(self):
         result = trainsim.sweep(SMALL_JSON, top=3)
         for key in ("top", "pareto", "evaluated", "rejected", "objective"):
@@ -198,6 +301,30 @@ class CommandsTest(unittest.TestCase):
             ),
         )
 
+
+class DocsTest(unittest.TestCase):
+    def test_the_docs_table_gives_each_functions_defaults(self):
+        # docs/python.md's table: `run(s, sets, ...)` | `run --json` | `trials=0, seed=None, ...`
+        with open("docs/python.md") as f:
+            rows = [l for l in f.read().splitlines() if re.match(r"\| `\w+\(s, sets", l)]
+        self.assertEqual(len(rows), 5)
+        for row in rows:
+            name = re.match(r"\| `(\w+)\(", row).group(1)
+            options = row.split(" | ")[2]
+            parameters = inspect.signature(getattr(trainsim, name)).parameters
+            documented = re.findall(r"(\w+)=(\[\]|\"[^\"]*\"|[\w.]+)", options)
+            self.assertEqual(
+                [option for option, _ in documented],
+                [p for p in parameters if p not in ("scenario", "sets")],
+                name,
+            )
+            for option, text in documented:
+                with self.subTest(function=name, option=option):
+                    default = parameters[option].default
+                    if isinstance(default, tuple):
+                        default = list(default)
+                    literal = {"None": "null", "False": "false", "True": "true"}.get(text, text)
+                    self.assertEqual(json.loads(literal), default)
 
 class ResultTest(unittest.TestCase):
     def test_a_missing_key_is_an_attribute_error_naming_the_keys(self):
