@@ -110,8 +110,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       "trace only");
   cmd->add_option("--trace-microbatches", opts->trace_microbatches,
                   "Micro-batches the trace draws layer by layer, with each layer's TP "
-                  "collectives and kernels (default 1; -1 = all)")
-      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
+                  "collectives and kernels (default 1; -1 = all; needs --trace)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40))
+      ->needs(opts->trace_option);
   cmd->add_flag("--allow-oom", opts->allow_oom,
                 "Simulate a layout that does not fit in GPU memory anyway");
   cmd->add_option("--memory-headroom", opts->memory_headroom,

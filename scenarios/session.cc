@@ -143,6 +143,12 @@ Result<run::ScheduledFault> ParseAddedFault(const ResolvedScenario& r, const std
         ": is a slowdown, not a failure; give it with --slow (gpu:IDxFACTOR@TIME+DURATION or "
         "link:IDxFRACTION_LOST@TIME+DURATION), or drop the 'x' factor for a failure");
   }
+  if (flag == "--slow" && f->kind() == pb::Fault::LINK && f->has_degrade() && !(f->degrade() < 1)) {
+    return Status::InvalidArgument(
+        "--slow " + spec +
+        ": a link's x is the fraction of its bandwidth lost, in (0, 1) (0.5 = half); a link "
+        "that loses all of it is a failure: give link:ID@TIME+DURATION with --fail");
+  }
   if (flag == "--slow" && f->kind() != pb::Fault::STRAGGLER &&
       !(f->kind() == pb::Fault::LINK && f->has_degrade() && f->degrade() < 1)) {
     return Status::InvalidArgument(
@@ -399,7 +405,12 @@ Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& r,
   p.energy.usd_per_kwh = r.scenario.cost().usd_per_kwh();
   p.hardware_name = r.gpu.name();
   p.node_name = r.node.name();
-  p.gpu_counts = gpus.empty() ? std::vector<int>{r.num_gpus} : gpus;
+  // Each count once, in the order given ("--gpus 128,128" sweeps 128 GPUs once).
+  for (int g : gpus.empty() ? std::vector<int>{r.num_gpus} : gpus) {
+    if (std::find(p.gpu_counts.begin(), p.gpu_counts.end(), g) == p.gpu_counts.end()) {
+      p.gpu_counts.push_back(g);
+    }
+  }
   if (tokens > 0) {
     p.token_budget = tokens;
   } else if (r.total_tokens) {

@@ -689,7 +689,7 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
     case pb::Fault::NIC:
     case pb::Fault::LINK:
       limit = nodes * nics_per_node;
-      what = "NIC";
+      what = f.kind() == pb::Fault::LINK ? "a link is named by the NIC at its end, and NIC" : "NIC";
       break;
     default:
       break;

@@ -74,6 +74,13 @@ Result<Time> ParseDuration(std::string_view text) {
         unit = &u;
       }
     }
+    if (unit == nullptr && pos + 1 < text.size() && (text[pos] == 'e' || text[pos] == 'E') &&
+        (std::isdigit(static_cast<unsigned char>(text[pos + 1])) || text[pos + 1] == '-' ||
+         text[pos + 1] == '+')) {
+      return Status::InvalidArgument("duration " + quoted +
+                                     " has an exponent: write the number out (e.g. \"1500h\"); " +
+                                     kDurationHelp);
+    }
     if (unit == nullptr) {
       return Status::InvalidArgument("duration " + quoted + " has no unit after \"" +
                                      std::string(number) + "\"; " + kDurationHelp);

@@ -13,7 +13,11 @@ namespace {
 namespace par = trainsim::parallelism;
 
 // Right-aligned columns.
-std::string Col(const std::string& s, size_t width) { return AlignRight(s, width); }
+// Right-aligned in `width`; a value too wide for its column keeps one space before it, so that
+// columns never run together (a 2^60-token budget's GPU-hours take 19 digits).
+std::string Col(const std::string& s, size_t width) {
+  return s.size() >= width ? " " + s : AlignRight(s, width);
+}
 
 std::string Left(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,30 @@ TEST(SweepCommandTest, JsonHasTheIssuesKeys) {
   EXPECT_LE(j["top"][0]["time_to_train_s"].get<double>(),
             j["top"][1]["time_to_train_s"].get<double>());
   EXPECT_TRUE(r.err.empty()) << "no progress bar outside a terminal: " << r.err;
+}
+
+// At the largest token budget (2^60) the days, GPU-hours and cost take more digits than their
+// columns hold; they once ran together into one field. Every row must split into as many
+// whitespace-separated fields as a row of ordinary numbers, and the sweep's GPU counts are
+// listed once each.
+TEST(SweepCommandTest, HugeValuesKeepTheirColumnsApart) {
+  const RunResult big = RunCommand(
+      {}, {"sweep", kSmall, "--tokens", "1152921504606846976", "--top", "1", "--gpus", "8,8"});
+  const RunResult usual = RunCommand({}, {"sweep", kSmall, "--top", "1"});
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  ASSERT_EQ(usual.exit_code, 0) << usual.err;
+  const auto first_row = [](const std::string& out) {
+    std::istringstream in(out.substr(out.find("\n  1 ")));
+    std::string line;
+    std::getline(in, line);  // the empty rest of the line before the row
+    std::getline(in, line);
+    std::istringstream fields(line);
+    std::vector<std::string> v;
+    for (std::string f; fields >> f;) v.push_back(f);
+    return v;
+  };
+  EXPECT_EQ(first_row(big.out).size(), first_row(usual.out).size()) << big.out;
+  EXPECT_FALSE(Contains(big.out, "8, 8")) << big.out.substr(0, 200);
 }
 
 TEST(SweepCommandTest, CsvHoldsEveryEvaluatedAndRejectedLayout) {
