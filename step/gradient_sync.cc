@@ -590,6 +590,11 @@ void GradientSync::GatherWeights(int stage, double now) {
 void GradientSync::Finish(int ei, double end, double slowed) {
   Executor& e = st_->exec(ei);
   e.b.compute_slowed_s += slowed;
+  if (slowed > 0) {
+    // Drawn at the step's end, where the step is charged for it.
+    st_->trace.Slice(e.gpu, kTrackCompute, "slowed by overlapped comm", "compute", end - slowed,
+                     slowed, {{"overlapped", "zero weight all_gather beside the next forward"}});
+  }
   e.b.exposed_dp_comm_s += end - e.opt_end_s - slowed;
   e.end_s = end;
   e.finished = true;

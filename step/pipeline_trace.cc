@@ -141,7 +141,13 @@ void Pipeline::TaskSlices(const Executor& e, const Task& t, double start, double
                       {"stage", int64_t(e.stage)},
                       {"first_layer", int64_t(range.first_layer)},
                       {"layers", int64_t(range.layers)},
-                      {"compute_s", (t.forward ? k.fwd_compute_s : k.bwd_compute_s) * e.slow},
+                      // As the breakdown counts them: the compute at the full GPU's rate and
+                      // the time the layer collectives beside it took from it (run's
+                      // "compute" and "comm-slowed compute").
+                      {"compute_s", ((t.forward ? k.fwd_compute_s : k.bwd_compute_s) -
+                                     (t.forward ? k.fwd_slowed_s : k.bwd_slowed_s)) *
+                                        e.slow},
+                      {"slowed_s", (t.forward ? k.fwd_slowed_s : k.bwd_slowed_s) * e.slow},
                       {"tp_s", t.forward ? k.fwd_tp_s : k.bwd_tp_s},
                       {"cp_s", t.forward ? k.fwd_cp_s : k.bwd_cp_s},
                       {"ep_s", t.forward ? k.fwd_ep_s : k.bwd_ep_s}});

@@ -189,6 +189,38 @@ TEST(StepTraceTest, OtherLayoutsNestPerfectlyToo) {
   }
 }
 
+// The trace adds up to the text's breakdown for the reported GPU: its tasks' compute_s are run's
+// "compute", and their slowed_s with the "slowed by overlapped comm" slices are its "comm-slowed
+// compute". The 128K-context example slows compute three ways (CP's K/V exchange inside the
+// passes, the DP reduction beside them, the parameter all-gather beside the next forward); the
+// trace once counted the first as compute and left out the last.
+TEST(StepTraceTest, ComputeAndSlowedComputeAddUpToTheBreakdown) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("trainsim_step_trace_sum_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "step.json";
+  const RunResult r =
+      RunProgram({TRAINSIM_BINARY, "run",
+                  (kSource / "scenarios/examples/llama3_405b_long_context_h100.textproto").string(),
+                  "--trace", file.string(), "--json"},
+                 "", {.timeout_s = 300});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json text = nlohmann::json::parse(r.out)["step"]["breakdown_s"];
+  const nlohmann::json trace = nlohmann::json::parse(ReadFileOrEmpty(file.string()));
+  fs::remove_all(dir);
+  double compute = 0, slowed = 0;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e.value("pid", -1) != 0 || e.value("ph", "") != "X") continue;  // GPU 0, the reported
+    const nlohmann::json args = e.value("args", nlohmann::json::object());
+    compute += args.value("compute_s", 0.0);
+    slowed += args.value("slowed_s", 0.0);
+    if (e.value("name", "") == "slowed by overlapped comm") slowed += e["dur"].get<double>() / 1e6;
+  }
+  EXPECT_NEAR(compute, text["compute"].get<double>(), 1e-6);
+  EXPECT_NEAR(slowed, text["compute_slowed_by_comm"].get<double>(), 1e-5);
+  EXPECT_GT(slowed, 0.1);  // all three kinds are there
+}
+
 TEST(StepTraceTest, CheckerRejectsPartialOverlapUnmatchedFlowAndFractionalNanoseconds) {
   const std::string head = R"({"traceEvents":[
 {"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"p"}},
