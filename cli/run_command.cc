@@ -1,3 +1,4 @@
+#include <charconv>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -79,9 +80,14 @@ std::optional<nlohmann::json> ScanForHtml(const scenarios::ResolvedScenario& res
   return doc["checkpoint_interval"];
 }
 
-// CLI11 would wrap "-1" to 2^64 - 1 in an unsigned option.
+// CLI11 would wrap "-1" to 2^64 - 1 in an unsigned option, and saturate 2^64 and above to it.
 std::string NonNegativeSeed(const std::string& v) {
-  return !v.empty() && v[0] == '-' ? "a seed is a non-negative integer, got " + v : "";
+  uint64_t seed = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seed);
+  if (v.empty() || v[0] == '-' || ec != std::errc() || end != v.data() + v.size()) {
+    return "a seed is an integer from 0 to 18446744073709551615 (2^64 - 1), got " + v;
+  }
+  return "";
 }
 
 }  // namespace
