@@ -79,6 +79,8 @@ Stat StatOf(std::vector<double> samples) {
   s.p50 = sum->p50;
   s.p90 = sum->p90;
   s.p99 = sum->p99;
+  s.p10 = sum->p10;
+  s.p1 = sum->p1;
   return s;
 }
 

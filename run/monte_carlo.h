@@ -47,6 +47,7 @@ Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCac
 
 struct Stat {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+  double p10 = 0, p1 = 0;  // the low tail: the worse one of ETTR and the useful compute
 };
 
 struct MonteCarloSummary {
@@ -58,7 +59,8 @@ struct MonteCarloSummary {
 // Each Stat is sim::Summarize of that quantity over the trials (all zero when `outcomes` is
 // empty).
 MonteCarloSummary Summarize(std::vector<TrialOutcome> outcomes);
-// sim::Summarize's mean, p50, p90 and p99 of `samples` (all zero for an empty or non-finite set).
+// sim::Summarize's mean, p1, p10, p50, p90 and p99 of `samples` (all zero for an empty or
+// non-finite set).
 Stat StatOf(std::vector<double> samples);
 
 struct IntervalScanPoint {

@@ -47,6 +47,8 @@ Result<Summary> Summarize(std::vector<double> samples) {
   s.p50 = PercentileOfSorted(samples, 0.50);
   s.p90 = PercentileOfSorted(samples, 0.90);
   s.p99 = PercentileOfSorted(samples, 0.99);
+  s.p1 = PercentileOfSorted(samples, 0.01);
+  s.p10 = PercentileOfSorted(samples, 0.10);
   return s;
 }
 

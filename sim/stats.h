@@ -28,6 +28,8 @@ struct Summary {
   // 1.96 * stddev / sqrt(count).
   double ci95_half_width = 0;
   double min = 0;
+  double p1 = 0;
+  double p10 = 0;
   double p50 = 0;
   double p90 = 0;
   double p99 = 0;

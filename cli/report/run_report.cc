@@ -125,7 +125,8 @@ nlohmann::json RunReportJson(const run::RunReport& r) {
 }
 
 nlohmann::json StatJson(const run::Stat& s) {
-  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
+  return {{"mean", s.mean}, {"p1", s.p1},   {"p10", s.p10},
+          {"p50", s.p50},   {"p90", s.p90}, {"p99", s.p99}};
 }
 
 nlohmann::json EventsJson(const std::vector<run::RunEvent>& events) {
@@ -225,18 +226,24 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
     const run::MonteCarloSummary& m = *o.stats;
     out << "\nover " << m.trials << " failure histories (trials 0.." << m.trials - 1 << ", seed "
         << c.seed << ")\n";
-    out << "  " << Pad("", 20) << Pad("mean", 12) << Pad("p50", 12) << Pad("p90", 12) << "p99\n";
-    auto stat_row = [&](const char* label, const run::Stat& s, auto f) {
-      out << "  " << Pad(label, 20) << Pad(f(s.mean), 12) << Pad(f(s.p50), 12) << Pad(f(s.p90), 12)
-          << f(s.p99) << "\n";
+    // A planner reads the bad tail: the 90th/99th percentile where more is worse, the
+    // 10th/1st where more is better (the JSON has all five percentiles).
+    out << "  " << Pad("", 20) << Pad("mean", 12) << Pad("p50", 12) << Pad("worst 10%", 12)
+        << "worst 1%\n";
+    auto stat_row = [&](const char* label, const run::Stat& s, bool higher_is_better, auto f) {
+      out << "  " << Pad(label, 20) << Pad(f(s.mean), 12) << Pad(f(s.p50), 12)
+          << Pad(f(higher_is_better ? s.p10 : s.p90), 12) << f(higher_is_better ? s.p1 : s.p99)
+          << "\n";
     };
     auto human = [](double v) { return Human(v); };
-    stat_row("wall time", m.wall_time_s, human);
-    stat_row("useful compute", m.useful_compute_fraction, Pct);
-    stat_row("ETTR", m.ettr, Pct);
-    stat_row("cost (USD)", m.cost_usd, [](double v) { return Fmt("%.0f", v); });
-    stat_row("lost work", m.lost_work_s, human);
-    stat_row("failures", m.failures, [](double v) { return Fmt("%.1f", v); });
+    stat_row("wall time", m.wall_time_s, false, human);
+    stat_row("useful compute", m.useful_compute_fraction, true, Pct);
+    stat_row("ETTR", m.ettr, true, Pct);
+    stat_row("cost (USD)", m.cost_usd, false, [](double v) { return Fmt("%.0f", v); });
+    stat_row("lost work", m.lost_work_s, false, human);
+    stat_row("failures", m.failures, false, [](double v) { return Fmt("%.1f", v); });
+    out << "  (worst 10% / 1%: the 10th / 1st percentile of useful compute and ETTR, the 90th / "
+           "99th of the rest)\n";
   }
 
   if (o.optimum) {

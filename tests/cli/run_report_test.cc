@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -120,9 +121,11 @@ TEST(RunReportTest, TrialsAreReproducibleUnderASeed) {
   const json& stats = ja["run_stats"];
   EXPECT_EQ(stats["trials"], 20);
   for (const char* q : {"wall_time_s", "useful_compute_fraction", "ettr", "cost_usd"}) {
-    for (const char* p : {"mean", "p50", "p90", "p99"}) {
+    for (const char* p : {"mean", "p1", "p10", "p50", "p90", "p99"}) {
       ASSERT_TRUE(stats[q].contains(p) && stats[q][p].is_number()) << q << "." << p;
     }
+    EXPECT_LE(stats[q]["p1"].get<double>(), stats[q]["p10"].get<double>()) << q;
+    EXPECT_LE(stats[q]["p10"].get<double>(), stats[q]["p50"].get<double>()) << q;
     EXPECT_LE(stats[q]["p50"].get<double>(), stats[q]["p90"].get<double>()) << q;
     EXPECT_LE(stats[q]["p90"].get<double>(), stats[q]["p99"].get<double>()) << q;
   }
@@ -141,10 +144,46 @@ TEST(RunReportTest, HumanReportShowsTheRunAndItsAccounting) {
   for (const char* part :
        {"where GPU", "run (failure history 0", "wall time", "useful compute", "ETTR", "failures",
         "lost work", "downtime", "checkpoints", "GPU-hours", "cost", "checkpoint stall",
-        "total = wall time", "over 5 failure histories", "p99", "events (failure history 0)",
+        "total = wall time", "over 5 failure histories", "worst 1%", "events (failure history 0)",
         "checkpoint #1 completed"}) {
     EXPECT_TRUE(Contains(r.out, part)) << part;
   }
+}
+
+// A planner reads the bad tail of each quantity: the text's "worst" columns are the low
+// percentiles of ETTR and the useful compute (more is better) and the high ones of the rest.
+TEST(RunReportTest, MonteCarloWorstColumnsAreTheBadTailOfEachQuantity) {
+  const std::vector<std::string> args = {"--trials", "50", "--set", "failures.node_day_rate=0.05"};
+  std::vector<std::string> text = {"run", kDemo}, js = {"run", kDemo, "--json"};
+  text.insert(text.end(), args.begin(), args.end());
+  js.insert(js.end(), args.begin(), args.end());
+  const RunResult t = RunTrainsim(text), j = RunTrainsim(js);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json stats = json::parse(j.out)["run_stats"];
+  const auto pct = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f%%", 100 * v);
+    return std::string(b);
+  };
+  // "  ETTR   <mean>   <p50>   <p10>   <p1>"
+  const size_t table = t.out.find("over 50 failure histories");
+  ASSERT_NE(table, std::string::npos) << t.out;
+  const size_t at = t.out.find("\n  ETTR ", table);
+  ASSERT_NE(at, std::string::npos) << t.out;
+  std::istringstream row(t.out.substr(at + 1, t.out.find('\n', at + 1) - at - 1));
+  std::string label, mean, p50, worst10, worst1;
+  row >> label >> mean >> p50 >> worst10 >> worst1;
+  EXPECT_EQ(worst10, pct(stats["ettr"]["p10"].get<double>()));
+  EXPECT_EQ(worst1, pct(stats["ettr"]["p1"].get<double>()));
+  EXPECT_LT(stats["ettr"]["p1"].get<double>(), stats["ettr"]["p99"].get<double>());
+  const size_t f = t.out.find("\n  failures   ", table);
+  ASSERT_NE(f, std::string::npos) << t.out;
+  std::istringstream frow(t.out.substr(f + 1, t.out.find('\n', f + 1) - f - 1));
+  frow >> label >> mean >> p50 >> worst10 >> worst1;
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", stats["failures"]["p99"].get<double>());
+  EXPECT_EQ(worst1, b);
 }
 
 TEST(RunReportTest, BadInputExitsTwoWithOneMessage) {

@@ -15,6 +15,8 @@ TEST(StatsTest, LinearInterpolationPercentilesOnHandComputedSample) {
   //   p50: h = 4.5  -> x[4] + 0.5 (x[5] - x[4]) = 5 + 0.5 = 5.5
   //   p90: h = 8.1  -> x[8] + 0.1 (x[9] - x[8]) = 9 + 0.1 = 9.1
   //   p99: h = 8.91 -> 9 + 0.91 = 9.91
+  //   p10: h = 0.9  -> x[0] + 0.9 (x[1] - x[0]) = 1.9
+  //   p1:  h = 0.09 -> 1 + 0.09 = 1.09
   // mean 5.5; sample variance sum((x - 5.5)^2) / 9 = 82.5 / 9.
   Result<Summary> r = Summarize({7, 3, 10, 1, 5, 9, 2, 8, 4, 6});  // order must not matter
   ASSERT_TRUE(r.ok());
@@ -24,6 +26,8 @@ TEST(StatsTest, LinearInterpolationPercentilesOnHandComputedSample) {
   EXPECT_DOUBLE_EQ(s.p50, 5.5);
   EXPECT_DOUBLE_EQ(s.p90, 9.1);
   EXPECT_DOUBLE_EQ(s.p99, 9.91);
+  EXPECT_DOUBLE_EQ(s.p10, 1.9);
+  EXPECT_DOUBLE_EQ(s.p1, 1.09);
   EXPECT_DOUBLE_EQ(s.min, 1);
   EXPECT_DOUBLE_EQ(s.max, 10);
   EXPECT_DOUBLE_EQ(s.stddev, std::sqrt(82.5 / 9));
