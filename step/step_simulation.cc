@@ -181,6 +181,7 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
 struct SteadyPlan {
   int64_t m = 0, m1 = 0, period = 0;
   int64_t budget = 0;  // micro-batches the short steps may simulate in all
+  int64_t check = 0;   // micro-batches of the long step that must fall on the line
 };
 
 std::optional<SteadyPlan> PlanSteadyState(const StepConfig& cfg, const SimulateOptions& options) {
@@ -203,8 +204,11 @@ std::optional<SteadyPlan> PlanSteadyState(const StepConfig& cfg, const SimulateO
   // groups of micro-batches: three groups put m1 past it.
   p.period = c.pp;
   p.m1 = 3 * int64_t(c.pp);
-  p.budget = p.m / 2;
-  // The three shortest steps must fit the budget: otherwise at most half the work is saved.
+  // The short steps may simulate a quarter of the micro-batches, the check step (a quarter of
+  // m, rounded up to whole groups) another: at least half the work is saved when they agree,
+  // and at most 1.5x it spent when they do not.
+  p.budget = p.m / 4;
+  p.check = (p.m / 4 + p.period - 1) / p.period * p.period;
   if (3 * p.m1 + 3 * p.period > p.budget) return std::nullopt;
   return p;
 }
@@ -220,24 +224,28 @@ constexpr double StepBreakdown::*kBreakdownFields[] = {
     &StepBreakdown::offload_wait_s,
 };
 
-// Two increments of one quantity agree: within a millionth of it, or 10 ns (the engine's
-// clock is 1 ns; each step rounds its durations to it).
-bool SameIncrement(double a, double b, double c) {
-  const double d1 = b - a, d2 = c - b;
-  return std::abs(d2 - d1) <= 1e-6 * std::max(std::abs(d1), std::abs(d2)) + 1e-8;
+// A quantity grows alike from a to b and from b to c, where c lies `q` times as many
+// micro-batches after b as b after a (`span` of them): within a millionth of the growth plus
+// 10 ns and 1 ns per micro-batch spanned (the engine's clock is 1 ns and each step rounds its
+// durations to it: waits summed over hundreds of micro-batches drift by tens of ns).
+bool SameIncrement(double a, double b, double c, double q, int64_t span) {
+  const double expected = q * (b - a), seen = c - b;
+  return std::abs(seen - expected) <=
+         1e-6 * std::max(std::abs(seen), std::abs(expected)) + 1e-8 + 1e-9 * double(span);
 }
 
-// Three steps, one period apart, grow alike: the step time and every part of every stage.
-bool Steady(const StepResult& a, const StepResult& b, const StepResult& c) {
-  if (!SameIncrement(a.time_s, b.time_s, c.time_s)) return false;
+// Three steps grow alike (the step time and every part of every stage), the third `q` times as
+// far after the second as the second after the first, `span` micro-batches after it.
+bool Steady(const StepResult& a, const StepResult& b, const StepResult& c, double q, int64_t span) {
+  if (!SameIncrement(a.time_s, b.time_s, c.time_s, q, span)) return false;
   if (a.stage_breakdown.size() != c.stage_breakdown.size() ||
       b.stage_breakdown.size() != c.stage_breakdown.size()) {
     return false;
   }
   for (size_t s = 0; s < c.stage_breakdown.size(); ++s) {
     for (double StepBreakdown::*f : kBreakdownFields) {
-      if (!SameIncrement(a.stage_breakdown[s].*f, b.stage_breakdown[s].*f,
-                         c.stage_breakdown[s].*f)) {
+      if (!SameIncrement(a.stage_breakdown[s].*f, b.stage_breakdown[s].*f, c.stage_breakdown[s].*f,
+                         q, span)) {
         return false;
       }
     }
@@ -267,11 +275,23 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     flows += one->flows;
     if (r.size() == 3) r.erase(r.begin());
     r.push_back(std::move(*one));
-    if (r.size() == 3 && Steady(r[0], r[1], r[2])) break;
+    if (r.size() == 3 && Steady(r[0], r[1], r[2], 1, plan->period)) break;
   }
-  // x(m) = x(last) + (m - last) · (x(last) - x(last - period)) / period.
-  const double k = double(plan->m - last) / double(plan->period);
+  // Agreeing short steps can sit in a slow transient (uneven stages drift for ~150 micro-batches
+  // before a pipeline wait binds): a step of a quarter of m must fall on their line too.
+  Result<StepResult> check = SimulateStepOnce(cfg, state, options, plan->check);
+  if (!check.ok()) return check.status();
+  events += check->events;
+  flows += check->flows;
+  const double q = double(plan->check - last) / double(plan->period);
+  if (!Steady(r[1], r[2], *check, q, plan->check - last)) {
+    return SimulateStepOnce(cfg, state, options);
+  }
+  // x(m) = x(check) + (m - check) · (x(check) - x(last)) / (check - last).
+  const double k = double(plan->m - plan->check) / double(plan->check - last);
   const auto extend = [k](double before, double now) { return now + k * (now - before); };
+  r[1] = std::move(r[2]);
+  r[2] = std::move(*check);
   StepResult res = std::move(r[2]);
   res.time_s = extend(r[1].time_s, res.time_s);
   for (size_t s = 0; s < res.stage_breakdown.size(); ++s) {
@@ -286,6 +306,7 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   res.events = events;
   res.flows = flows;
   res.simulation_note += "; steps of " + std::to_string(plan->m1) + " to " + std::to_string(last) +
+                         " and " + std::to_string(plan->check) +
                          " micro-batches simulated, the step's " + std::to_string(plan->m) +
                          " extended from their steady state (docs/step-simulation.md)";
   return res;

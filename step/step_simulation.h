@@ -64,10 +64,12 @@ struct StepConfig {
   bool bucket_trains = true;
   // With many micro-batches, simulate shorter steps past the schedule's warm-up (3, 4, 5, ...
   // groups of pp micro-batches) until three in a row grow alike per group (the step time and
-  // every part of every stage's breakdown, to a millionth), then extend each linearly to the
-  // step's micro-batches (docs/step-simulation.md, "Many micro-batches"). The short steps may
-  // cost half the whole one; if they do not agree by then, the step is simulated whole. Never
-  // with the trace, GPipe, ZeRO-2/3 or a charged data loader. Off only for comparisons.
+  // every part of every stage's breakdown, to a millionth), check that a step of a quarter of
+  // the micro-batches falls on their line, then extend each part linearly to the step's
+  // micro-batches (docs/step-simulation.md, "Many micro-batches"). The short steps may cost a
+  // quarter of the whole one and the check another; if they do not agree, the step is
+  // simulated whole. Never with the trace, GPipe, ZeRO-2/3 or a charged data loader. Off only
+  // for comparisons.
   bool steady_state_extrapolation = true;
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
   // host's launch and per-step overheads (step/host_overhead.h).
