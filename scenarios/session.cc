@@ -321,9 +321,12 @@ Result<CollectiveRow> TimeOneSize(const comm::Topology& topology, comm::Collecti
 
 uint64_t NcclTestsBytes(comm::Op op, uint64_t bytes, int ranks) {
   constexpr uint64_t kFloatBytes = 4;  // nccl-tests' default type, -d float
+  // nccl-tests (src/all_gather.cu, reduce_scatter.cu, alltoall.cu: (count / nranks) &
+  // -(16 / eltSize)) gives each rank a whole number of 16-byte vectors of the split buffer.
+  constexpr uint64_t kSplitAlignBytes = 16;
   const bool split =
       op == comm::Op::kAllGather || op == comm::Op::kReduceScatter || op == comm::Op::kAllToAll;
-  const uint64_t unit = kFloatBytes * (split ? uint64_t(std::max(1, ranks)) : 1);
+  const uint64_t unit = split ? kSplitAlignBytes * uint64_t(std::max(1, ranks)) : kFloatBytes;
   return bytes / unit * unit;
 }
 
@@ -365,7 +368,7 @@ Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolve
   }
   if (sizes.empty()) {
     return Status::InvalidArgument(
-        "--sizes: every size is under one 4-byte float (per rank for all_gather, "
+        "--sizes: every size is under one 4-byte float (16 bytes per rank for all_gather, "
         "reduce_scatter and all_to_all), which nccl-tests does not move: give larger sizes");
   }
   comm::CollectiveSpec spec{request.op, request.algo, *gpus, sizes.front()};

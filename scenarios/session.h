@@ -97,10 +97,11 @@ struct CollectiveRequest {
   std::string group;             // ParseGpuGroup's forms; empty = every GPU (send_recv: 2)
   bool expand = false;           // the flow-level expansion instead of the closed form
   std::string calibration_path;  // --calibration; empty = the scenario's
-  // Time what nccl-tests would move for each size (src/common.cu, setupArgs): whole 4-byte
-  // floats, and for all-gather, reduce-scatter and all-to-all whole floats per rank, so a
-  // size is rounded down to a multiple of 4 (x the group size); sizes that round to nothing
-  // are left out (counted in CollectiveOutcome::sizes_under_one_element).
+  // Time what nccl-tests moves for each size (src/common.cu, setupArgs, and each test's
+  // GetCollByteCount): whole 4-byte floats, and for all-gather, reduce-scatter and all-to-all
+  // whole 16-byte vectors per rank, so a size is rounded down to a multiple of 4 (16 x the
+  // group size); sizes that round to nothing are left out (counted in
+  // CollectiveOutcome::sizes_under_one_element).
   bool nccl_tests_counts = false;
 };
 
@@ -119,8 +120,8 @@ struct CollectiveOutcome {
 };
 
 // nccl-tests' bytes for a requested size (CollectiveRequest::nccl_tests_counts): `bytes`
-// rounded down to whole 4-byte floats, per rank for the collectives that split their buffer
-// over the `ranks` (all-gather, reduce-scatter, all-to-all).
+// rounded down to whole 4-byte floats, or to whole 16-byte vectors per rank for the collectives
+// that split their buffer over the `ranks` (all-gather, reduce-scatter, all-to-all).
 uint64_t NcclTestsBytes(comm::Op op, uint64_t bytes, int ranks);
 
 // Times one collective over a group of the scenario's GPUs for each size.

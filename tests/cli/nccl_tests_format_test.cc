@@ -172,21 +172,22 @@ TEST(NcclTestsFormatTest, SplitBufferCollectivesCountElementsPerRank) {
   EXPECT_EQ(log.rows[0].size, uint64_t{1} << 20);  // nccl-tests' M is MiB
 }
 
-// nccl-tests moves whole floats (src/common.cu, setupArgs: count = size / 4, and for the split
-// collectives count / nranks per rank), prints max(send, receive) bytes as the size, and takes
-// its bandwidths from those bytes. So -b 1000 all_gather over 16 ranks is 1000 / 4 = 250
-// floats, 15 per rank, 15 · 16 · 4 = 960 bytes; -b 7 all_reduce is 1 float, 4 bytes; sizes under
-// one float per rank move nothing and are left out with a note.
-TEST(NcclTestsFormatTest, SizesAreWholeFloatsAsNcclTestsMovesThem) {
+// nccl-tests moves whole floats (src/common.cu, setupArgs: count = size / 4), and for the split
+// collectives whole 16-byte vectors per rank (all_gather.cu: base = (count / nranks) &
+// -(16 / eltSize)); it prints max(send, receive) bytes as the size and takes its bandwidths
+// from those bytes. So -b 1000 all_gather over 16 ranks is 250 floats, 15 per rank, rounded to
+// 12: 12 · 16 · 4 = 768 bytes; -b 7 all_reduce is 1 float, 4 bytes; sizes under 16 bytes per
+// rank move nothing and are left out with a note.
+TEST(NcclTestsFormatTest, SizesAreWholeElementsAsNcclTestsMovesThem) {
   const RunResult ag = RunTrainsim({"collective", kDemo, "--op", "all_gather", "--format",
                                     "nccl-tests", "-b", "1000", "-e", "1000", "-g", "16"});
   ASSERT_EQ(ag.exit_code, 0) << ag.err;
   const NcclLog a = ParseNcclTests(ag.out);
   ASSERT_EQ(a.rows.size(), 1u);
-  EXPECT_EQ(a.rows[0].size, 960u);
-  EXPECT_EQ(a.rows[0].count, 15u);
+  EXPECT_EQ(a.rows[0].size, 768u);
+  EXPECT_EQ(a.rows[0].count, 12u);
   const NcclPlace& p = a.rows[0].out_of_place;
-  EXPECT_NEAR(p.algbw, 960 / (p.time_us * 1e-6) / 1e9, 0.005 + 0.001 * p.algbw);
+  EXPECT_NEAR(p.algbw, 768 / (p.time_us * 1e-6) / 1e9, 0.005 + 0.001 * p.algbw);
 
   const RunResult ar =
       RunTrainsim({"collective", kDemo, "--format", "nccl-tests", "-b", "7", "-e", "7", "-g", "8"});
@@ -196,13 +197,15 @@ TEST(NcclTestsFormatTest, SizesAreWholeFloatsAsNcclTestsMovesThem) {
   EXPECT_EQ(r.rows[0].size, 4u);
   EXPECT_EQ(r.rows[0].count, 1u);
 
+  // 64 B over 8 ranks is 8 B each: under one vector; 128 and 256 B stay.
   const RunResult small = RunTrainsim({"collective", kDemo, "--op", "all_gather", "--format",
-                                       "nccl-tests", "-b", "8", "-e", "64", "-g", "8"});
+                                       "nccl-tests", "-b", "64", "-e", "256", "-g", "8"});
   ASSERT_EQ(small.exit_code, 0) << small.err;
   const NcclLog s = ParseNcclTests(small.out);
-  ASSERT_EQ(s.rows.size(), 2u);  // 8 and 16 B are under one float per rank; 32 and 64 B stay
-  EXPECT_EQ(s.rows[0].size, 32u);
-  EXPECT_NE(small.out.find("2 size(s) under one float per rank left out"), std::string::npos);
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows[0].size, 128u);
+  EXPECT_EQ(s.rows[0].count, 4u);
+  EXPECT_NE(small.out.find("1 size(s) under 16 bytes per rank left out"), std::string::npos);
 }
 
 TEST(NcclTestsFormatTest, RangeOptionsMatchTheLongForms) {
