@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <csignal>
 #include <deque>
 #include <map>
 #include <memory>
@@ -41,7 +42,16 @@ struct Conn {
 class Coordinator {
  public:
   Coordinator(const EmulationPlan& plan, const EmulateOptions& o)
-      : plan_(plan), o_(o), acceptor_(io_), signals_(io_, SIGINT, SIGTERM), deadline_(io_) {}
+      : plan_(plan), o_(o), acceptor_(io_), signals_(io_), deadline_(io_) {
+    // SIGINT and SIGTERM stop the emulation, unless the process was started with them ignored
+    // (a shell's background job ignores SIGINT): then they stay ignored, as for any program.
+    for (int sig : {SIGINT, SIGTERM}) {
+      struct sigaction current {};
+      if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) {
+        signals_.add(sig);
+      }
+    }
+  }
   ~Coordinator() {
     JoinCommitters();
     ReapAll();

@@ -58,7 +58,8 @@ class EmulateSystem : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  Proc Start(std::vector<std::string> args, const std::string& tag) {
+  // `ignore_sigint`: start it as a shell starts a background job, with SIGINT ignored.
+  Proc Start(std::vector<std::string> args, const std::string& tag, bool ignore_sigint = false) {
     Proc p;
     p.out = dir_ + "/" + tag + ".out";
     p.err = dir_ + "/" + tag + ".err";
@@ -72,6 +73,7 @@ class EmulateSystem : public ::testing::Test {
       const int e = ::open(p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(o, 1);
       ::dup2(e, 2);
+      if (ignore_sigint) ::signal(SIGINT, SIG_IGN);  // kept across exec
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
@@ -474,4 +476,28 @@ TEST_F(EmulateSystem, TerminatedCoordinatorReapsItsWorkersAndDiesOfTheSignal) {
   EXPECT_EQ(Wait(coord, 20), -2) << Slurp(coord.err);  // died of a signal, not exit 2
   EXPECT_NE(Slurp(coord.err).find("interrupted by signal 15"), std::string::npos)
       << Slurp(coord.err);
+}
+
+// A coordinator started with SIGINT ignored (a shell's background job) keeps ignoring it, as
+// any program does, and finishes its run; SIGTERM still stops it (the test above).
+TEST_F(EmulateSystem, CoordinatorStartedWithSigintIgnoredKeepsIgnoringIt) {
+  const std::string ckpt = dir_ + "/ckpt";
+  Proc coord =
+      Start({"emulate", clean_, "--dir", ckpt, "--listen", "127.0.0.1:0", "--workers", "2",
+             "--steps", "400", "--time-scale", "250", "--state-bytes", "4096", "--timeout", "60"},
+            "emulate", /*ignore_sigint=*/true);
+  ASSERT_NE(ListeningOn(coord), "") << Slurp(coord.err);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool manifest = false;
+  while (!manifest && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ckpt, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("manifest-", 0) == 0 && e.path().extension() == ".txt") manifest = true;
+    }
+  }
+  ASSERT_TRUE(manifest) << Slurp(coord.err);
+  ::kill(coord.pid, SIGINT);
+  EXPECT_EQ(Wait(coord, 60), 0) << Slurp(coord.err);
 }
