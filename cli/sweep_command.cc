@@ -133,7 +133,13 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--gpus", opts->gpus,
                   "GPU counts to sweep, comma-separated (default: the scenario's)")
       ->delimiter(',')
-      ->type_name("N,N,...");
+      ->type_name("N,N,...")
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string(
+                               "a GPU count is a positive multiple of the node size, got "
+                               "an empty value")
+                         : std::string();
+      });
   cmd->add_option("--objective", opts->objective,
                   "Rank by 'time' to train, 'cost' (GPU-hours x price) or 'energy' (kWh at the "
                   "facility) (default time)");

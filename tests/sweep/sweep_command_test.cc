@@ -148,6 +148,8 @@ TEST(SweepCommandTest, BadInputExitsTwoWithOneMessage) {
   const std::vector<Case> cases = {
       {{"sweep", kSmall, "--objective", "fastest"}, "unknown objective 'fastest'"},
       {{"sweep", kSmall, "--gpus", "12"}, "multiple of 8"},
+      // An empty list once read as "--gpus 0".
+      {{"sweep", kSmall, "--gpus", ""}, "--gpus: a GPU count is a positive multiple"},
       {{"sweep", kSmall, "--top", "0"}, "--top"},
       {{"sweep", kSmall, "--zero", "4"}, "--zero"},
       {{"sweep", kSmall, "--cp", "0"}, "--cp"},
