@@ -363,7 +363,7 @@ Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolve
     if (bytes > 0) {
       sizes.push_back(bytes);
     } else {
-      ++out.sizes_under_one_element;
+      ++out.sizes_left_out;
     }
   }
   if (sizes.empty()) {

@@ -101,7 +101,7 @@ struct CollectiveRequest {
   // GetCollByteCount): whole 4-byte floats, and for all-gather, reduce-scatter and all-to-all
   // whole 16-byte vectors per rank, so a size is rounded down to a multiple of 4 (16 x the
   // group size); sizes that round to nothing are left out (counted in
-  // CollectiveOutcome::sizes_under_one_element).
+  // CollectiveOutcome::sizes_left_out).
   bool nccl_tests_counts = false;
 };
 
@@ -116,7 +116,7 @@ struct CollectiveOutcome {
   int group_size = 0;
   int num_gpus = 0, num_nodes = 0, gpus_per_node = 0;  // the scenario's cluster
   std::vector<CollectiveRow> rows;
-  int sizes_under_one_element = 0;  // CollectiveRequest::nccl_tests_counts
+  int sizes_left_out = 0;  // CollectiveRequest::nccl_tests_counts
 };
 
 // nccl-tests' bytes for a requested size (CollectiveRequest::nccl_tests_counts): `bytes`

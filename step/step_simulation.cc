@@ -290,17 +290,16 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   // x(m) = x(check) + (m - check) · (x(check) - x(last)) / (check - last).
   const double k = double(plan->m - plan->check) / double(plan->check - last);
   const auto extend = [k](double before, double now) { return now + k * (now - before); };
-  r[1] = std::move(r[2]);
-  r[2] = std::move(*check);
-  StepResult res = std::move(r[2]);
-  res.time_s = extend(r[1].time_s, res.time_s);
+  const StepResult& before = r[2];
+  StepResult res = std::move(*check);
+  res.time_s = extend(before.time_s, res.time_s);
   for (size_t s = 0; s < res.stage_breakdown.size(); ++s) {
     for (double StepBreakdown::*f : kBreakdownFields) {
-      res.stage_breakdown[s].*f = extend(r[1].stage_breakdown[s].*f, res.stage_breakdown[s].*f);
+      res.stage_breakdown[s].*f = extend(before.stage_breakdown[s].*f, res.stage_breakdown[s].*f);
     }
   }
   for (double StepBreakdown::*f : kBreakdownFields) {
-    res.breakdown.*f = extend(r[1].breakdown.*f, res.breakdown.*f);
+    res.breakdown.*f = extend(before.breakdown.*f, res.breakdown.*f);
   }
   FillMetrics(cfg, cfg.parallel.num_gpus(), &res);
   res.events = events;

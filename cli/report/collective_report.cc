@@ -132,8 +132,8 @@ std::string FormatNcclTestsTable(comm::Op op, const std::string& algo_text, bool
          " GPUs of " + std::to_string(o.num_gpus) + " (" + std::to_string(o.num_nodes) +
          (o.num_nodes == 1 ? " node x " : " nodes x ") + std::to_string(o.gpus_per_node) + ")\n";
   if (o.calibration) out += "# " + o.calibration->Describe() + "\n";
-  if (o.sizes_under_one_element > 0) {
-    out += "# " + std::to_string(o.sizes_under_one_element) + " size(s) under " +
+  if (o.sizes_left_out > 0) {
+    out += "# " + std::to_string(o.sizes_left_out) + " size(s) under " +
            (split ? "16 bytes per rank" : "one float") +
            " left out (nccl-tests prints them with count 0 and moves nothing)\n";
   }

@@ -80,6 +80,21 @@ class EmulateSystem : public ::testing::Test {
     return p;
   }
 
+  // Up to `limit_s` for a committed manifest in `dir`: renamed into place, not its .tmp, which a
+  // kill may strand (the coordinator creates the directory a moment after it starts).
+  static bool WaitForManifest(const std::string& dir, double limit_s) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+    while (std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("manifest-", 0) == 0 && e.path().extension() == ".txt") return true;
+      }
+    }
+    return false;
+  }
+
   // The exit code, or -1 after killing it when `limit_s` passes.
   static int Wait(const Proc& p, double limit_s) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
@@ -421,19 +436,7 @@ TEST_F(EmulateSystem, KilledCoordinatorEndsItsWorkersAndResumeContinuesFromTheLa
   ASSERT_NE(where, "") << Slurp(coord.err);
   Proc w1 = Start({"worker", clean_, "--coordinator", where}, "w1");
   Proc w2 = Start({"worker", clean_, "--coordinator", where}, "w2");
-  // Wait for a committed manifest, then kill the coordinator.
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  bool manifest = false;
-  while (!manifest && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::error_code ec;  // the coordinator creates the directory a moment after it starts
-    for (const auto& e : fs::directory_iterator(ckpt, ec)) {
-      // A committed manifest: renamed into place (not its .tmp, which a kill may strand).
-      const std::string name = e.path().filename().string();
-      if (name.rfind("manifest-", 0) == 0 && e.path().extension() == ".txt") manifest = true;
-    }
-  }
-  ASSERT_TRUE(manifest) << Slurp(coord.err);
+  ASSERT_TRUE(WaitForManifest(ckpt, 30)) << Slurp(coord.err);
   ::kill(coord.pid, SIGKILL);
   EXPECT_EQ(Wait(coord, 10), -2);  // killed by the signal
   // The workers see their coordinator's connection close and exit 1 at once.
@@ -461,17 +464,7 @@ TEST_F(EmulateSystem, TerminatedCoordinatorReapsItsWorkersAndDiesOfTheSignal) {
             "emulate");
   ASSERT_NE(ListeningOn(coord), "") << Slurp(coord.err);
   // Training has started once the first manifest is committed (step 20, ~0.1 s in).
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  bool manifest = false;
-  while (!manifest && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(ckpt, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind("manifest-", 0) == 0 && e.path().extension() == ".txt") manifest = true;
-    }
-  }
-  ASSERT_TRUE(manifest) << Slurp(coord.err);
+  ASSERT_TRUE(WaitForManifest(ckpt, 30)) << Slurp(coord.err);
   ::kill(coord.pid, SIGTERM);
   EXPECT_EQ(Wait(coord, 20), -2) << Slurp(coord.err);  // died of a signal, not exit 2
   EXPECT_NE(Slurp(coord.err).find("interrupted by signal 15"), std::string::npos)
@@ -487,17 +480,7 @@ TEST_F(EmulateSystem, CoordinatorStartedWithSigintIgnoredKeepsIgnoringIt) {
              "--steps", "400", "--time-scale", "250", "--state-bytes", "4096", "--timeout", "60"},
             "emulate", /*ignore_sigint=*/true);
   ASSERT_NE(ListeningOn(coord), "") << Slurp(coord.err);
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  bool manifest = false;
-  while (!manifest && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(ckpt, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind("manifest-", 0) == 0 && e.path().extension() == ".txt") manifest = true;
-    }
-  }
-  ASSERT_TRUE(manifest) << Slurp(coord.err);
+  ASSERT_TRUE(WaitForManifest(ckpt, 30)) << Slurp(coord.err);
   ::kill(coord.pid, SIGINT);
   EXPECT_EQ(Wait(coord, 60), 0) << Slurp(coord.err);
 }

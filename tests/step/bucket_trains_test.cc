@@ -12,21 +12,10 @@
 #include "comm/topology.h"
 #include "step/gradient_sync.h"
 #include "step/step_simulation.h"
+#include "tests/step/dgx_h100.h"
 
 namespace trainsim::step {
 namespace {
-
-// DGX H100 nodes: 8 GPUs, NVLink 4 (450 GB/s per direction), 8× NDR 400 Gb/s.
-comm::TopologySpec DgxH100(int nodes) {
-  comm::TopologySpec t;
-  t.nodes = nodes;
-  t.gpus_per_node = 8;
-  t.nvlink_GBps = 450;
-  t.nics_per_node = 8;
-  t.nic_Gbps = 400;
-  t.pcie_GBps = 64;
-  return t;
-}
 
 // ZeRO-2 with PP 2 and CP 2 over 4 nodes: every backward reduce-scatters its buckets over the
 // DP × CP group (both nodes of a stage), whose NICs the CP ring's K/V passes and the pipeline

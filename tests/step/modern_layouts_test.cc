@@ -11,22 +11,11 @@
 #include "comm/topology.h"
 #include "step/pass_costs.h"
 #include "step/step_simulation.h"
+#include "tests/step/dgx_h100.h"
 
 namespace trainsim::step {
 using namespace parallelism;  // NOLINT: the models the step simulation runs
 namespace {
-
-// DGX H100 nodes: 8 GPUs, NVLink 4 (450 GB/s per direction), 8× NDR 400 Gb/s.
-comm::TopologySpec DgxH100(int nodes) {
-  comm::TopologySpec t;
-  t.nodes = nodes;
-  t.gpus_per_node = 8;
-  t.nvlink_GBps = 450;
-  t.nics_per_node = 8;
-  t.nic_Gbps = 400;
-  t.pcie_GBps = 64;
-  return t;
-}
 
 // A GPT with a tiny vocabulary, so that stages differ only by their layers.
 StepConfig Gpt(int nodes, int layers, int tp, int pp, int dp, int64_t global_batch) {

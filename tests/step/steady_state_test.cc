@@ -10,21 +10,10 @@
 #include "scenarios/scenario.h"
 #include "scenarios/session.h"
 #include "step/step_simulation.h"
+#include "tests/step/dgx_h100.h"
 
 namespace trainsim::step {
 namespace {
-
-// DGX H100 nodes: 8 GPUs, NVLink 4 (450 GB/s per direction), 8× NDR 400 Gb/s.
-comm::TopologySpec DgxH100(int nodes) {
-  comm::TopologySpec t;
-  t.nodes = nodes;
-  t.gpus_per_node = 8;
-  t.nvlink_GBps = 450;
-  t.nics_per_node = 8;
-  t.nic_Gbps = 400;
-  t.pcie_GBps = 64;
-  return t;
-}
 
 StepConfig H100Model(int layers, int64_t seq_len) {
   StepConfig c;
