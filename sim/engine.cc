@@ -27,6 +27,7 @@ bool Engine::Step() {
   EventQueue::Event ev = queue_.Pop();
   now_ = ev.time;
   ++processed_;
+  if (record_ != nullptr) record_->push_back(now_.nanos());
   if (ev.handler) ev.handler();
   return true;
 }

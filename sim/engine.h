@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "sim/event_queue.h"
 #include "sim/time.h"
@@ -50,10 +51,15 @@ class Engine {
   size_t pending() const { return queue_.size(); }
   uint64_t events_processed() const { return processed_; }
 
+  // Appends the time (ns) of every event run from now on to `*out`, or stops with nullptr. The
+  // step simulation compares these streams to tell a steady state from a slow transient.
+  void RecordTimes(std::vector<int64_t>* out) { record_ = out; }
+
  private:
   EventQueue queue_;
   Time now_;
   uint64_t processed_ = 0;
+  std::vector<int64_t>* record_ = nullptr;
 };
 
 }  // namespace trainsim::sim

@@ -71,9 +71,11 @@ CalibrationUse DescribeCalibration(const StepConfig& cfg, const CalibratedTpTime
 }
 
 // Simulates the step of `cfg`, or, with `micro_batches` > 0, its first that many micro-batches
-// (the same layout, checks and costs; the steady-state extrapolation below).
+// (the same layout, checks and costs; the steady-state extrapolation below), recording the
+// time of every event it runs in `event_times` unless that is null.
 Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& state,
-                                    const SimulateOptions& options, int64_t micro_batches = 0) {
+                                    const SimulateOptions& options, int64_t micro_batches = 0,
+                                    std::vector<int64_t>* event_times = nullptr) {
   const ParallelConfig& c = cfg.parallel;
   Result<comm::Topology> topo = comm::Topology::Build(cfg.topology);
   if (!topo.ok()) return topo.status();
@@ -111,6 +113,7 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
   }
   StepState st(micro_batches > 0 ? shorter : cfg, &*topo, &layout, plan->replicas, plan->slowdown,
                options);
+  st.engine.RecordTimes(event_times);
   for (const auto& [link, factor] : plan->link_factor) st.net.SetLinkBandwidthFactor(link, factor);
   // The loader's time per step must fit sim::Time as the compute's does (CheckStepLength).
   const double loading =
@@ -175,12 +178,14 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
 // further group of `period` micro-batches repeats the same tasks, sends and reductions, so the
 // step and each part of its breakdown grow by the same amount per group. Shorter steps of m1,
 // m1 + period, m1 + 2 · period, ... micro-batches are simulated until the last three agree on
-// that increment; then every part is extended linearly to the step's m micro-batches. If they
-// have not agreed by the time the short steps have cost half the whole one, or anything the
-// extrapolation cannot carry is on, the step is simulated whole.
+// that increment, and either each one's events are the one before's with a group inserted (the
+// state repeats) or a check step of a quarter of m falls on their line; then every part is
+// extended linearly to the step's m micro-batches. If that has not happened by the time they
+// have cost half the whole step, or anything the extrapolation cannot carry is on, the step is
+// simulated whole.
 struct SteadyPlan {
   int64_t m = 0, m1 = 0, period = 0;
-  int64_t budget = 0;  // micro-batches the short steps may simulate in all
+  int64_t budget = 0;  // micro-batches the short and check steps may simulate in all
   int64_t check = 0;   // micro-batches of the long step that must fall on the line
 };
 
@@ -204,10 +209,10 @@ std::optional<SteadyPlan> PlanSteadyState(const StepConfig& cfg, const SimulateO
   // groups of micro-batches: three groups put m1 past it.
   p.period = c.pp;
   p.m1 = 3 * int64_t(c.pp);
-  // The short steps may simulate a quarter of the micro-batches, the check step (a quarter of
-  // m, rounded up to whole groups) another: at least half the work is saved when they agree,
-  // and at most 1.5x it spent when they do not.
-  p.budget = p.m / 4;
+  // The short steps, and the check step (a quarter of m, rounded up to whole groups) where it is
+  // needed, may simulate half the micro-batches: at least half the work is saved when they
+  // agree, and at most 1.5x it spent when they do not.
+  p.budget = p.m / 2;
   p.check = (p.m / 4 + p.period - 1) / p.period * p.period;
   if (3 * p.m1 + 3 * p.period > p.budget) return std::nullopt;
   return p;
@@ -253,45 +258,117 @@ bool Steady(const StepResult& a, const StepResult& b, const StepResult& c, doubl
   return true;
 }
 
+// Whether `b`, the event times of a step one group of micro-batches longer than the step of
+// `a`, is `a` with one group inserted: the same events at the same times up to where `a` starts
+// to end, then `a`'s remaining events all exactly `shift` ns later, with `events` events (the
+// group's) between. Then the simulation's whole state (every executor, queue and flow) after the
+// inserted group is its state before it, moved by `shift`: a steady state, not a transient
+// whose short steps happen to grow alike (a drift shows as events that move by other amounts).
+bool GroupInserted(const std::vector<int64_t>& a, const std::vector<int64_t>& b, size_t* events,
+                   int64_t* shift) {
+  if (a.empty() || b.size() <= a.size()) return false;
+  const size_t n = b.size() - a.size();
+  size_t p = 0;
+  while (p < a.size() && a[p] == b[p]) ++p;
+  if (p == a.size()) return false;
+  const int64_t t = b.back() - a.back();
+  for (size_t i = p; i < a.size(); ++i) {
+    if (b[i + n] - a[i] != t) return false;
+  }
+  *events = n;
+  *shift = t;
+  return true;
+}
+
+// The three short steps' event streams each insert the same group into the one before.
+bool EventsRepeat(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                  const std::vector<int64_t>& c) {
+  size_t n1 = 0, n2 = 0;
+  int64_t t1 = 0, t2 = 0;
+  return GroupInserted(a, b, &n1, &t1) && GroupInserted(b, c, &n2, &t2) && n1 == n2 && t1 == t2;
+}
+
+// Whether simulating a step of `next` micro-batches keeps the events of the short steps (`spent`
+// so far) within three quarters of those the whole step will run, estimated from the last two
+// short steps (`r`, one group apart, the last of `last` micro-batches): a step's fixed events
+// (the gradient reduction, the optimizer, warm-up and cool-down) make short steps of few
+// micro-batches cost more than their share, up to more than the whole step.
+bool WithinBudget(const std::vector<StepResult>& r, uint64_t spent, int64_t last, int64_t next,
+                  const SteadyPlan& p) {
+  if (r.size() < 2) return true;
+  const double events = double(r.back().events);
+  const double per_group = std::max(1.0, events - double(r[r.size() - 2].events));
+  const double whole = events + double(p.m - last) / double(p.period) * per_group;
+  const double next_events = events + double(next - last) / double(p.period) * per_group;
+  return double(spent) + next_events <= 0.75 * whole;
+}
+
 }  // namespace
 
 Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state,
                                 const SimulateOptions& options) {
   const std::optional<SteadyPlan> plan = PlanSteadyState(cfg, options);
   if (!plan.has_value()) return SimulateStepOnce(cfg, state, options);
-  // The last three short steps, oldest first.
+  // The last three short steps, oldest first, and the times of their events.
   std::vector<StepResult> r;
+  std::vector<std::vector<int64_t>> times;
   uint64_t events = 0, flows = 0;
   int64_t simulated = 0;
   int64_t last = 0;  // micro-batches of r.back()
   for (int64_t m = plan->m1;; m += plan->period) {
-    if (simulated + m > plan->budget) return SimulateStepOnce(cfg, state, options);
+    if (simulated + m > plan->budget || !WithinBudget(r, events, last, m, *plan)) {
+      return SimulateStepOnce(cfg, state, options);
+    }
     // Checked as the whole step (layout, memory, length): its errors are the step's.
-    Result<StepResult> one = SimulateStepOnce(cfg, state, options, m);
+    std::vector<int64_t> t;
+    Result<StepResult> one = SimulateStepOnce(cfg, state, options, m, &t);
     if (!one.ok()) return one.status();
     simulated += m;
     last = m;
     events += one->events;
     flows += one->flows;
-    if (r.size() == 3) r.erase(r.begin());
+    if (r.size() == 3) {
+      r.erase(r.begin());
+      times.erase(times.begin());
+    }
     r.push_back(std::move(*one));
+    times.push_back(std::move(t));
     if (r.size() == 3 && Steady(r[0], r[1], r[2], 1, plan->period)) break;
   }
   // Agreeing short steps can sit in a slow transient (uneven stages drift for ~150 micro-batches
-  // before a pipeline wait binds): a step of a quarter of m must fall on their line too.
-  Result<StepResult> check = SimulateStepOnce(cfg, state, options, plan->check);
-  if (!check.ok()) return check.status();
-  events += check->events;
-  flows += check->flows;
-  const double q = double(plan->check - last) / double(plan->period);
-  if (!Steady(r[1], r[2], *check, q, plan->check - last)) {
-    return SimulateStepOnce(cfg, state, options);
+  // before a pipeline wait binds). Where every event of the longer steps repeats, shifted, the
+  // state repeats and they cannot; otherwise a step of a quarter of m must fall on their line.
+  const bool repeats = EventsRepeat(times[0], times[1], times[2]);
+  times.clear();
+  std::string simulated_steps = std::to_string(plan->m1) + " to " + std::to_string(last);
+  StepResult res;
+  StepResult before;
+  int64_t from = last, span = plan->period;
+  if (repeats) {
+    before = std::move(r[1]);
+    res = std::move(r[2]);
+  } else {
+    if (simulated + plan->check > plan->budget ||
+        !WithinBudget(r, events, last, plan->check, *plan)) {
+      return SimulateStepOnce(cfg, state, options);
+    }
+    Result<StepResult> check = SimulateStepOnce(cfg, state, options, plan->check);
+    if (!check.ok()) return check.status();
+    events += check->events;
+    flows += check->flows;
+    const double q = double(plan->check - last) / double(plan->period);
+    if (!Steady(r[1], r[2], *check, q, plan->check - last)) {
+      return SimulateStepOnce(cfg, state, options);
+    }
+    before = std::move(r[2]);
+    res = std::move(*check);
+    from = plan->check;
+    span = plan->check - last;
+    simulated_steps += " and " + std::to_string(plan->check);
   }
-  // x(m) = x(check) + (m - check) · (x(check) - x(last)) / (check - last).
-  const double k = double(plan->m - plan->check) / double(plan->check - last);
-  const auto extend = [k](double before, double now) { return now + k * (now - before); };
-  const StepResult& before = r[2];
-  StepResult res = std::move(*check);
+  // x(m) = x(from) + (m - from) · (x(from) - x(from - span)) / span.
+  const double k = double(plan->m - from) / double(span);
+  const auto extend = [k](double prev, double now) { return now + k * (now - prev); };
   res.time_s = extend(before.time_s, res.time_s);
   for (size_t s = 0; s < res.stage_breakdown.size(); ++s) {
     for (double StepBreakdown::*f : kBreakdownFields) {
@@ -304,10 +381,9 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   FillMetrics(cfg, cfg.parallel.num_gpus(), &res);
   res.events = events;
   res.flows = flows;
-  res.simulation_note += "; steps of " + std::to_string(plan->m1) + " to " + std::to_string(last) +
-                         " and " + std::to_string(plan->check) +
-                         " micro-batches simulated, the step's " + std::to_string(plan->m) +
-                         " extended from their steady state (docs/step-simulation.md)";
+  res.simulation_note += "; steps of " + simulated_steps + " micro-batches simulated, the step's " +
+                         std::to_string(plan->m) + " extended from their steady state" +
+                         (repeats ? " (every event repeating)" : "") + " (docs/step-simulation.md)";
   return res;
 }
 

@@ -88,9 +88,13 @@ TEST_F(MpiTest, AStoppedRankEndsTheSweepWithAMessageAfterTheTimeout) {
   // Rank 1 is stopped once MPI_Init is behind it (stopped inside MPI_Init it would hold rank 0
   // in MPI_Init, which no option of ours bounds): Open MPI's initialisation opens a dozen file
   // descriptors (5 before it, 17 after, measured with Open MPI 4), so the wrapper waits for 12,
-  // then 1 s more; the demo sweep keeps each rank busy for seconds beyond that.
+  // then 1 s more. The sweep must keep each rank busy for seconds beyond that, or rank 1 is
+  // stopped after the exchange and mpirun waits for it for ever: the demo's own cluster alone
+  // (~1 s of CPU in all, measured 2026-12-04) is too short, so six cluster sizes, one
+  // thread per rank (~8 s of CPU, ~4 s per rank).
   const std::string script =
-      "\"$0\" sweep \"$1\" --tokens 300e9 --mpi-timeout 3 & pid=$!; "
+      "\"$0\" sweep \"$1\" --tokens 300e9 --gpus 128,256,512,1024,2048,4096 --threads 1 "
+      "--mpi-timeout 3 & pid=$!; "
       "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then i=0; "
       "while [ $i -lt 300 ] && [ $(ls /proc/$pid/fd | wc -l) -lt 12 ]; do sleep 0.1; "
       "i=$((i+1)); done; sleep 1; kill -STOP $pid; fi; wait $pid";
