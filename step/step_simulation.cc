@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "step/event_streams.h"
 #include "step/gradient_sync.h"
 #include "step/pass_costs.h"
 #include "step/pipeline.h"
@@ -178,8 +180,8 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
 // further group of `period` micro-batches repeats the same tasks, sends and reductions, so the
 // step and each part of its breakdown grow by the same amount per group. Shorter steps of m1,
 // m1 + period, m1 + 2 · period, ... micro-batches are simulated until the last three agree on
-// that increment, and either each one's events are the one before's with a group inserted (the
-// state repeats) or a check step of a quarter of m falls on their line; then every part is
+// that increment, and either each one's events are the one before's with the same group inserted
+// (step/event_streams.h) or a check step of a quarter of m falls on their line; then every part is
 // extended linearly to the step's m micro-batches. If that has not happened by the time they
 // have cost half the whole step, or anything the extrapolation cannot carry is on, the step is
 // simulated whole.
@@ -258,36 +260,6 @@ bool Steady(const StepResult& a, const StepResult& b, const StepResult& c, doubl
   return true;
 }
 
-// Whether `b`, the event times of a step one group of micro-batches longer than the step of
-// `a`, is `a` with one group inserted: the same events at the same times up to where `a` starts
-// to end, then `a`'s remaining events all exactly `shift` ns later, with `events` events (the
-// group's) between. Then the simulation's whole state (every executor, queue and flow) after the
-// inserted group is its state before it, moved by `shift`: a steady state, not a transient
-// whose short steps happen to grow alike (a drift shows as events that move by other amounts).
-bool GroupInserted(const std::vector<int64_t>& a, const std::vector<int64_t>& b, size_t* events,
-                   int64_t* shift) {
-  if (a.empty() || b.size() <= a.size()) return false;
-  const size_t n = b.size() - a.size();
-  size_t p = 0;
-  while (p < a.size() && a[p] == b[p]) ++p;
-  if (p == a.size()) return false;
-  const int64_t t = b.back() - a.back();
-  for (size_t i = p; i < a.size(); ++i) {
-    if (b[i + n] - a[i] != t) return false;
-  }
-  *events = n;
-  *shift = t;
-  return true;
-}
-
-// The three short steps' event streams each insert the same group into the one before.
-bool EventsRepeat(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                  const std::vector<int64_t>& c) {
-  size_t n1 = 0, n2 = 0;
-  int64_t t1 = 0, t2 = 0;
-  return GroupInserted(a, b, &n1, &t1) && GroupInserted(b, c, &n2, &t2) && n1 == n2 && t1 == t2;
-}
-
 // Whether simulating a step of `next` micro-batches keeps the events of the short steps (`spent`
 // so far) within three quarters of those the whole step will run, estimated from the last two
 // short steps (`r`, one group apart, the last of `last` micro-batches): a step's fixed events
@@ -309,9 +281,11 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
                                 const SimulateOptions& options) {
   const std::optional<SteadyPlan> plan = PlanSteadyState(cfg, options);
   if (!plan.has_value()) return SimulateStepOnce(cfg, state, options);
-  // The last three short steps, oldest first, and the times of their events.
+  // The last three short steps, oldest first; how each one's events relate to the one before's
+  // (the first has none before it); the last one's event times, to compare the next with.
   std::vector<StepResult> r;
-  std::vector<std::vector<int64_t>> times;
+  std::vector<GroupInsert> inserts;
+  std::vector<int64_t> last_times;
   uint64_t events = 0, flows = 0;
   int64_t simulated = 0;
   int64_t last = 0;  // micro-batches of r.back()
@@ -321,6 +295,12 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     }
     // Checked as the whole step (layout, memory, length): its errors are the step's.
     std::vector<int64_t> t;
+    if (r.size() >= 2) {
+      // Room for about one group more than the last step, so that it is not grown by doubling.
+      const int64_t a = int64_t(r[r.size() - 2].events), b = int64_t(r.back().events);
+      const int64_t next = std::max<int64_t>(b, 2 * b - a);
+      t.reserve(size_t(next + next / 64 + 1024));
+    }
     Result<StepResult> one = SimulateStepOnce(cfg, state, options, m, &t);
     if (!one.ok()) return one.status();
     simulated += m;
@@ -329,17 +309,23 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     flows += one->flows;
     if (r.size() == 3) {
       r.erase(r.begin());
-      times.erase(times.begin());
+      inserts.erase(inserts.begin());
     }
     r.push_back(std::move(*one));
-    times.push_back(std::move(t));
+    // Against the step before, from where that one began to differ from its own predecessor:
+    // the group inserted there must recur here.
+    inserts.push_back(CompareGroupInserted(
+        last_times, t,
+        inserts.empty() ? std::numeric_limits<size_t>::max() : inserts.back().first_difference));
+    last_times = std::move(t);
     if (r.size() == 3 && Steady(r[0], r[1], r[2], 1, plan->period)) break;
   }
+  last_times = {};
   // Agreeing short steps can sit in a slow transient (uneven stages drift for ~150 micro-batches
-  // before a pipeline wait binds). Where every event of the longer steps repeats, shifted, the
-  // state repeats and they cannot; otherwise a step of a quarter of m must fall on their line.
-  const bool repeats = EventsRepeat(times[0], times[1], times[2]);
-  times.clear();
+  // before a pipeline wait binds). Where each one's events are the one before's with the same
+  // group inserted, and that group recurs in the next, nothing that moves an event drifts;
+  // otherwise a step of a quarter of m must fall on their line.
+  const bool repeats = SameGroupInserted(inserts[1], inserts[2]);
   std::string simulated_steps = std::to_string(plan->m1) + " to " + std::to_string(last);
   StepResult res;
   StepResult before;

@@ -1,0 +1,38 @@
+// Event streams of short steps, compared to tell a steady state from a transient (the
+// steady-state extrapolation of step_simulation.cc; docs/step-simulation.md, "Many
+// micro-batches"). A stream is the time, in ns, of every event one simulated step ran, in the
+// order the engine ran them (sim::Engine::RecordTimes).
+//
+// Contract: `CompareGroupInserted(a, b, from)` says whether `b`, the stream of a step one group
+// of micro-batches longer than the step of `a`, is `a` with one group inserted: equal up to some
+// index p, then every event of `a` from index min(p, from) on exactly `shift` ns later in `b`,
+// `events` events further on. Passing the previous comparison's `first_difference` as `from`
+// makes the comparison cover the group inserted before too: the group `b` inserted into the
+// stream before it must recur, shifted, in the stream after it, so two consecutive groups are
+// the same, not only the steps' endings. Pure functions of their arguments.
+#ifndef TRAINSIM_STEP_EVENT_STREAMS_H_
+#define TRAINSIM_STEP_EVENT_STREAMS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace trainsim::step {
+
+struct GroupInsert {
+  bool inserted = false;        // `b` is `a` with one group inserted
+  size_t first_difference = 0;  // the first index at which `a` and `b` differ; max if `a` is empty
+  size_t events = 0;            // the inserted group's events (b.size() - a.size())
+  int64_t shift = 0;            // ns by which `a`'s events after the group move in `b`
+};
+
+GroupInsert CompareGroupInserted(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                 size_t from = std::numeric_limits<size_t>::max());
+
+// Two consecutive comparisons that each found the same group (events and shift) inserted.
+bool SameGroupInserted(const GroupInsert& x, const GroupInsert& y);
+
+}  // namespace trainsim::step
+
+#endif  // TRAINSIM_STEP_EVENT_STREAMS_H_
