@@ -11,15 +11,18 @@ GroupInsert CompareGroupInserted(const std::vector<int64_t>& a, const std::vecto
     g.first_difference = std::numeric_limits<size_t>::max();
     return g;
   }
-  if (b.size() <= a.size()) return g;
-  const size_t n = b.size() - a.size();
   size_t p = 0;
-  while (p < a.size() && a[p] == b[p]) ++p;
+  while (p < a.size() && p < b.size() && a[p] == b[p]) ++p;
   g.first_difference = p;
-  // `a` a prefix of `b`: nothing of `a`'s ending to compare.
-  if (p == a.size()) return g;
+  // `a` a prefix of `b` (nothing of `a`'s ending to compare), or `b` not longer.
+  if (p == a.size() || b.size() <= a.size()) return g;
+  const size_t n = b.size() - a.size();
+  // After the previous pair parted at `from`, this one must part exactly one group later: the
+  // n events between are the group inserted before, found again, not only the endings.
+  const bool previous = from != std::numeric_limits<size_t>::max();
+  if (previous && p != from + n) return g;
   const int64_t t = b.back() - a.back();
-  for (size_t i = std::min(p, from); i < a.size(); ++i) {
+  for (size_t i = previous ? from : p; i < a.size(); ++i) {
     if (b[i + n] - a[i] != t) return g;
   }
   g.inserted = true;

@@ -5,11 +5,13 @@
 //
 // Contract: `CompareGroupInserted(a, b, from)` says whether `b`, the stream of a step one group
 // of micro-batches longer than the step of `a`, is `a` with one group inserted: equal up to some
-// index p, then every event of `a` from index min(p, from) on exactly `shift` ns later in `b`,
-// `events` events further on. Passing the previous comparison's `first_difference` as `from`
-// makes the comparison cover the group inserted before too: the group `b` inserted into the
-// stream before it must recur, shifted, in the stream after it, so two consecutive groups are
-// the same, not only the steps' endings. Pure functions of their arguments.
+// index p, then every event of `a` from p on exactly `shift` ns later in `b`, `events` events
+// further on. With `from`, the previous comparison's `first_difference` (the index at which `a`
+// parted from the stream one group shorter), `a` and `b` must part exactly one group later
+// (p = from + events), and every event of `a` from `from` on must recur `shift` ns later in `b`:
+// the group inserted into `a` is found again in `b`, so two consecutive groups are the same,
+// not only the steps' endings. Evidence that the simulation's state repeats, not proof: a drift
+// that moves no event within two groups passes. Pure functions of their arguments.
 #ifndef TRAINSIM_STEP_EVENT_STREAMS_H_
 #define TRAINSIM_STEP_EVENT_STREAMS_H_
 
@@ -22,7 +24,7 @@ namespace trainsim::step {
 
 struct GroupInsert {
   bool inserted = false;        // `b` is `a` with one group inserted
-  size_t first_difference = 0;  // the first index at which `a` and `b` differ; max if `a` is empty
+  size_t first_difference = 0;  // first index at which `a` and `b` differ; max if `a` is empty
   size_t events = 0;            // the inserted group's events (b.size() - a.size())
   int64_t shift = 0;            // ns by which `a`'s events after the group move in `b`
 };

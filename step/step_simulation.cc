@@ -291,6 +291,7 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   int64_t last = 0;  // micro-batches of r.back()
   for (int64_t m = plan->m1;; m += plan->period) {
     if (simulated + m > plan->budget || !WithinBudget(r, events, last, m, *plan)) {
+      last_times = {};
       return SimulateStepOnce(cfg, state, options);
     }
     // Checked as the whole step (layout, memory, length): its errors are the step's.
@@ -323,8 +324,9 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   last_times = {};
   // Agreeing short steps can sit in a slow transient (uneven stages drift for ~150 micro-batches
   // before a pipeline wait binds). Where each one's events are the one before's with the same
-  // group inserted, and that group recurs in the next, nothing that moves an event drifts;
-  // otherwise a step of a quarter of m must fall on their line.
+  // group inserted, and that group recurs in the next (two consecutive groups and the endings
+  // the same to the nanosecond: evidence, not proof, that the state repeats), they are taken
+  // as steady; otherwise a step of a quarter of m must fall on their line.
   const bool repeats = SameGroupInserted(inserts[1], inserts[2]);
   std::string simulated_steps = std::to_string(plan->m1) + " to " + std::to_string(last);
   StepResult res;
@@ -369,7 +371,8 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   res.flows = flows;
   res.simulation_note += "; steps of " + simulated_steps + " micro-batches simulated, the step's " +
                          std::to_string(plan->m) + " extended from their steady state" +
-                         (repeats ? " (every event repeating)" : "") + " (docs/step-simulation.md)";
+                         (repeats ? " (each group's events repeating)" : "") +
+                         " (docs/step-simulation.md)";
   return res;
 }
 

@@ -55,6 +55,20 @@ TEST(EventStreamsTest, DriftInsideTheGroupsFailsThoughTheEndingsRepeat) {
   EXPECT_FALSE(SameGroupInserted(ab, bc));
 }
 
+// An event of an early group of the longest step moved by 7 ns: the steps then part before
+// the group inserted into the middle one, and its ending still repeats. Not one group later
+// than the pair before, so not the same group inserted (a second reviewer's case).
+TEST(EventStreamsTest, StepsThatPartBeforeThePreviouslyInsertedGroupAreRefused) {
+  const GroupInsert ab = CompareGroupInserted(Stream(3), Stream(4));
+  ASSERT_TRUE(ab.inserted);
+  for (size_t index : {size_t{5}, size_t{10}, ab.first_difference}) {
+    std::vector<int64_t> c = Stream(5);
+    c[index] += 7;
+    const GroupInsert bc = CompareGroupInserted(Stream(4), c, ab.first_difference);
+    EXPECT_FALSE(bc.inserted) << index;
+  }
+}
+
 TEST(EventStreamsTest, AnEndingEventOneNanosecondOffIsNotAnInsertedGroup) {
   std::vector<int64_t> b = Stream(4);
   b[b.size() - 2] += 1;

@@ -83,7 +83,7 @@ bool Extrapolated(const StepResult& r) {
 
 // Extended from the short steps alone: their every event repeated, with no check step.
 bool EventsRepeated(const StepResult& r) {
-  return r.simulation_note.find("(every event repeating)") != std::string::npos;
+  return r.simulation_note.find("(each group's events repeating)") != std::string::npos;
 }
 
 // Every micro-batch simulated, for reference.
