@@ -260,19 +260,24 @@ bool Steady(const StepResult& a, const StepResult& b, const StepResult& c, doubl
   return true;
 }
 
+// The events of a step `more` micro-batches longer than the last short step, estimated from the
+// last two (`r`, one group of `period` micro-batches apart; at least one event per group).
+double EventsAfter(const std::vector<StepResult>& r, int64_t more, int64_t period) {
+  const double events = double(r.back().events);
+  const double per_group = std::max(1.0, events - double(r[r.size() - 2].events));
+  return events + double(more) / double(period) * per_group;
+}
+
 // Whether simulating a step of `next` micro-batches keeps the events of the short steps (`spent`
 // so far) within three quarters of those the whole step will run, estimated from the last two
-// short steps (`r`, one group apart, the last of `last` micro-batches): a step's fixed events
-// (the gradient reduction, the optimizer, warm-up and cool-down) make short steps of few
-// micro-batches cost more than their share, up to more than the whole step.
+// short steps (`r`, the last of `last` micro-batches): a step's fixed events (the gradient
+// reduction, the optimizer, warm-up and cool-down) make short steps of few micro-batches cost
+// more than their share, up to more than the whole step.
 bool WithinBudget(const std::vector<StepResult>& r, uint64_t spent, int64_t last, int64_t next,
                   const SteadyPlan& p) {
   if (r.size() < 2) return true;
-  const double events = double(r.back().events);
-  const double per_group = std::max(1.0, events - double(r[r.size() - 2].events));
-  const double whole = events + double(p.m - last) / double(p.period) * per_group;
-  const double next_events = events + double(next - last) / double(p.period) * per_group;
-  return double(spent) + next_events <= 0.75 * whole;
+  return double(spent) + EventsAfter(r, next - last, p.period) <=
+         0.75 * EventsAfter(r, p.m - last, p.period);
 }
 
 }  // namespace
@@ -297,9 +302,8 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     // Checked as the whole step (layout, memory, length): its errors are the step's.
     std::vector<int64_t> t;
     if (r.size() >= 2) {
-      // Room for about one group more than the last step, so that it is not grown by doubling.
-      const int64_t a = int64_t(r[r.size() - 2].events), b = int64_t(r.back().events);
-      const int64_t next = std::max<int64_t>(b, 2 * b - a);
+      // Room for one group more than the last step, so that it is not grown by doubling.
+      const double next = EventsAfter(r, plan->period, plan->period);
       t.reserve(size_t(next + next / 64 + 1024));
     }
     Result<StepResult> one = SimulateStepOnce(cfg, state, options, m, &t);

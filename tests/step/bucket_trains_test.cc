@@ -12,7 +12,7 @@
 #include "comm/topology.h"
 #include "step/gradient_sync.h"
 #include "step/step_simulation.h"
-#include "tests/step/dgx_h100.h"
+#include "tests/step/dgx.h"
 
 namespace trainsim::step {
 namespace {

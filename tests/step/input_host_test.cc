@@ -11,20 +11,10 @@
 #include "step/input_pipeline.h"
 #include "step/pass_costs.h"
 #include "step/step_simulation.h"
+#include "tests/step/dgx.h"
 
 namespace trainsim::step {
 namespace {
-
-comm::TopologySpec DgxA100(int nodes) {
-  comm::TopologySpec t;
-  t.nodes = nodes;
-  t.gpus_per_node = 8;
-  t.nvlink_GBps = 300;
-  t.nics_per_node = 8;
-  t.nic_Gbps = 200;
-  t.pcie_GBps = 32;
-  return t;
-}
 
 // One node, TP 1 × PP 1 × DP 8: the node's loader feeds 8 replicas.
 StepConfig DataParallel(int64_t micro_batches) {

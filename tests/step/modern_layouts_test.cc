@@ -11,7 +11,7 @@
 #include "comm/topology.h"
 #include "step/pass_costs.h"
 #include "step/step_simulation.h"
-#include "tests/step/dgx_h100.h"
+#include "tests/step/dgx.h"
 
 namespace trainsim::step {
 using namespace parallelism;  // NOLINT: the models the step simulation runs

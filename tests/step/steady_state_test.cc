@@ -10,7 +10,7 @@
 #include "scenarios/scenario.h"
 #include "scenarios/session.h"
 #include "step/step_simulation.h"
-#include "tests/step/dgx_h100.h"
+#include "tests/step/dgx.h"
 
 namespace trainsim::step {
 namespace {

@@ -6,22 +6,11 @@
 #include <sstream>
 
 #include "comm/collective.h"
+#include "tests/step/dgx.h"
 
 namespace trainsim::step {
 using namespace parallelism;  // NOLINT: the models the step simulation runs
 namespace {
-
-// DGX A100 nodes: 8 GPUs, NVLink 3 (300 GB/s per direction), 8× HDR 200 Gb/s.
-comm::TopologySpec DgxA100(int nodes) {
-  comm::TopologySpec t;
-  t.nodes = nodes;
-  t.gpus_per_node = 8;
-  t.nvlink_GBps = 300;
-  t.nics_per_node = 8;
-  t.nic_Gbps = 200;
-  t.pcie_GBps = 32;
-  return t;
-}
 
 // A GPT small enough to simulate quickly, with a tiny vocabulary so that every pipeline stage
 // does the same work (the embedding and logits are negligible).
