@@ -178,6 +178,19 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
   return launch;
 }
 
+std::vector<KernelOp> PricedOps(const ModelSpec& m, TensorSplit split, int micro_batch) {
+  std::vector<KernelOp> ops;
+  for (const LayerKind& kind : DistinctLayerKinds(m)) {
+    std::vector<KernelOp> layer = LayerOps(m, split, micro_batch, kind);
+    ops.insert(ops.end(), layer.begin(), layer.end());
+  }
+  for (std::vector<KernelOp> part :
+       {EmbeddingOps(m, split, micro_batch), HeadOps(m, split, micro_batch)}) {
+    ops.insert(ops.end(), part.begin(), part.end());
+  }
+  return ops;
+}
+
 std::vector<comm::GemmShape> GemmShapesOf(const std::vector<KernelOp>& ops) {
   std::set<std::array<int64_t, 4>> seen;
   std::vector<comm::GemmShape> out;

@@ -177,6 +177,11 @@ double OpTimeSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp&
 // output gradient. Each cast reads the 16-bit tensor and writes an FP8 copy and its transpose.
 double Fp8CastSeconds(const GpuSpec& gpu, const ComputeParams& p, const KernelOp& op, bool forward);
 
+// Every op the step simulation prices on one GPU of a `split` layout: one layer of each distinct
+// kind the model has (DistinctLayerKinds: dense and MoE transformer layers, windowed or not; a
+// hybrid model's Mamba, attention, MLP and MoE layers), then the embedding and the head.
+std::vector<KernelOp> PricedOps(const ModelSpec& m, TensorSplit split, int micro_batch);
+
 // The distinct matrix-product shapes `ops` run, in first-use order: each GEMM or batched GEMM
 // forward (m, n, k) as "<op>", its dgrad (m, k, n) as "<op>.dgrad" and its wgrad (k, n, m) as
 // "<op>.wgrad", a shape met again kept once. These are the shapes a calibration is looked up

@@ -437,8 +437,8 @@ Result<std::vector<std::string>> CalibrateRunnerArgs(const ResolvedScenario& r,
   Result<step::StepConfig> cfg = MakeStepConfig(r);
   if (!cfg.ok()) return cfg.status();
   const parallelism::ParallelConfig& c = cfg->parallel;
-  const std::vector<comm::GemmShape> shapes = parallelism::GemmShapesOf(
-      parallelism::LayerOps(cfg->model, {c.tp, c.sequence_parallel}, c.micro_batch));
+  const std::vector<comm::GemmShape> shapes =
+      parallelism::GemmShapesOf(parallelism::PricedOps(cfg->model, c.split(), c.micro_batch));
   const pb::Model& m = r.scenario.model();
   std::string dtypes;
   switch (m.precision()) {

@@ -63,7 +63,7 @@ CalibrationUse DescribeCalibration(const StepConfig& cfg, const CalibratedTpTime
   u.sample = cfg.calibration->is_sample();
   const GemmCalibration cal = GemmCalibrationOf(cfg);
   const GemmCoverage g =
-      CountCalibratedGemms(cfg.gpu, &cal, LayerOps(cfg.model, c.split(), c.micro_batch));
+      CountCalibratedGemms(cfg.gpu, &cal, PricedOps(cfg.model, c.split(), c.micro_batch));
   u.gemm_shapes = g.shapes;
   u.gemm_shapes_calibrated = g.calibrated;
   for (const auto& [name, calibrated] : tp.use()) {

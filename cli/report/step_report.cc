@@ -85,7 +85,7 @@ nlohmann::json StepJson(const step::StepResult& r) {
 std::string CalibrationLines(const step::CalibrationUse& u) {
   if (!u.used) return "";
   std::string cal = "GEMM efficiency for " + std::to_string(u.gemm_shapes_calibrated) + "/" +
-                    std::to_string(u.gemm_shapes) + " layer shapes";
+                    std::to_string(u.gemm_shapes) + " matrix-product shapes";
   for (const std::string& c : u.collectives_calibrated) cal.append(", TP ").append(c);
   cal.append(" (").append(u.file).append(u.sample ? ", SAMPLE: not measured)" : ")");
   std::string model = "DP/PP/ZeRO flows on the network";

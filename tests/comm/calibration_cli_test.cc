@@ -147,17 +147,18 @@ TEST(CalibrationCliTest, RunSaysWhatCameFromTheCalibration) {
   const nlohmann::json& c = j["step"]["calibration"];
   EXPECT_EQ(c["sample"], true);
   EXPECT_EQ(c["gpu"], "NVIDIA H100 80GB HBM3");
-  // GPT-3 175B at TP 8, micro-batch 1: the sample was written for exactly these shapes
-  // (4 forward, 2 new dgrad, 4 wgrad products).
-  EXPECT_EQ(c["gemm_shapes"], 10);
-  EXPECT_EQ(c["gemm_shapes_calibrated"], 10);
+  // GPT-3 175B at TP 8, micro-batch 1: the sample was written for exactly the layer's shapes
+  // (4 forward, 2 new dgrad, 4 wgrad products); the head's logits (2048 × 51200/8 × 12288, its
+  // dgrad and wgrad) lie within 2× of its rows in every dimension.
+  EXPECT_EQ(c["gemm_shapes"], 13);
+  EXPECT_EQ(c["gemm_shapes_calibrated"], 13);
   EXPECT_EQ(c["collectives_calibrated"][0], "all_gather 8 ranks");
   EXPECT_TRUE(c["collectives_modelled"].empty());
   EXPECT_NE(j["step"]["time_s"], a["step"]["time_s"]);
 
   RunResult text = RunTrainsim({"run", kDemo, "--calibration", kSample});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_TRUE(Contains(text.out, "calibrated          GEMM efficiency for 10/10 layer shapes"))
+  EXPECT_TRUE(Contains(text.out, "calibrated          GEMM efficiency for 13/13 matrix-product shapes"))
       << text.out;
   EXPECT_TRUE(Contains(text.out, "SAMPLE: not measured")) << text.out;
   EXPECT_TRUE(Contains(text.out, "modelled            DP/PP/ZeRO flows")) << text.out;

@@ -136,6 +136,40 @@ TEST(CalibrateCommandTest, UnfusedAttentionMeasuresTheBatchedProducts) {
   EXPECT_EQ(gemm.find("attn_context="), std::string::npos) << gemm;
 }
 
+ResolvedScenario Load(const std::string& path) {
+  auto s = LoadScenario(path, {});
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  auto r = Resolve(*s);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return *r;
+}
+
+TEST(CalibrateCommandTest, MoeScenarioMeasuresTheExpertProductsAndTheHead) {
+  // Qwen3-30B-A3B on 16 H100, EP 16, micro-batch 1 of 4,096 tokens, 128 experts, top 8: each GPU
+  // holds 128/16 = 8 experts and receives 4,096 · 8 copies, 4,096 per expert (force-balanced).
+  // The experts' gate+up product is 4096 × 2·768 × 2048 batched over 8, down 4096 × 2048 × 768.
+  // The head's logits: 4096 × 151,936 (vocab, TP 1) × 2048. Before, only the dense layer's
+  // shapes were listed, although the model has no dense layer.
+  auto args = CalibrateRunnerArgs(
+      Load("scenarios/validation/bridge_h100_qwen3_30b_a3b_fp8.textproto"), {}, "o.json");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  const std::string gemm = After(*args, "--gemm");
+  EXPECT_NE(gemm.find("expert_gate_up=4096x1536x2048x8,"), std::string::npos) << gemm;
+  EXPECT_NE(gemm.find("expert_down=4096x2048x768x8,"), std::string::npos) << gemm;
+  EXPECT_NE(gemm.find("logits=4096x151936x2048"), std::string::npos) << gemm;
+}
+
+TEST(CalibrateCommandTest, ContextParallelLayoutMeasuresItsShareOfTheSequence) {
+  // Llama 3.1 405B, seq 8192, TP 8, CP 2: each GPU runs 8192/2 = 4096 tokens through qkv, whose
+  // width is (128 + 2·8) heads × 128 / 8 = 2304 over hidden 16,384. Before, the CP split was
+  // dropped and 8192 tokens were measured.
+  auto args = CalibrateRunnerArgs(
+      Load("scenarios/validation/bridge_h100_llama31_405b_fp8.textproto"), {}, "o.json");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  const std::string gemm = After(*args, "--gemm");
+  EXPECT_EQ(gemm.rfind("qkv=4096x2304x16384,", 0), 0u) << gemm;
+}
+
 // What calibrate measures is what the step simulation looks up: on every bundled scenario the
 // runner's --gemm list has exactly the shapes the step counts in its calibration coverage.
 TEST(CalibrateCommandTest, MeasuresExactlyTheShapesTheStepLooksUp) {
@@ -151,8 +185,7 @@ TEST(CalibrateCommandTest, MeasuresExactlyTheShapesTheStepLooksUp) {
       auto cfg = MakeStepConfig(*r);
       ASSERT_TRUE(cfg.ok()) << path << ": " << cfg.status().message();
       const auto& c = cfg->parallel;
-      const auto ops =
-          parallelism::LayerOps(cfg->model, {c.tp, c.sequence_parallel}, c.micro_batch);
+      const auto ops = parallelism::PricedOps(cfg->model, c.split(), c.micro_batch);
       auto args = CalibrateRunnerArgs(*r, {}, "o.json");
       if (s->model().precision() == pb::FP4) {
         // The NVFP4 validation rows: the runner has no FP4 products, so calibrate refuses them

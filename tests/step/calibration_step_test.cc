@@ -134,9 +134,11 @@ TEST(CalibrationStepTest, ComputeTimeChangesByTheFlopsOverTheMeasuredMinusModell
   EXPECT_TRUE(u.used);
   EXPECT_TRUE(u.sample);
   EXPECT_EQ(u.gpu, "NVIDIA H100 80GB HBM3");
-  // 4 forward + 4 dgrad + 4 wgrad products, two dgrads repeating forward shapes: 10 distinct.
-  EXPECT_EQ(u.gemm_shapes, 10);
-  EXPECT_EQ(u.gemm_shapes_calibrated, 10);
+  // The layer: 4 forward + 4 dgrad + 4 wgrad products, two dgrads repeating forward shapes: 10
+  // distinct. The head's logits, 2048 × 51200/8 × 12288, its dgrad and its wgrad: 3 more, each
+  // within 2× of a sample row in every dimension (fc1 2048 × 6144 × 12288, fc2.dgrad, fc1.wgrad).
+  EXPECT_EQ(u.gemm_shapes, 13);
+  EXPECT_EQ(u.gemm_shapes_calibrated, 13);
   // With SP the TP collectives are all-gathers and reduce-scatters of b·s·h·2 = 48 MiB over the
   // 8 GPUs of one node, and the vocab-parallel cross-entropy all-reduces 2048·4 = 8 KiB
   // (Megatron's _VocabParallelCrossEntropy): all inside the sample's 8 B .. 1 GiB curves.
