@@ -196,13 +196,22 @@ std::vector<comm::GemmShape> GemmShapesOf(const std::vector<KernelOp>& ops) {
   std::vector<comm::GemmShape> out;
   for (const KernelOp& op : ops) {
     if (op.kind != OpKind::kGemm && op.kind != OpKind::kBatchedGemm) continue;
-    const std::array<std::array<int64_t, 4>, 3> shapes = {
-        {{op.batch, op.m, op.n, op.k}, {op.batch, op.m, op.k, op.n}, {op.batch, op.k, op.n, op.m}}};
-    const char* suffix[] = {"", ".dgrad", ".wgrad"};
-    for (int i = 0; i < 3; ++i) {
-      const auto& s = shapes[size_t(i)];
-      if (!seen.insert(s).second) continue;
-      out.push_back({op.name + suffix[i], s[1], s[2], s[3], s[0]});
+    // GroupedMatmulSeconds' lookups: products run `streams` at a time are priced per round, a
+    // batch of `streams`, and the last round's remainder.
+    std::vector<int64_t> batches = {op.batch};
+    if (op.streams > 0 && op.batch > op.streams) {
+      batches = {op.streams};
+      if (op.batch % op.streams != 0) batches.push_back(op.batch % op.streams);
+    }
+    for (int64_t b : batches) {
+      const std::array<std::array<int64_t, 4>, 3> shapes = {
+          {{b, op.m, op.n, op.k}, {b, op.m, op.k, op.n}, {b, op.k, op.n, op.m}}};
+      const char* suffix[] = {"", ".dgrad", ".wgrad"};
+      for (int i = 0; i < 3; ++i) {
+        const auto& s = shapes[size_t(i)];
+        if (!seen.insert(s).second) continue;
+        out.push_back({op.name + suffix[i], s[1], s[2], s[3], s[0]});
+      }
     }
   }
   return out;

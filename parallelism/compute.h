@@ -184,8 +184,9 @@ std::vector<KernelOp> PricedOps(const ModelSpec& m, TensorSplit split, int micro
 
 // The distinct matrix-product shapes `ops` run, in first-use order: each GEMM or batched GEMM
 // forward (m, n, k) as "<op>", its dgrad (m, k, n) as "<op>.dgrad" and its wgrad (k, n, m) as
-// "<op>.wgrad", a shape met again kept once. These are the shapes a calibration is looked up
-// with, so `trainsim calibrate` measures exactly these.
+// "<op>.wgrad", a shape met again kept once; products run `streams` at a time (a MoE layer's
+// experts) as rounds of that many and the remainder, as OpTimeSeconds prices them. These are the
+// shapes a calibration is looked up with, so `trainsim calibrate` measures exactly these.
 std::vector<comm::GemmShape> GemmShapesOf(const std::vector<KernelOp>& ops);
 
 // How many of GemmShapesOf(ops) `cal` covers.

@@ -16,6 +16,8 @@
 #include "sim/parallel.h"
 #include "sim/progress.h"
 #include "sim/time.h"
+#include "step/pass_costs.h"
+#include "step/priced_ops.h"
 
 namespace trainsim::scenarios {
 
@@ -436,9 +438,7 @@ Result<std::vector<std::string>> CalibrateRunnerArgs(const ResolvedScenario& r,
                                                      const std::string& output) {
   Result<step::StepConfig> cfg = MakeStepConfig(r);
   if (!cfg.ok()) return cfg.status();
-  const parallelism::ParallelConfig& c = cfg->parallel;
-  const std::vector<comm::GemmShape> shapes =
-      parallelism::GemmShapesOf(parallelism::PricedOps(cfg->model, c.split(), c.micro_batch));
+  const std::vector<comm::GemmShape> shapes = parallelism::GemmShapesOf(step::PricedGemmOps(*cfg));
   const pb::Model& m = r.scenario.model();
   std::string dtypes;
   switch (m.precision()) {

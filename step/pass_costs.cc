@@ -10,6 +10,7 @@
 #include "step/activation_offload.h"
 #include "step/comm_sm_share.h"
 #include "step/ep_overlap.h"
+#include "step/priced_ops.h"
 
 namespace trainsim::step {
 namespace {
@@ -150,15 +151,6 @@ double OpSeconds(const StepConfig& cfg, const GemmCalibration& cal,
   return 0;
 }
 
-// The GEMMs whose input TP all-gathers or whose output TP reduce-scatters under sequence
-// parallelism (column- and row-parallel linears); not the router, the experts (EP all-to-all),
-// MLA's replicated down-projections or the logits.
-bool TpPairedGemm(const KernelOp& op) {
-  if (op.kind != OpKind::kGemm) return false;
-  return op.name != "router" && op.name != "logits" && op.name != "q_down" &&
-         op.name != "kv_down" && op.name.rfind("expert_", 0) != 0;
-}
-
 // Transformer Engine's userbuffers run each TP-paired GEMM as tp chunks of m/tp rows, one per
 // step of the ring exchange (all-gather) or pipelined reduce-scatter: the seconds of the
 // chunked GEMMs, forward or backward (backward: the dgrad is chunked, the wgrad is not).
@@ -172,15 +164,7 @@ double ChunkedGemmSeconds(const StepConfig& cfg, const GemmCalibration& cal,
       total += whole;
       continue;
     }
-    KernelOp chunk = op;
-    chunk.m = op.m / tp;
-    const double e = cfg.model.bytes_per_element, b = double(op.batch);
-    const double bytes =
-        b * e * (double(chunk.m) * op.k + double(op.k) * op.n + double(chunk.m) * op.n);
-    chunk.fwd_matmul_flops = op.fwd_matmul_flops / tp;
-    chunk.bwd_matmul_flops = op.bwd_matmul_flops / tp;
-    chunk.fwd_bytes = bytes;
-    chunk.bwd_bytes = 2 * bytes;
+    const KernelOp chunk = TpChunkOf(op, tp, cfg.model.bytes_per_element);
     const double chunked = tp * OpTimeSeconds(cfg.gpu, cfg.compute, chunk, forward, &cal);
     total += forward ? chunked : 0.5 * (chunked + whole);
   }

@@ -14,6 +14,7 @@
 #include "step/event_streams.h"
 #include "step/gradient_sync.h"
 #include "step/pass_costs.h"
+#include "step/priced_ops.h"
 #include "step/pipeline.h"
 #include "step/replica_plan.h"
 #include "step/step_state.h"
@@ -56,14 +57,12 @@ void FillMetrics(const StepConfig& cfg, int gpus, StepResult* res) {
 CalibrationUse DescribeCalibration(const StepConfig& cfg, const CalibratedTpTimer& tp) {
   CalibrationUse u;
   if (!cfg.calibration) return u;
-  const ParallelConfig& c = cfg.parallel;
   u.used = true;
   u.file = cfg.calibration->path();
   u.gpu = cfg.calibration->gpu_name();
   u.sample = cfg.calibration->is_sample();
   const GemmCalibration cal = GemmCalibrationOf(cfg);
-  const GemmCoverage g =
-      CountCalibratedGemms(cfg.gpu, &cal, PricedOps(cfg.model, c.split(), c.micro_batch));
+  const GemmCoverage g = CountCalibratedGemms(cfg.gpu, &cal, PricedGemmOps(cfg));
   u.gemm_shapes = g.shapes;
   u.gemm_shapes_calibrated = g.calibrated;
   for (const auto& [name, calibrated] : tp.use()) {

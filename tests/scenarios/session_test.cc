@@ -10,6 +10,8 @@
 
 #include "parallelism/compute.h"
 #include "scenarios/step_config.h"
+#include "step/pass_costs.h"
+#include "step/priced_ops.h"
 
 namespace trainsim::scenarios {
 namespace {
@@ -154,9 +156,78 @@ TEST(CalibrateCommandTest, MoeScenarioMeasuresTheExpertProductsAndTheHead) {
       Load("scenarios/validation/bridge_h100_qwen3_30b_a3b_fp8.textproto"), {}, "o.json");
   ASSERT_TRUE(args.ok()) << args.status().message();
   const std::string gemm = After(*args, "--gemm");
-  EXPECT_NE(gemm.find("expert_gate_up=4096x1536x2048x8,"), std::string::npos) << gemm;
-  EXPECT_NE(gemm.find("expert_down=4096x2048x768x8,"), std::string::npos) << gemm;
+  // Transformer Engine runs the 8 experts' products 4 at a time (its 4 compute streams), so the
+  // step prices two rounds of 4 concurrent products: a batch of 4 is what it looks up.
+  EXPECT_NE(gemm.find("expert_gate_up=4096x1536x2048x4,"), std::string::npos) << gemm;
+  EXPECT_NE(gemm.find("expert_down=4096x2048x768x4,"), std::string::npos) << gemm;
+  EXPECT_EQ(gemm.find("x8,"), std::string::npos) << gemm;
   EXPECT_NE(gemm.find("logits=4096x151936x2048"), std::string::npos) << gemm;
+}
+
+TEST(CalibrateCommandTest, TpOverlapMeasuresTheChunksUserbuffersRun) {
+  // Llama 3 70B, seq 8192, TP 4 with tp_comm_overlap: Transformer Engine's userbuffers run qkv
+  // as 4 chunks of 8192/4 = 2048 rows, (64 + 2·8) heads × 128 / 4 = 2560 wide over hidden 8192.
+  auto args = CalibrateRunnerArgs(Load("scenarios/validation/bridge_h100_llama3_70b_fp8.textproto"),
+                                  {}, "o.json");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  const std::string gemm = After(*args, "--gemm");
+  EXPECT_NE(gemm.find("qkv=8192x2560x8192,"), std::string::npos) << gemm;
+  EXPECT_NE(gemm.find("qkv=2048x2560x8192,"), std::string::npos) << gemm;
+}
+
+// A calibration holding every shape calibrate lists replaces the model's rate for the experts
+// too. GPT-OSS 120B on H100, EP 8: 16 experts per GPU of 4096 · 4 · 8 / 128 = 1024 tokens each;
+// gate+up 1024 × 5760 × 2880, run 4 at a time on TE's 4 streams: 4 rounds, each a batch of 4.
+// At a measured 100 TFLOP/s (far below the model's, so compute-bound) the forward takes the 16
+// launches plus 4 rounds of 2 · 4 · 1024 · 5760 · 2880 FLOPs at 1e14 FLOP/s. Before, calibrate
+// measured a batch of 16, which the step never looks up.
+TEST(CalibrateCommandTest, CalibratedExpertProductsAreTheOnesTheStepUses) {
+  ResolvedScenario r = Load("scenarios/validation/bridge_h100_gpt_oss_120b_bf16.textproto");
+  auto cfg = MakeStepConfig(r);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  auto args = CalibrateRunnerArgs(r, {}, "o.json");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  std::string rows;
+  std::string list = After(*args, "--gemm") + ",";
+  for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
+    std::string dims = list.substr(at, comma - at);
+    dims = dims.substr(dims.find('=') + 1);
+    int64_t v[4] = {0, 0, 0, 1};
+    int i = 0;
+    for (size_t s = 0, x; i < 4 && s <= dims.size(); s = x + 1, ++i) {
+      x = dims.find('x', s);
+      if (x == std::string::npos) x = dims.size();
+      v[i] = std::stoll(dims.substr(s, x - s));
+    }
+    const double t = 2.0 * double(v[0]) * double(v[1]) * double(v[2]) * double(v[3]) / 1e14;
+    if (!rows.empty()) rows += ",";
+    rows += "{\"name\": \"x\", \"dtype\": \"bf16\", \"m\": " + std::to_string(v[0]) +
+            ", \"n\": " + std::to_string(v[1]) + ", \"k\": " + std::to_string(v[2]) +
+            ", \"batch\": " + std::to_string(v[3]) + ", \"time_s\": " + std::to_string(t) +
+            ", \"tflops\": 100}";
+  }
+  const std::string text =
+      "{\"format\": \"trainsim-calibration\", \"version\": 1, \"sample\": true, "
+      "\"gpu_name\": \"NVIDIA H100 80GB HBM3\", \"gpu_count\": 1, \"compute_capability\": "
+      "\"9.0\", \"nccl_version\": \"x\", \"cuda_version\": \"13.0\", \"date\": \"x\", "
+      "\"collectives\": [], \"gemm\": [" +
+      rows + "]}";
+  auto cal = comm::ParseCalibration(text, "test.json");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  const parallelism::GemmCalibration g{&*cal, cfg->gemm_dtype};
+  const auto& c = cfg->parallel;
+  int found = 0;
+  for (const auto& op : parallelism::LayerOps(cfg->model, c.split(), c.micro_batch, true)) {
+    if (op.name != "expert_gate_up") continue;
+    ++found;
+    ASSERT_EQ(op.batch, 16);
+    ASSERT_EQ(op.m, 1024);
+    const double expected =
+        16 * cfg->compute.kernel_overhead_s + 4 * (2.0 * 4 * 1024 * 5760 * 2880) / 1e14;
+    EXPECT_NEAR(parallelism::OpTimeSeconds(cfg->gpu, cfg->compute, op, true, &g), expected,
+                1e-9 * expected);
+  }
+  EXPECT_EQ(found, 1);
 }
 
 TEST(CalibrateCommandTest, ContextParallelLayoutMeasuresItsShareOfTheSequence) {
@@ -184,8 +255,7 @@ TEST(CalibrateCommandTest, MeasuresExactlyTheShapesTheStepLooksUp) {
       ASSERT_TRUE(r.ok()) << path << ": " << r.status().message();
       auto cfg = MakeStepConfig(*r);
       ASSERT_TRUE(cfg.ok()) << path << ": " << cfg.status().message();
-      const auto& c = cfg->parallel;
-      const auto ops = parallelism::PricedOps(cfg->model, c.split(), c.micro_batch);
+      const auto ops = step::PricedGemmOps(*cfg);
       auto args = CalibrateRunnerArgs(*r, {}, "o.json");
       if (s->model().precision() == pb::FP4) {
         // The NVFP4 validation rows: the runner has no FP4 products, so calibrate refuses them
