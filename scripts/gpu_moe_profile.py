@@ -7,8 +7,9 @@ times (`trainsim run --ops`) can be compared with real kernels. Per case it time
 
   gemm      the experts' matrix products, forward, dgrad and wgrad, three ways: one grouped
             kernel (torch._grouped_mm, CUTLASS), one cuBLAS product per expert (torch.mm in a
-            loop, as Megatron's SequentialMLP and TE's GroupedLinear issue them), and FP8 per
-            expert (torch._scaled_mm, per-tensor scales: TE's current scaling);
+            loop on one stream, as Megatron's SequentialMLP issues them; TE's GroupedLinear
+            spreads them over 4 streams), and FP8 per expert (torch._scaled_mm, per-tensor
+            scales: TE's current scaling);
   cast      FP8 current scaling of each expert's input: amax, then scale and cast;
   permute   the gather of the routed copies and the weighted index_add that undoes it;
   act       SwiGLU (gated experts) or squared ReLU;
@@ -53,20 +54,25 @@ FP8_PEAK = 1978.9e12
 
 
 def timed(fn, warmup, reps):
-    """Median seconds of fn() between two CUDA events."""
+    """Median seconds of one fn() call: calls back to back between two CUDA events, as many as
+    make the span at least a millisecond, so that a short kernel's launch latency is amortised.
+    (The 2026-12-04 data in docs/evidence/ was taken one call per event pair.)"""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
+
+    def span(calls):
         s = torch.cuda.Event(enable_timing=True)
         e = torch.cuda.Event(enable_timing=True)
         s.record()
-        fn()
+        for _ in range(calls):
+            fn()
         e.record()
         e.synchronize()
-        ts.append(s.elapsed_time(e) * 1e-3)
-    return statistics.median(ts)
+        return s.elapsed_time(e) * 1e-3 / calls
+
+    calls = max(1, min(100, int(1e-3 / max(span(1), 1e-7)) + 1))
+    return statistics.median(span(calls) for _ in range(reps))
 
 
 def attempt(results, key, fn):
@@ -75,7 +81,10 @@ def attempt(results, key, fn):
         results[key] = fn()
     except Exception as ex:  # noqa: BLE001 - every failure is reported, the rest goes on
         results[key] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
-        torch.cuda.synchronize()
+        try:
+            torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - a sticky CUDA error: the next attempts report it
+            pass
 
 
 def gemm_rows(c, dev, warmup, reps):
