@@ -62,8 +62,9 @@ struct SweepProblem {
   std::vector<bool> sequence_parallel = {false, true};  // true applies only with TP > 1
   int max_zero_stage = 3;  // caps zero_stages; ZeRO-3 only without PP (ValidateLayout)
   std::vector<int> zero_stages = {0, 1, 2, 3};  // ZeRO ≥ 1 only with DP × CP > 1
-  // ZeRO-2 with PP > 1 reduce-scatters every micro-batch's gradients (DeepSpeed's stage 2); the
-  // stacks that pipeline (Megatron's distributed optimizer) keep whole gradients instead. It is
+  // ZeRO-2 with PP > 1 reduce-scatters every micro-batch's gradients (DeepSpeed's stage 2, which
+  // DeepSpeed's PipelineEngine itself refuses); the stacks that pipeline (Megatron's distributed
+  // optimizer, PyTorch's pipelining with FSDP) reduce whole gradients once a step. It is
   // tried only when asked for (--zero lists it): each such layout's step simulation runs
   // micro-batches × buckets reductions, seconds per layout at hundreds of micro-batches.
   bool zero2_with_pp = false;
