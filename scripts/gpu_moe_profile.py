@@ -16,7 +16,8 @@ times (`trainsim run --ops`) can be compared with real kernels. Per case it time
   attention scaled_dot_product_attention, causal, with the cuDNN and the Flash backends;
   layer     one eager MoE layer, forward and backward, in BF16 (router, top-k, the host sync for
             the tokens per expert, permute, experts, unpermute): wall time per iteration, the
-            CPU time to issue it, and its GPU time.
+            CPU time to issue it, its GPU time, and the GPU activities (kernels, copies, memsets)
+            one iteration runs (torch.profiler), so that issue time per kernel can be read.
 
 Timing: CUDA events around each call after warm-up; the median of --reps calls. Only PyTorch is
 needed. Writes JSON (--out) and prints a table. Exit 0 done, 77 no GPU, 2 bad arguments.
@@ -294,7 +295,18 @@ def layer_row(c, dev, warmup, reps):
         issues.append(t1 - t0)
         walls.append(t2 - t0)
         gpus.append(s.elapsed_time(e) * 1e-3)
+    kernels = None
+    try:  # kernels one step launches, to put the host's time per kernel next to issue_s
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        kernels = sum(1 for ev in prof.events()
+                      if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CUDA)
+    except Exception:  # noqa: BLE001 - no profiler here: the count is left out
+        kernels = None
     return {"experts_kernel": "grouped" if use_grouped[0] else "per-expert loop",
+            "gpu_kernels": kernels,
             "grouped_error": fallback[0] if fallback else None,
             "wall_s": statistics.median(walls), "issue_s": statistics.median(issues),
             "events_s": statistics.median(gpus)}
