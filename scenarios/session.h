@@ -142,9 +142,9 @@ Result<sweep::SweepProblem> MakeSweepProblem(const ResolvedScenario& resolved,
 // scenario. --gemm lists the matrix products one GPU runs in each kind of layer the model has
 // (a MoE layer's expert GEMMs included), the embedding and the head, under the scenario's whole
 // layout (TP, CP, EP, ETP): exactly the shapes the step simulation looks a calibration up with
-// (step::PricedGemmOps, parallelism::GemmShapesOf: none for fused flash attention); --dtypes follows the
-// precision (BF16 → bf16; FP16 → fp16; FP8 → fp8 and bf16, since FP8 recipes keep attention and
-// some layers in BF16; TF32 is an error);
+// (step::PricedGemmOps, parallelism::GemmShapesOf: none for fused flash attention); --dtypes
+// follows the precision (BF16 → bf16; FP16 → fp16; FP8 → fp8 and bf16, since FP8 recipes keep
+// attention and some layers in BF16; TF32 is an error);
 // --expect-gpu the scenario's GPU; -o `output`.
 struct CalibrateRequest {
   std::string nranks;  // the runner's --nranks (group sizes); empty = all visible GPUs
