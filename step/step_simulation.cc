@@ -14,8 +14,8 @@
 #include "step/event_streams.h"
 #include "step/gradient_sync.h"
 #include "step/pass_costs.h"
-#include "step/priced_ops.h"
 #include "step/pipeline.h"
+#include "step/priced_ops.h"
 #include "step/replica_plan.h"
 #include "step/step_state.h"
 

@@ -158,7 +158,8 @@ TEST(CalibrationCliTest, RunSaysWhatCameFromTheCalibration) {
 
   RunResult text = RunTrainsim({"run", kDemo, "--calibration", kSample});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_TRUE(Contains(text.out, "calibrated          GEMM efficiency for 13/13 matrix-product shapes"))
+  EXPECT_TRUE(
+      Contains(text.out, "calibrated          GEMM efficiency for 13/13 matrix-product shapes"))
       << text.out;
   EXPECT_TRUE(Contains(text.out, "SAMPLE: not measured")) << text.out;
   EXPECT_TRUE(Contains(text.out, "modelled            DP/PP/ZeRO flows")) << text.out;
