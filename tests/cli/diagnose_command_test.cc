@@ -201,6 +201,28 @@ TEST(DiagnoseCommandTest, MeasuredMfuGivesTheUnexplainedShare) {
               1e-3 * base["step_time_s"].get<double>());
 }
 
+// A MoE model run eagerly and measured much slower than modelled: the note says where the
+// GPU measurements put the gap (around the expert GEMMs, not in them). A dense model, or a
+// measurement the model explains, gets no such note.
+TEST(DiagnoseCommandTest, UnexplainedMoeStepPointsAroundTheExpertGemms) {
+  const char* moe = "scenarios/validation/bridge_h100_qwen3_30b_a3b_fp8.textproto";
+  const nlohmann::json base = Json({"diagnose", moe, "--json", "--no-run"});
+  const double step = base["step_time_s"].get<double>();
+  const std::string hint = "look around them";
+  auto notes = [](const nlohmann::json& j) { return j["notes"].dump(); };
+  const nlohmann::json slow =
+      Json({"diagnose", moe, "--json", "--no-run", "--measured-step", std::to_string(1.5 * step)});
+  EXPECT_NE(notes(slow).find(hint), std::string::npos) << notes(slow);
+  const nlohmann::json close =
+      Json({"diagnose", moe, "--json", "--no-run", "--measured-step", std::to_string(1.05 * step)});
+  EXPECT_EQ(notes(close).find(hint), std::string::npos) << notes(close);
+  const double dense_mfu = Json({"diagnose", kLow, "--json", "--no-run"})["mfu"].get<double>();
+  const nlohmann::json dense = Json(
+      {"diagnose", kLow, "--json", "--no-run", "--measured-mfu", std::to_string(dense_mfu / 2)});
+  EXPECT_GT(dense["measured"]["unexplained_share"].get<double>(), 0.4);
+  EXPECT_EQ(notes(dense).find(hint), std::string::npos) << notes(dense);
+}
+
 // A measured step half the model's is 50% shorter than it (the shortfall is a share of the
 // model's step; it read 100% when divided by the measured one, and 401% at a quarter).
 TEST(DiagnoseCommandTest, AMeasuredStepShorterThanTheModelsIsGivenAsAShareOfTheModels) {
