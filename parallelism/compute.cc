@@ -25,6 +25,13 @@ std::optional<double> CalibratedGemmEfficiency(const GpuSpec& gpu, const GemmCal
   return e;
 }
 
+GemmCalibration CalibrationFor(const GemmCalibration& cal, bool fp8) {
+  // An FP8 model's products that stay in BF16 (the logits, the router, BF16 attention) are
+  // measured in calibrate's bf16 rows (it passes --dtypes fp8,bf16).
+  if (!fp8 && cal.dtype == "fp8") return {cal.calibration, "bf16"};
+  return cal;
+}
+
 namespace {
 // (1,200 / 1,979) / (740 / 989): FP8 attention's fraction of peak over BF16's (FA3 paper).
 constexpr double kFp8AttentionFactor = 0.81;
@@ -34,7 +41,11 @@ double MatmulSeconds(const GpuSpec& gpu, const ComputeParams& p, double peak, bo
                      double batch, double m, double n, double k, double bytes,
                      const GemmCalibration* cal) {
   const double flops = 2.0 * batch * m * n * k;
-  const std::optional<double> measured = CalibratedGemmEfficiency(gpu, cal, batch, m, n, k);
+  std::optional<double> measured;
+  if (cal != nullptr) {
+    const GemmCalibration typed = CalibrationFor(*cal, fp8);
+    measured = CalibratedGemmEfficiency(gpu, &typed, batch, m, n, k);
+  }
   const double rate =
       measured ? *measured * gpu.peak_flops : peak * GemmEfficiency(gpu, p, batch, m, n, k, fp8);
   return std::max(flops / rate, bytes / AchievableHbmBytesPerS(gpu));
@@ -217,14 +228,21 @@ std::vector<comm::GemmShape> GemmShapesOf(const std::vector<KernelOp>& ops) {
   return out;
 }
 
-GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
-                                  const std::vector<KernelOp>& ops) {
+GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const ComputeParams& p,
+                                  const GemmCalibration* cal, const std::vector<KernelOp>& ops) {
   GemmCoverage out;
-  for (const comm::GemmShape& s : GemmShapesOf(ops)) {
-    ++out.shapes;
-    if (CalibratedGemmEfficiency(gpu, cal, double(s.batch), double(s.m), double(s.n),
-                                 double(s.k))) {
-      ++out.calibrated;
+  std::set<std::pair<bool, std::array<int64_t, 4>>> seen;
+  for (const KernelOp& op : ops) {
+    const bool fp8 = RunsInFp8(p, op);
+    for (const comm::GemmShape& s : GemmShapesOf({op})) {
+      if (!seen.insert({fp8, {s.batch, s.m, s.n, s.k}}).second) continue;
+      ++out.shapes;
+      if (cal == nullptr) continue;
+      const GemmCalibration typed = CalibrationFor(*cal, fp8);
+      if (CalibratedGemmEfficiency(gpu, &typed, double(s.batch), double(s.m), double(s.n),
+                                   double(s.k))) {
+        ++out.calibrated;
+      }
     }
   }
   return out;

@@ -189,13 +189,18 @@ std::vector<KernelOp> PricedOps(const ModelSpec& m, TensorSplit split, int micro
 // shapes a calibration is looked up with, so `trainsim calibrate` measures exactly these.
 std::vector<comm::GemmShape> GemmShapesOf(const std::vector<KernelOp>& ops);
 
-// How many of GemmShapesOf(ops) `cal` covers.
+// How many of GemmShapesOf(ops) `cal` covers, each shape looked up in its op's type (an FP8
+// model's BF16 products in the bf16 rows).
 struct GemmCoverage {
   int shapes = 0;
   int calibrated = 0;
 };
-GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const GemmCalibration* cal,
-                                  const std::vector<KernelOp>& ops);
+GemmCoverage CountCalibratedGemms(const GpuSpec& gpu, const ComputeParams& p,
+                                  const GemmCalibration* cal, const std::vector<KernelOp>& ops);
+
+// The calibration an op's products are looked up in: `cal`, or its bf16 rows for a product of an
+// FP8 model that runs in BF16 (`fp8` false: RunsInFp8).
+GemmCalibration CalibrationFor(const GemmCalibration& cal, bool fp8);
 
 // Optimizer step for `params` parameters, memory-bound (fused multi-tensor kernels), as
 // Megatron-LM's mixed-precision optimizer runs it: the gradient norm for clipping (reads the

@@ -62,7 +62,7 @@ CalibrationUse DescribeCalibration(const StepConfig& cfg, const CalibratedTpTime
   u.gpu = cfg.calibration->gpu_name();
   u.sample = cfg.calibration->is_sample();
   const GemmCalibration cal = GemmCalibrationOf(cfg);
-  const GemmCoverage g = CountCalibratedGemms(cfg.gpu, &cal, PricedGemmOps(cfg));
+  const GemmCoverage g = CountCalibratedGemms(cfg.gpu, cfg.compute, &cal, PricedGemmOps(cfg));
   u.gemm_shapes = g.shapes;
   u.gemm_shapes_calibrated = g.calibrated;
   for (const auto& [name, calibrated] : tp.use()) {

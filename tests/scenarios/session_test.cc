@@ -269,7 +269,9 @@ TEST(CalibrateCommandTest, MeasuresExactlyTheShapesTheStepLooksUp) {
       ASSERT_TRUE(args.ok()) << path << ": " << args.status().message();
       const std::string gemm = After(*args, "--gemm");
       const size_t listed = size_t(std::count(gemm.begin(), gemm.end(), ',')) + 1;
-      EXPECT_EQ(listed, size_t(parallelism::CountCalibratedGemms(cfg->gpu, nullptr, ops).shapes))
+      EXPECT_EQ(
+          listed,
+          size_t(parallelism::CountCalibratedGemms(cfg->gpu, cfg->compute, nullptr, ops).shapes))
           << path;
       for (const comm::GemmShape& g : parallelism::GemmShapesOf(ops)) {
         std::string want = g.name + "=" + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
@@ -281,6 +283,44 @@ TEST(CalibrateCommandTest, MeasuresExactlyTheShapesTheStepLooksUp) {
     }
   }
   EXPECT_GE(scenarios, 10);
+}
+
+// An FP8 model's products that stay in BF16 are timed from calibrate's bf16 rows, not its fp8
+// ones. Qwen3-30B-A3B FP8 on H100: Megatron's output layer is not a TE module and runs in BF16;
+// the logits forward is 4096 × 151,936 × 2048. With the bf16 row at 100 TFLOP/s and the fp8 row
+// at 1,000, it takes its one launch plus 2 · 4096 · 151936 · 2048 FLOPs at 1e14 FLOP/s. Before,
+// every product of an FP8 model was looked up in the fp8 rows.
+TEST(CalibrateCommandTest, Fp8ModelsBf16ProductsUseTheBf16Rows) {
+  ResolvedScenario r = Load("scenarios/validation/bridge_h100_qwen3_30b_a3b_fp8.textproto");
+  auto cfg = MakeStepConfig(r);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  ASSERT_EQ(cfg->gemm_dtype, "fp8");
+  auto row = [](const char* dtype, double tflops) {
+    const double t = 2.0 * 4096 * 151936 * 2048 / (tflops * 1e12);
+    return std::string("{\"name\": \"logits\", \"dtype\": \"") + dtype +
+           "\", \"m\": 4096, \"n\": 151936, \"k\": 2048, \"batch\": 1, \"time_s\": " +
+           std::to_string(t) + ", \"tflops\": " + std::to_string(tflops) + "}";
+  };
+  const std::string text =
+      "{\"format\": \"trainsim-calibration\", \"version\": 1, \"sample\": true, "
+      "\"gpu_name\": \"NVIDIA H100 80GB HBM3\", \"gpu_count\": 1, \"compute_capability\": "
+      "\"9.0\", \"nccl_version\": \"x\", \"cuda_version\": \"13.0\", \"date\": \"x\", "
+      "\"collectives\": [], \"gemm\": [" +
+      row("bf16", 100) + "," + row("fp8", 1000) + "]}";
+  auto cal = comm::ParseCalibration(text, "test.json");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  const parallelism::GemmCalibration g{&*cal, cfg->gemm_dtype};
+  const auto& c = cfg->parallel;
+  int found = 0;
+  for (const auto& op : parallelism::HeadOps(cfg->model, c.split(), c.micro_batch)) {
+    if (op.name != "logits") continue;
+    ++found;
+    const double expected =
+        op.fwd_kernels * cfg->compute.kernel_overhead_s + 2.0 * 4096 * 151936 * 2048 / 1e14;
+    EXPECT_NEAR(parallelism::OpTimeSeconds(cfg->gpu, cfg->compute, op, true, &g), expected,
+                1e-6 * expected);
+  }
+  EXPECT_EQ(found, 1);
 }
 
 TEST(CalibrateCommandTest, PrecisionChoosesTheGemmTypes) {
