@@ -160,7 +160,7 @@ double ChunkedGemmSeconds(const StepConfig& cfg, const GemmCalibration& cal,
   for (const KernelOp& op : ops) {
     if (!TpPairedGemm(op)) continue;
     const double whole = OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
-    if (tp <= 1 || op.m < tp) {
+    if (!RunsAsTpChunks(op, tp)) {
       total += whole;
       continue;
     }

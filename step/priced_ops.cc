@@ -14,6 +14,8 @@ bool TpPairedGemm(const KernelOp& op) {
          op.name != "kv_down" && op.name.rfind("expert_", 0) != 0;
 }
 
+bool RunsAsTpChunks(const KernelOp& op, int tp) { return tp > 1 && op.m >= tp && TpPairedGemm(op); }
+
 KernelOp TpChunkOf(const KernelOp& op, int tp, double bytes_per_element) {
   KernelOp chunk = op;
   chunk.m = op.m / tp;
@@ -30,10 +32,10 @@ KernelOp TpChunkOf(const KernelOp& op, int tp, double bytes_per_element) {
 std::vector<KernelOp> PricedGemmOps(const StepConfig& cfg) {
   const ParallelConfig& c = cfg.parallel;
   std::vector<KernelOp> ops = parallelism::PricedOps(cfg.model, c.split(), c.micro_batch);
-  if (c.tp_comm_overlap && c.tp > 1) {
+  if (c.tp_comm_overlap) {
     const size_t n = ops.size();
     for (size_t i = 0; i < n; ++i) {
-      if (TpPairedGemm(ops[i]) && ops[i].m >= c.tp) {
+      if (RunsAsTpChunks(ops[i], c.tp)) {
         ops.push_back(TpChunkOf(ops[i], c.tp, cfg.model.bytes_per_element));
       }
     }

@@ -18,6 +18,10 @@ namespace trainsim::step {
 // MLA's replicated down-projections or the logits.
 bool TpPairedGemm(const parallelism::KernelOp& op);
 
+// Whether TP communication overlap runs `op` as tp chunks: a TP-paired GEMM of at least tp rows,
+// with tp > 1 (else it runs whole).
+bool RunsAsTpChunks(const parallelism::KernelOp& op, int tp);
+
 // One of the tp chunks Transformer Engine's userbuffers split a TP-paired GEMM `op` into (m/tp
 // rows; FLOPs and bytes to match).
 parallelism::KernelOp TpChunkOf(const parallelism::KernelOp& op, int tp, double bytes_per_element);
