@@ -1,9 +1,11 @@
 // step_cpu: the thread CPU of one step simulation of a scenario (issue 20's "one step of any
 // layout" figure), without the run simulation `trainsim run` adds.
 //   build/bench/step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains] [--no-steady]
+//   [--no-folds]
 // --no-trains simulates every gradient bucket flow by flow (StepConfig::bucket_trains off), the
 // reference the trains must reproduce; --no-steady simulates every micro-batch
-// (StepConfig::steady_state_extrapolation off), the reference the extrapolation must reproduce.
+// (StepConfig::steady_state_extrapolation off), the reference the extrapolation must reproduce;
+// --no-folds runs every CP ring exchange as flows (StepConfig::fold_exchanges off).
 // Prints each repetition's thread CPU (CLOCK_THREAD_CPUTIME_ID), their median, the flows started
 // and the simulated step time.
 #include <time.h>
@@ -31,11 +33,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   int reps = 3;
   bool trains = true;
+  bool folds = true;
   bool steady = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--set" && i + 1 < argc) {
       sets.push_back(argv[++i]);
+    } else if (a == "--no-folds") {
+      folds = false;
     } else if (a == "--no-trains") {
       trains = false;
     } else if (a == "--no-steady") {
@@ -49,7 +54,7 @@ int main(int argc, char** argv) {
   if (path.empty()) {
     std::fprintf(stderr,
                  "usage: step_cpu SCENARIO [--set PATH=VALUE]... [--reps N] [--no-trains] "
-                 "[--no-steady]\n");
+                 "[--no-steady] [--no-folds]\n");
     return 2;
   }
   using namespace trainsim;
@@ -71,6 +76,7 @@ int main(int argc, char** argv) {
   }
   step::StepConfig config = first->config;
   config.bucket_trains = trains;
+  config.fold_exchanges = folds;
   config.steady_state_extrapolation = steady;
   std::vector<double> cpu;
   for (int k = 0; k < reps; ++k) {

@@ -20,8 +20,9 @@
 // anything else is to cross them: the buckets done by then are accounted, the running one goes
 // on as flows from where its run alone is (comm::ResumePlan), and the rest queue as before.
 // Exact up to the network's nanosecond rounding; used when a bucket is one collective (no
-// hybrid-sharding or expert part) whose transfer classes do not split when it runs alone, for
-// the first 64 stages (FlowNetwork::kMaxLinkSets; the others run their buckets as flows). A
+// hybrid-sharding or expert part) whose transfer classes do not split when it runs alone, by
+// the stages that get one of the network's 64 link sets (FlowNetwork::kMaxLinkSets; CP's folded
+// exchanges take up to 32, pipeline_traffic.cc); the others run their buckets as flows. A
 // stage's T is timed once: link factors are set before the step starts and never change in it.
 #ifndef TRAINSIM_STEP_GRADIENT_SYNC_H_
 #define TRAINSIM_STEP_GRADIENT_SYNC_H_

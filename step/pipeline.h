@@ -107,6 +107,20 @@ class Pipeline {
   void PhaseFlows(int ei, parallelism::Task t, int j, int kind);
   void PhasePartDone(int ei, parallelism::Task t, int j, int kind);
   Status StartExchange(TrafficKind kind, int ei, uint64_t bytes, std::function<void()> done);
+  // CP's ring exchanges folded into one event while alone on their links (pipeline_traffic.cc,
+  // "Folded exchanges"). TryFold: whether executor ei's exchange of `bytes` (the exposed phase
+  // of pass (t, j) when `exposed`, after latency_s and lasting at least phase_s; else the
+  // pass's hidden share) runs folded, and if so starts it.
+  struct RingPlan {
+    std::shared_ptr<const comm::PreparedSchedule> prepared;
+    std::shared_ptr<const comm::AloneTimeline> alone;  // its run alone; null: not resumable
+    bool timed = false;
+  };
+  RingPlan& RingPlanOf(int ei, uint64_t bytes);
+  bool TryFold(int ei, uint64_t bytes, bool exposed, const parallelism::Task& t, int j,
+               double latency_s, double phase_s);
+  void FoldEnded(int ei);
+  void FoldTouched(int ei);
 
   StepState* st_;
   std::vector<ChunkCost> costs_;
@@ -134,7 +148,21 @@ class Pipeline {
   Traffic traffic_[kTrafficKinds];
   comm::CollectivePlanCache traffic_plans_;
   // CP rings' exchanges prepared to run, per (the group's first GPU, bytes per rank).
-  std::map<std::pair<int, uint64_t>, std::shared_ptr<const comm::PreparedSchedule>> ring_plans_;
+  std::map<std::pair<int, uint64_t>, RingPlan> ring_plans_;
+  struct Fold {  // per executor: its CP group's links and the exchange folded on them
+    comm::FlowNetwork::LinkSetId set = -2;  // -2: not followed yet; -1: none to be had
+    bool active = false, exposed = false;
+    int64_t start_ns = 0, latency_ns = 0, phase_ns = 0, end_ns = 0;
+    const RingPlan* plan = nullptr;
+    sim::EventId end = 0;
+    comm::FlowNetwork::WatchId watch = 0;
+    parallelism::Task t;
+    int j = 0;
+  };
+  std::vector<Fold> folds_;
+  int fold_sets_ = 0;                          // link sets the folds follow
+  std::unique_ptr<sim::Engine> alone_engine_;  // an idle network to time rings alone on
+  std::unique_ptr<comm::FlowNetwork> alone_net_;
 };
 
 }  // namespace trainsim::step

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "comm/schedule.h"
@@ -121,13 +122,119 @@ Status Pipeline::StartExchange(TrafficKind kind, int ei, uint64_t bytes,
                                std::move(done), &traffic_plans_)
         .status();
   }
-  std::shared_ptr<const comm::PreparedSchedule>& ring = ring_plans_[{g.front(), bytes}];
-  if (ring == nullptr) {
-    ring = comm::PrepareSchedule(*st_->topo, RingExchange(*st_->topo, g, bytes),
-                                 comm::Protocol::kSimple);
-  }
-  comm::RunPreparedSchedule(&st_->net, ring, std::move(done));
+  comm::RunPreparedSchedule(&st_->net, RingPlanOf(ei, bytes).prepared, std::move(done));
   return Status::Ok();
+}
+
+Pipeline::RingPlan& Pipeline::RingPlanOf(int ei, uint64_t bytes) {
+  const std::vector<int>& g = traffic_[kCpTraffic].groups[size_t(ei)];
+  RingPlan& ring = ring_plans_[{g.front(), bytes}];
+  if (ring.prepared == nullptr) {
+    ring.prepared = comm::PrepareSchedule(*st_->topo, RingExchange(*st_->topo, g, bytes),
+                                          comm::Protocol::kSimple);
+  }
+  return ring;
+}
+
+// Folded exchanges. A CP ring exchange that starts while nothing else crosses its links (no
+// flow, no other folded run: FlowNetwork::LinksFree) ends when its run alone does
+// (comm::TimeAlone, timed once per group and size), so it runs as one event, as the gradient
+// buckets' trains do (gradient_sync.h). A watch on its links stops the fold the instant anything
+// else is to cross them: the run goes on as flows from where its run alone is
+// (comm::ResumePreparedSchedule), and shares the links from then on. Exact up to the network's
+// nanosecond rounding. An exposed phase folds its wait for the latency and its closed-form
+// floor too: it ends at max(floor, latency + the run alone). Each executor follows its CP
+// group's links as one set: the first 32 executors, half the sets a network follows
+// (FlowNetwork::kMaxLinkSets); the others' exchanges run as flows.
+bool Pipeline::TryFold(int ei, uint64_t bytes, bool exposed, const Task& t, int j, double latency_s,
+                       double phase_s) {
+  const Traffic& tr = traffic_[kCpTraffic];
+  if (!st_->cfg.fold_exchanges || !tr.ring) return false;
+  if (tr.meetings[size_t(tr.meeting_of[size_t(ei)])].members != 1) return false;
+  if (folds_.empty()) folds_.resize(st_->execs.size());
+  Fold& f = folds_[size_t(ei)];
+  RingPlan& plan = RingPlanOf(ei, bytes);
+  if (f.set == -2) {
+    // Half the network's sets at most: the gradient buckets' trains follow one per stage.
+    f.set = fold_sets_ < comm::FlowNetwork::kMaxLinkSets / 2
+                ? st_->net.FollowLinks(comm::ScheduleLinks(*plan.prepared))
+                : -1;
+    fold_sets_ += f.set >= 0 ? 1 : 0;
+  }
+  if (f.set < 0 || f.active || !st_->net.LinksFree(f.set)) return false;
+  if (!plan.timed) {
+    plan.timed = true;
+    if (alone_net_ == nullptr) {  // one for every group: building one costs O(links)
+      alone_engine_ = std::make_unique<sim::Engine>();
+      alone_net_ = std::make_unique<comm::FlowNetwork>(alone_engine_.get(), st_->topo);
+    }
+    std::optional<comm::AloneTimeline> alone =
+        comm::TimeAlone(st_->net, plan.prepared, alone_net_.get());
+    if (alone.has_value() && alone->resumable && alone->total_ns > 0) {
+      plan.alone = std::make_shared<const comm::AloneTimeline>(std::move(*alone));
+    }
+  }
+  if (plan.alone == nullptr) return false;
+  f.active = true;
+  f.exposed = exposed;
+  f.plan = &plan;
+  f.t = t;
+  f.j = j;
+  f.start_ns = st_->now_ns();
+  f.latency_ns = exposed ? StepState::Delay(latency_s).nanos() : 0;
+  f.phase_ns = exposed ? StepState::Delay(phase_s).nanos() : 0;
+  f.end_ns = f.start_ns + std::max(f.phase_ns, f.latency_ns + plan.alone->total_ns);
+  f.watch = st_->net.Watch(f.set, [this, ei] { FoldTouched(ei); });
+  f.end = st_->engine.ScheduleAt(sim::Time::Nanos(f.end_ns), [this, ei] { FoldEnded(ei); });
+  return true;
+}
+
+void Pipeline::FoldEnded(int ei) {
+  Fold& f = folds_[size_t(ei)];
+  f.active = false;
+  f.end = 0;
+  if (f.watch != 0) st_->net.Unwatch(f.watch);
+  f.watch = 0;
+  if (!f.exposed) return;
+  st_->exec(ei).net_pending = 1;
+  PhasePartDone(ei, f.t, f.j, kCpTraffic);
+}
+
+// Something else is to cross the folded run's links now (the watch has ended).
+void Pipeline::FoldTouched(int ei) {
+  Fold& f = folds_[size_t(ei)];
+  f.watch = 0;
+  const int64_t now = st_->now_ns();
+  if (!f.active || now >= f.end_ns) return;  // it ends at this instant: its end event stays
+  st_->engine.Cancel(f.end);
+  f.end = 0;
+  f.active = false;
+  const std::shared_ptr<const comm::PreparedSchedule>& prepared = f.plan->prepared;
+  const comm::AloneTimeline& alone = *f.plan->alone;
+  const int64_t elapsed = now - f.start_ns - f.latency_ns;  // into the run (< 0: not started)
+  if (!f.exposed) {
+    comm::ResumePreparedSchedule(&st_->net, prepared, alone, elapsed, [] {});
+    return;
+  }
+  // As NetPhase's two parts: the closed form's floor, and the run (or its wait to start).
+  Executor& e = st_->exec(ei);
+  e.net_pending = 2;
+  const Task t = f.t;
+  const int j = f.j;
+  auto part_done = [this, ei, t, j] { PhasePartDone(ei, t, j, kCpTraffic); };
+  if (now < f.start_ns + f.phase_ns) {
+    st_->engine.ScheduleAt(sim::Time::Nanos(f.start_ns + f.phase_ns), part_done);
+  } else {
+    --e.net_pending;
+  }
+  if (elapsed < 0) {
+    st_->engine.ScheduleAt(sim::Time::Nanos(f.start_ns + f.latency_ns),
+                           [this, ei, t, j] { PhaseFlows(ei, t, j, kCpTraffic); });
+  } else if (elapsed < alone.total_ns) {
+    comm::ResumePreparedSchedule(&st_->net, prepared, alone, elapsed, part_done);
+  } else {
+    --e.net_pending;
+  }
 }
 
 double Pipeline::StartHiddenTraffic(int ei, const Task& t, int j) {
@@ -137,6 +244,7 @@ double Pipeline::StartHiddenTraffic(int ei, const Task& t, int j) {
     const PassTraffic& p = PassOf(TrafficKind(kind), t, j);
     exposed_s += p.exposed_s;
     if (p.hidden > 0 && traffic_[kind].leader[size_t(ei)]) {
+      if (kind == kCpTraffic && TryFold(ei, p.hidden, false, t, j, 0, 0)) continue;
       const Status s = StartExchange(TrafficKind(kind), ei, p.hidden, [] {});
       if (!s.ok()) st_->error = s;
     }
@@ -159,6 +267,7 @@ void Pipeline::NetPhase(int ei, Task t, int j, int kind) {
   e.net_pending = 2;
   e.net_phase_start = st_->now();
   e.net_phase_s = p.exposed_s;
+  if (kind == kCpTraffic && TryFold(ei, p.exposed, true, t, j, p.latency_s, p.exposed_s)) return;
   st_->engine.Schedule(StepState::Delay(p.exposed_s),
                        [this, ei, t, j, kind] { PhasePartDone(ei, t, j, kind); });
   const sim::Time latency = StepState::Delay(p.latency_s);

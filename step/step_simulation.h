@@ -62,6 +62,10 @@ struct StepConfig {
   // traffic arrives (step/gradient_sync.h, "Trains"): the same step to the nanosecond's rounding
   // of a partly moved bucket. Off only for comparisons (tests, bench).
   bool bucket_trains = true;
+  // A CP ring exchange that starts while nothing else crosses its links runs as one event, from
+  // its run alone, and continues as flows the instant other traffic arrives (pipeline_traffic.cc,
+  // "Folded exchanges"): the same step to the nanosecond's rounding. Off only for comparisons.
+  bool fold_exchanges = true;
   // With many micro-batches, simulate shorter steps past the schedule's warm-up (3, 4, 5, ...
   // groups of pp micro-batches) until three in a row grow alike per group (the step time and
   // every part of every stage's breakdown, to a millionth), check that a step of a quarter of
