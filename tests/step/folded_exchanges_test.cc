@@ -56,7 +56,7 @@ void ExpectSameStep(const Pair& p) {
   // A folded run that is stopped resumes with its flows' bytes left rounded to whole bytes, and
   // drains to the engine's nanosecond: each costs at most a few ns, and a step has a few
   // hundred such runs on its critical path here.
-  const double tol = 1e-6 + 1e-9 * p.flows.time_s;
+  const double tol = 1e-7 + 1e-9 * p.flows.time_s;
   EXPECT_NEAR(p.folded.time_s, p.flows.time_s, tol);
   const StepBreakdown& a = p.folded.breakdown;
   const StepBreakdown& b = p.flows.breakdown;
@@ -123,7 +123,9 @@ TEST(FoldedExchangesTest, ARingWhoseClassSplitsAloneRunsAsFlowsAndGivesTheSameSt
   ASSERT_TRUE(topo.ok());
   ClusterState s;
   s.links.push_back({topo->nic_tx(4), 0.1});
-  ExpectSameStep(RunBoth(c, s));
+  const Pair p = RunBoth(c, s);
+  ExpectSameStep(p);
+  EXPECT_LT(p.folded.flows, p.flows.flows);
 }
 
 TEST(FoldedExchangesTest, MoreGroupsThanTheNetworkFollowsGiveTheSameStep) {
@@ -136,7 +138,26 @@ TEST(FoldedExchangesTest, MoreGroupsThanTheNetworkFollowsGiveTheSameStep) {
   c.model.heads = 8;
   c.model.seq_len = 8192;
   c.parallel.global_batch = 72;
-  ExpectSameStep(RunBoth(c));
+  const Pair p = RunBoth(c);
+  ExpectSameStep(p);
+  EXPECT_LT(p.folded.flows, p.flows.flows);
+}
+
+TEST(FoldedExchangesTest, AStepExtendedFromShortStepsEqualsTheWholeStepAsFlows) {
+  // 128 micro-batches per pipeline: the steady-state extension runs short steps with folded
+  // exchanges; it must give the step that every micro-batch and every exchange as flows gives.
+  StepConfig c = Interleaved(4, 4);
+  c.parallel.global_batch = 128 * c.parallel.dp;
+  Result<StepResult> folded = SimulateStep(c);
+  c.fold_exchanges = false;
+  c.steady_state_extrapolation = false;
+  Result<StepResult> flows = SimulateStep(c);
+  ASSERT_TRUE(folded.ok() && flows.ok());
+  EXPECT_NE(folded->simulation_note.find("extended"), std::string::npos) << folded->simulation_note;
+  EXPECT_NEAR(folded->time_s, flows->time_s, 1e-7 + 1e-9 * flows->time_s);
+  EXPECT_NEAR(folded->breakdown.exposed_cp_comm_s, flows->breakdown.exposed_cp_comm_s,
+              1e-7 + 1e-9 * flows->time_s);
+  EXPECT_LT(folded->events, flows->events / 2);
 }
 
 TEST(FoldedExchangesTest, ATracedStepShowsTheSameSlowedExchangesAsFlows) {
