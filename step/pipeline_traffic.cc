@@ -153,15 +153,8 @@ bool Pipeline::TryFold(int ei, uint64_t bytes, bool exposed, const Task& t, int 
   if (tr.meetings[size_t(tr.meeting_of[size_t(ei)])].members != 1) return false;
   if (folds_.empty()) folds_.resize(st_->execs.size());
   Fold& f = folds_[size_t(ei)];
+  if (f.set == -1 || f.active) return false;
   RingPlan& plan = RingPlanOf(ei, bytes);
-  if (f.set == -2) {
-    // Half the network's sets at most: the gradient buckets' trains follow one per stage.
-    f.set = fold_sets_ < comm::FlowNetwork::kMaxLinkSets / 2
-                ? st_->net.FollowLinks(comm::ScheduleLinks(*plan.prepared))
-                : -1;
-    fold_sets_ += f.set >= 0 ? 1 : 0;
-  }
-  if (f.set < 0 || f.active || !st_->net.LinksFree(f.set)) return false;
   if (!plan.timed) {
     plan.timed = true;
     if (alone_net_ == nullptr) {  // one for every group: building one costs O(links)
@@ -174,7 +167,16 @@ bool Pipeline::TryFold(int ei, uint64_t bytes, bool exposed, const Task& t, int 
       plan.alone = std::make_shared<const comm::AloneTimeline>(std::move(*alone));
     }
   }
+  // A ring that cannot resume (its class splits alone) takes no link set.
   if (plan.alone == nullptr) return false;
+  if (f.set == -2) {
+    // Half the network's sets at most: the gradient buckets' trains follow one per stage.
+    f.set = fold_sets_ < comm::FlowNetwork::kMaxLinkSets / 2
+                ? st_->net.FollowLinks(comm::ScheduleLinks(*plan.prepared))
+                : -1;
+    fold_sets_ += f.set >= 0 ? 1 : 0;
+  }
+  if (f.set < 0 || !st_->net.LinksFree(f.set)) return false;
   f.active = true;
   f.exposed = exposed;
   f.plan = &plan;
