@@ -1,6 +1,7 @@
 #include "step/event_streams.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace trainsim::step {
 
@@ -23,7 +24,7 @@ GroupInsert CompareGroupInserted(const std::vector<int64_t>& a, const std::vecto
   if (previous && p != from + n) return g;
   const int64_t t = b.back() - a.back();
   for (size_t i = previous ? from : p; i < a.size(); ++i) {
-    if (b[i + n] - a[i] != t) return g;
+    if (std::abs(b[i + n] - a[i] - t) > kJitterNs) return g;
   }
   g.inserted = true;
   g.events = n;
@@ -32,7 +33,8 @@ GroupInsert CompareGroupInserted(const std::vector<int64_t>& a, const std::vecto
 }
 
 bool SameGroupInserted(const GroupInsert& x, const GroupInsert& y) {
-  return x.inserted && y.inserted && x.events == y.events && x.shift == y.shift;
+  return x.inserted && y.inserted && x.events == y.events &&
+         std::abs(x.shift - y.shift) <= kJitterNs;
 }
 
 }  // namespace trainsim::step

@@ -5,11 +5,11 @@
 //
 // Contract: `CompareGroupInserted(a, b, from)` says whether `b`, the stream of a step one group
 // of micro-batches longer than the step of `a`, is `a` with one group inserted: equal up to some
-// index p, then every event of `a` from p on exactly `shift` ns later in `b`, `events` events
-// further on. With `from`, the previous comparison's `first_difference` (the index at which `a`
-// parted from the stream one group shorter), `a` and `b` must part exactly one group later
-// (p = from + events), and every event of `a` from `from` on must recur `shift` ns later in `b`:
-// the group inserted into `a` is found again in `b`, so two consecutive groups are the same,
+// index p, then every event of `a` from p on `shift` ns later in `b` (within kJitterNs),
+// `events` events further on. With `from`, the previous comparison's `first_difference` (the index
+// at which `a` parted from the stream one group shorter), `a` and `b` must part exactly one group
+// later (p = from + events), and every event of `a` from `from` on must recur `shift` ns later in
+// `b`: the group inserted into `a` is found again in `b`, so two consecutive groups are the same,
 // not only the steps' endings. Evidence that the simulation's state repeats, not proof: a drift
 // that moves no event within two groups passes. Pure functions of their arguments.
 #ifndef TRAINSIM_STEP_EVENT_STREAMS_H_
@@ -21,6 +21,11 @@
 #include <vector>
 
 namespace trainsim::step {
+
+// Events of a repeating state may land 1 ns apart in two copies of a group (each duration is
+// rounded to the engine's nanosecond from doubles; session 24's folded exchanges showed it), so
+// event times are compared within this.
+inline constexpr int64_t kJitterNs = 1;
 
 struct GroupInsert {
   bool inserted = false;        // `b` is `a` with one group inserted

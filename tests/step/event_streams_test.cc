@@ -69,10 +69,23 @@ TEST(EventStreamsTest, StepsThatPartBeforeThePreviouslyInsertedGroupAreRefused) 
   }
 }
 
-TEST(EventStreamsTest, AnEndingEventOneNanosecondOffIsNotAnInsertedGroup) {
+TEST(EventStreamsTest, AnEndingEventTwoNanosecondsOffIsNotAnInsertedGroup) {
   std::vector<int64_t> b = Stream(4);
-  b[b.size() - 2] += 1;
+  b[b.size() - 2] += 2;
   EXPECT_FALSE(CompareGroupInserted(Stream(3), b).inserted);
+}
+
+// The engine rounds each duration to its nanosecond from doubles, so two copies of a group in a
+// repeating state can place an event 1 ns apart (kJitterNs): that is still one inserted group.
+TEST(EventStreamsTest, EventsOneNanosecondApartStillMakeAnInsertedGroup) {
+  const std::vector<int64_t> a = Stream(3);
+  std::vector<int64_t> b = Stream(4);
+  b[b.size() - 2] += 1;  // in the ending
+  b[b.size() - 7] -= 1;  // in the last group
+  const GroupInsert g = CompareGroupInserted(a, b);
+  EXPECT_TRUE(g.inserted);
+  EXPECT_EQ(g.events, 5u);
+  EXPECT_EQ(g.shift, kPeriod);
 }
 
 TEST(EventStreamsTest, StreamsThatAreNotOneGroupLongerAreNotCompared) {
@@ -88,8 +101,10 @@ TEST(EventStreamsTest, StreamsThatAreNotOneGroupLongerAreNotCompared) {
 
 // Two groups of different sizes or shifts are not the same steady state.
 TEST(EventStreamsTest, GroupsOfDifferentShiftsAreNotTheSame) {
-  GroupInsert x{true, 10, 5, kPeriod}, y{true, 12, 5, kPeriod + 1};
+  GroupInsert x{true, 10, 5, kPeriod}, y{true, 12, 5, kPeriod + 2};
   EXPECT_FALSE(SameGroupInserted(x, y));
+  y.shift = kPeriod + 1;  // within the engine's rounding
+  EXPECT_TRUE(SameGroupInserted(x, y));
   y.shift = kPeriod;
   EXPECT_TRUE(SameGroupInserted(x, y));
   y.events = 6;
