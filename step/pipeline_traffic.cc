@@ -143,9 +143,9 @@ Pipeline::RingPlan& Pipeline::RingPlanOf(int ei, uint64_t bytes) {
 // else is to cross them: the run goes on as flows from where its run alone is
 // (comm::ResumePreparedSchedule), and shares the links from then on. Exact up to the network's
 // nanosecond rounding. An exposed phase folds its wait for the latency and its closed-form
-// floor too: it ends at max(floor, latency + the run alone). Each executor follows its CP
-// group's links as one set: the first 32 executors, half the sets a network follows
-// (FlowNetwork::kMaxLinkSets); the others' exchanges run as flows.
+// floor too: it ends at max(floor, latency + the run alone). Each executor whose ring can
+// resume follows its CP group's links as one set: the first 32 to try, half the sets a network
+// follows (FlowNetwork::kMaxLinkSets); the others' exchanges run as flows.
 bool Pipeline::TryFold(int ei, uint64_t bytes, bool exposed, const Task& t, int j, double latency_s,
                        double phase_s) {
   const Traffic& tr = traffic_[kCpTraffic];
