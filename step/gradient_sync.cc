@@ -253,12 +253,8 @@ bool GradientSync::StartTrain(int stage) {
       t.part = -1;
       return false;
     }
-    if (alone_net_ == nullptr) {  // one for every stage: building one costs O(links)
-      alone_engine_ = std::make_unique<sim::Engine>();
-      alone_net_ = std::make_unique<comm::FlowNetwork>(alone_engine_.get(), st_->topo);
-    }
     std::optional<comm::AloneTimeline> timeline =
-        comm::TimePlanAlone(st_->net, *p->plan, alone_net_.get());
+        comm::TimePlanAlone(st_->net, *p->plan, st_->scratch_net());
     if (!timeline.has_value() || timeline->total_ns <= 0) {
       t.part = -1;
       return false;

@@ -176,8 +176,6 @@ class GradientSync {
   std::vector<double> fsdp_share_;           // per executor: its FSDP gather's SM share
   comm::CollectivePlanCache plans_;          // every bucket of a stage repeats its collectives
   // The idle network on which bucket collectives are timed alone (Trains), built once.
-  std::unique_ptr<sim::Engine> alone_engine_;
-  std::unique_ptr<comm::FlowNetwork> alone_net_;
   int closed_form_collectives_ = 0;
   int closed_form_max_nodes_ = 0;
 };

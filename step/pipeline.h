@@ -160,9 +160,7 @@ class Pipeline {
     int j = 0;
   };
   std::vector<Fold> folds_;
-  int fold_sets_ = 0;                          // link sets the folds follow
-  std::unique_ptr<sim::Engine> alone_engine_;  // an idle network to time rings alone on
-  std::unique_ptr<comm::FlowNetwork> alone_net_;
+  int fold_sets_ = 0;  // link sets the folds follow
 };
 
 }  // namespace trainsim::step

@@ -157,12 +157,8 @@ bool Pipeline::TryFold(int ei, uint64_t bytes, bool exposed, const Task& t, int 
   RingPlan& plan = RingPlanOf(ei, bytes);
   if (!plan.timed) {
     plan.timed = true;
-    if (alone_net_ == nullptr) {  // one for every group: building one costs O(links)
-      alone_engine_ = std::make_unique<sim::Engine>();
-      alone_net_ = std::make_unique<comm::FlowNetwork>(alone_engine_.get(), st_->topo);
-    }
     std::optional<comm::AloneTimeline> alone =
-        comm::TimeAlone(st_->net, plan.prepared, alone_net_.get());
+        comm::TimeAlone(st_->net, plan.prepared, st_->scratch_net());
     if (alone.has_value() && alone->resumable && alone->total_ns > 0) {
       plan.alone = std::make_shared<const comm::AloneTimeline>(std::move(*alone));
     }

@@ -92,6 +92,14 @@ std::string FormatNumber(const char* format, double v) {
   return buf;
 }
 
+comm::FlowNetwork* StepState::scratch_net() {
+  if (scratch_net_ == nullptr) {
+    scratch_engine_ = std::make_unique<sim::Engine>();
+    scratch_net_ = std::make_unique<comm::FlowNetwork>(scratch_engine_.get(), topo);
+  }
+  return scratch_net_.get();
+}
+
 Status StepState::TooLong(double s) {
   return Status::OutOfRange("one pipeline task would take " + FormatNumber("%.3g", s) +
                             " s of simulated time; check the model size and slowdowns");

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,15 @@ struct StepState {
   static constexpr double kMaxDurationS = 1e8;
   static sim::Time Delay(double s) { return sim::Time::FromSeconds(std::min(s, kMaxDurationS)); }
   static Status TooLong(double s);
+
+  // An idle network over the same topology, on its own engine: the scratch on which the
+  // gradient trains and CP's folded exchanges time their runs alone (comm::TimeAlone leaves it
+  // idle, every link at full bandwidth). Built on first use: building one costs O(links).
+  comm::FlowNetwork* scratch_net();
+
+ private:
+  std::unique_ptr<sim::Engine> scratch_engine_;
+  std::unique_ptr<comm::FlowNetwork> scratch_net_;
 };
 
 }  // namespace trainsim::step

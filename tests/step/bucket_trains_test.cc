@@ -35,10 +35,7 @@ StepConfig ZeroTwoWithPipelineAndContext() {
   c.parallel.global_batch = 32;
   c.parallel.zero_stage = 2;
   c.parallel.dp_bucket_bytes = 4e6;
-  c.gpu.name = "H100-SXM-80GB";
-  c.gpu.peak_flops = 989e12;
-  c.gpu.hbm_bytes_per_s = 3.35e12;
-  c.gpu.num_sms = 132;
+  c.gpu = H100Sxm();
   c.topology = DgxH100(4);
   return c;
 }

@@ -29,10 +29,7 @@ StepConfig ContextParallel(int tp, int cp, int pp, int dp, int nodes, int seq_le
   c.parallel.dp = dp;
   c.parallel.global_batch = 8 * dp;
   c.parallel.overlap_p2p = true;
-  c.gpu.name = "H100-SXM-80GB";
-  c.gpu.peak_flops = 989e12;
-  c.gpu.hbm_bytes_per_s = 3.35e12;
-  c.gpu.num_sms = 132;
+  c.gpu = H100Sxm();
   c.topology = DgxH100(nodes);
   return c;
 }

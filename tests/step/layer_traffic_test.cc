@@ -10,6 +10,7 @@
 #include "parallelism/layout.h"
 #include "step/pass_costs.h"
 #include "step/step_simulation.h"
+#include "tests/step/dgx.h"
 
 namespace trainsim::step {
 using namespace parallelism;  // NOLINT: the models the step simulation runs
@@ -34,10 +35,7 @@ StepConfig MoeOverTwoNodes() {
   c.parallel.dp = 8;
   c.parallel.ep = 16;
   c.parallel.global_batch = 16;
-  c.gpu.name = "H100-SXM-80GB";
-  c.gpu.peak_flops = 989e12;
-  c.gpu.hbm_bytes_per_s = 3.35e12;
-  c.gpu.num_sms = 132;
+  c.gpu = H100Sxm();
   c.topology.nodes = 2;
   c.topology.gpus_per_node = 8;
   c.topology.nvlink_GBps = 450;

@@ -30,10 +30,7 @@ StepConfig Gpt(int nodes, int layers, int tp, int pp, int dp, int64_t global_bat
   c.parallel.pp = pp;
   c.parallel.dp = dp;
   c.parallel.global_batch = global_batch;
-  c.gpu.name = "H100-SXM-80GB";
-  c.gpu.peak_flops = 989e12;
-  c.gpu.hbm_bytes_per_s = 3.35e12;
-  c.gpu.num_sms = 132;
+  c.gpu = H100Sxm();
   c.topology = DgxH100(nodes);
   return c;
 }

@@ -23,10 +23,7 @@ StepConfig H100Model(int layers, int64_t seq_len) {
   c.model.seq_len = seq_len;
   c.model.vocab = 32000;
   c.model.flash_attention = true;
-  c.gpu.name = "H100-SXM-80GB";
-  c.gpu.peak_flops = 989e12;
-  c.gpu.hbm_bytes_per_s = 3.35e12;
-  c.gpu.num_sms = 132;
+  c.gpu = H100Sxm();
   return c;
 }
 
