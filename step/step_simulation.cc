@@ -178,9 +178,9 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
 // schedule's warm-up, and past the transient a slower stage's back-pressure sets off, every
 // further group of `period` micro-batches repeats the same tasks, sends and reductions, so the
 // step and each part of its breakdown grow by the same amount per group. Shorter steps of m1,
-// m1 + period, m1 + 2 · period, ... micro-batches are simulated until the last three agree on
-// that increment, and either each one's events are the one before's with the same group inserted
-// (step/event_streams.h) or a check step of a quarter of m falls on their line; then every part is
+// m1 + period, m1 + 2 · period, ... micro-batches are simulated until one's events are the one
+// before's with its last whole group repeated (step/event_streams.h), or the last three agree on
+// the increment and a check step of a quarter of m falls on their line; then every part is
 // extended linearly to the step's m micro-batches. If that has not happened by the time they
 // have cost half the whole step, or anything the extrapolation cannot carry is on, the step is
 // simulated whole.
@@ -207,7 +207,8 @@ std::optional<SteadyPlan> PlanSteadyState(const StepConfig& cfg, const SimulateO
   // Megatron's interleaved schedule runs micro-batches in groups of pp (and requires m to be a
   // multiple of it); 1F1B repeats every micro-batch. Groups of pp serve both. The warm-up of
   // the interleaved schedule is (v - 1) · pp + 2 · (pp - 1) chunk passes on rank 0, under two
-  // groups of micro-batches: three groups put m1 past it.
+  // groups of micro-batches: three groups put m1 past it (two were tried: their pairs repeat
+  // less often, and the steps that follow cost more than the group saved; bench/README.md).
   p.period = c.pp;
   p.m1 = 3 * int64_t(c.pp);
   // The short steps, and the check step (a quarter of m, rounded up to whole groups) where it is
@@ -215,7 +216,8 @@ std::optional<SteadyPlan> PlanSteadyState(const StepConfig& cfg, const SimulateO
   // agree, and at most 1.5x it spent when they do not.
   p.budget = p.m / 2;
   p.check = (p.m / 4 + p.period - 1) / p.period * p.period;
-  if (3 * p.m1 + 3 * p.period > p.budget) return std::nullopt;
+  // At least two short steps, to compare.
+  if (2 * p.m1 + p.period > p.budget) return std::nullopt;
   return p;
 }
 
@@ -285,11 +287,11 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
                                 const SimulateOptions& options) {
   const std::optional<SteadyPlan> plan = PlanSteadyState(cfg, options);
   if (!plan.has_value()) return SimulateStepOnce(cfg, state, options);
-  // The last three short steps, oldest first; how each one's events relate to the one before's
-  // (the first has none before it); the last one's event times, to compare the next with.
+  // The last three short steps, oldest first; the last one's event times, to compare the next
+  // with; whether the last two steps' events repeat a group.
   std::vector<StepResult> r;
-  std::vector<GroupInsert> inserts;
   std::vector<int64_t> last_times;
+  bool repeats = false;
   uint64_t events = 0, flows = 0;
   int64_t simulated = 0;
   int64_t last = 0;  // micro-batches of r.back()
@@ -311,33 +313,27 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     last = m;
     events += one->events;
     flows += one->flows;
-    if (r.size() == 3) {
-      r.erase(r.begin());
-      inserts.erase(inserts.begin());
-    }
+    if (r.size() == 3) r.erase(r.begin());
     r.push_back(std::move(*one));
-    // Against the step before, from where that one began to differ from its own predecessor:
-    // the group inserted there must recur here.
-    inserts.push_back(CompareGroupInserted(
-        last_times, t,
-        inserts.empty() ? std::numeric_limits<size_t>::max() : inserts.back().first_difference));
+    // Agreeing short steps can sit in a slow transient (uneven stages drift for ~150
+    // micro-batches before a pipeline wait binds), so the events decide: where this step's are
+    // the one before's with its last whole group repeated (two consecutive groups and the
+    // endings the same to the nanosecond: evidence, not proof, that the state repeats), the
+    // step is extended from these two.
+    repeats = !last_times.empty() && CompareGroupRepeated(last_times, t).inserted;
     last_times = std::move(t);
+    if (repeats) break;
+    // Otherwise a step of a quarter of m must fall on the line of three that agree.
     if (r.size() == 3 && Steady(r[0], r[1], r[2], 1, plan->period)) break;
   }
   last_times = {};
-  // Agreeing short steps can sit in a slow transient (uneven stages drift for ~150 micro-batches
-  // before a pipeline wait binds). Where each one's events are the one before's with the same
-  // group inserted, and that group recurs in the next (two consecutive groups and the endings
-  // the same to the nanosecond: evidence, not proof, that the state repeats), they are taken
-  // as steady; otherwise a step of a quarter of m must fall on their line.
-  const bool repeats = SameGroupInserted(inserts[1], inserts[2]);
   std::string simulated_steps = std::to_string(plan->m1) + " to " + std::to_string(last);
   StepResult res;
   StepResult before;
   int64_t from = last, span = plan->period;
   if (repeats) {
-    before = std::move(r[1]);
-    res = std::move(r[2]);
+    before = std::move(r[r.size() - 2]);
+    res = std::move(r.back());
   } else {
     if (simulated + plan->check > plan->budget ||
         !WithinBudget(r, events, last, plan->check, *plan)) {
