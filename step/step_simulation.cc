@@ -287,17 +287,18 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
                                 const SimulateOptions& options) {
   const std::optional<SteadyPlan> plan = PlanSteadyState(cfg, options);
   if (!plan.has_value()) return SimulateStepOnce(cfg, state, options);
-  // The last three short steps, oldest first; the last one's event times, to compare the next
-  // with; whether the last two steps' events repeat a group.
+  // The last three short steps, oldest first; the last two ones' event times, to compare the
+  // next with; once found, the period of the repeating state in groups (1, or 2 where the
+  // groups alternate).
   std::vector<StepResult> r;
-  std::vector<int64_t> last_times;
-  bool repeats = false;
+  std::vector<std::vector<int64_t>> times;
+  int repeat_groups = 0;
   uint64_t events = 0, flows = 0;
   int64_t simulated = 0;
   int64_t last = 0;  // micro-batches of r.back()
   for (int64_t m = plan->m1;; m += plan->period) {
     if (simulated + m > plan->budget || !WithinBudget(r, events, last, m, *plan)) {
-      last_times = {};
+      times = {};
       return SimulateStepOnce(cfg, state, options);
     }
     // Checked as the whole step (layout, memory, length): its errors are the step's.
@@ -319,20 +320,29 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     // micro-batches before a pipeline wait binds), so the events decide: where this step's are
     // the one before's with its last whole group repeated (two consecutive groups and the
     // endings the same to the nanosecond: evidence, not proof, that the state repeats), the
-    // step is extended from these two.
-    repeats = !last_times.empty() && CompareGroupRepeated(last_times, t).inserted;
-    last_times = std::move(t);
-    if (repeats) break;
+    // step is extended from these two. Where the groups alternate (two kinds, as a pipeline of
+    // 4 stages with 12 chunks each and CP 16 runs), the step two groups shorter must be this
+    // one with its last two groups repeated, and m must lie a whole number of pairs of groups
+    // past this step, so that its ending is in the same phase.
+    if (!times.empty() && CompareGroupRepeated(times.back(), t).inserted) {
+      repeat_groups = 1;
+    } else if (times.size() == 2 && (plan->m - m) % (2 * plan->period) == 0 &&
+               CompareGroupRepeated(times.front(), t).inserted) {
+      repeat_groups = 2;
+    }
+    if (times.size() == 2) times.erase(times.begin());
+    times.push_back(std::move(t));
+    if (repeat_groups > 0) break;
     // Otherwise a step of a quarter of m must fall on the line of three that agree.
     if (r.size() == 3 && Steady(r[0], r[1], r[2], 1, plan->period)) break;
   }
-  last_times = {};
+  times = {};
   std::string simulated_steps = std::to_string(plan->m1) + " to " + std::to_string(last);
   StepResult res;
   StepResult before;
-  int64_t from = last, span = plan->period;
-  if (repeats) {
-    before = std::move(r[r.size() - 2]);
+  int64_t from = last, span = plan->period * repeat_groups;
+  if (repeat_groups > 0) {
+    before = std::move(r[r.size() - 1 - size_t(repeat_groups)]);
     res = std::move(r.back());
   } else {
     if (simulated + plan->check > plan->budget ||
@@ -370,7 +380,9 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   res.flows = flows;
   res.simulation_note += "; steps of " + simulated_steps + " micro-batches simulated, the step's " +
                          std::to_string(plan->m) + " extended from their steady state" +
-                         (repeats ? " (each group's events repeating)" : "") +
+                         (repeat_groups == 1   ? " (each group's events repeating)"
+                          : repeat_groups == 2 ? " (each pair of groups' events repeating)"
+                                               : "") +
                          " (docs/step-simulation.md)";
   return res;
 }
