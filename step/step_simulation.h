@@ -67,13 +67,15 @@ struct StepConfig {
   // "Folded exchanges"): the same step to the nanosecond's rounding. Off only for comparisons.
   bool fold_exchanges = true;
   // With many micro-batches, simulate shorter steps past the schedule's warm-up (3, 4, 5, ...
-  // groups of pp micro-batches) until three in a row grow alike per group (the step time and
-  // every part of every stage's breakdown, to a millionth), check that a step of a quarter of
-  // the micro-batches falls on their line, then extend each part linearly to the step's
-  // micro-batches (docs/step-simulation.md, "Many micro-batches"). The short steps may cost a
-  // quarter of the whole one and the check another; if they do not agree, the step is
-  // simulated whole. Never with the trace, GPipe, ZeRO-2/3 or a charged data loader. Off only
-  // for comparisons.
+  // groups of pp micro-batches) until one's events are the one before's with its last group
+  // repeated (or, where groups alternate, the one two groups shorter's with its last two), then
+  // extend every part linearly to the step's micro-batches (docs/step-simulation.md, "Many
+  // micro-batches"). Where the events never repeat, three short steps that grow alike per group
+  // (the step time and every part of every stage, to a millionth) and a step of a quarter of the
+  // micro-batches on their line are needed instead. The short steps may cost half the whole
+  // step's micro-batches; if they do not repeat or agree within that, the step is simulated
+  // whole. Never with the trace, GPipe, ZeRO-2/3 or a charged data loader. Off only for
+  // comparisons.
   bool steady_state_extrapolation = true;
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
   // host's launch and per-step overheads (step/host_overhead.h).
