@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <optional>
+#include <typeinfo>
 #include <utility>
 
 namespace trainsim::sim {
@@ -27,7 +28,12 @@ bool Engine::Step() {
   EventQueue::Event ev = queue_.Pop();
   now_ = ev.time;
   ++processed_;
-  if (record_ != nullptr) record_->push_back(now_.nanos());
+  if (record_ != nullptr) {
+    record_->push_back(now_.nanos());
+    if (record_kinds_ != nullptr) {
+      record_kinds_->push_back(uint32_t(ev.handler ? ev.handler.target_type().hash_code() : 0));
+    }
+  }
   if (ev.handler) ev.handler();
   return true;
 }

@@ -51,15 +51,21 @@ class Engine {
   size_t pending() const { return queue_.size(); }
   uint64_t events_processed() const { return processed_; }
 
-  // Appends the time (ns) of every event run from now on to `*out`, or stops with nullptr. The
-  // step simulation compares these streams to tell a steady state from a slow transient.
-  void RecordTimes(std::vector<int64_t>* out) { record_ = out; }
+  // Appends the time (ns) of every event run from now on to `*times`, and with `kinds` a tag of
+  // its handler's code (the callable's type: equal for events scheduled from the same place),
+  // or stops with nullptr. The step simulation compares these streams to tell a steady state
+  // from a slow transient.
+  void RecordTimes(std::vector<int64_t>* times, std::vector<uint32_t>* kinds = nullptr) {
+    record_ = times;
+    record_kinds_ = kinds;
+  }
 
  private:
   EventQueue queue_;
   Time now_;
   uint64_t processed_ = 0;
   std::vector<int64_t>* record_ = nullptr;
+  std::vector<uint32_t>* record_kinds_ = nullptr;
 };
 
 }  // namespace trainsim::sim

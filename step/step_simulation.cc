@@ -73,10 +73,10 @@ CalibrationUse DescribeCalibration(const StepConfig& cfg, const CalibratedTpTime
 
 // Simulates the step of `cfg`, or, with `micro_batches` > 0, its first that many micro-batches
 // (the same layout, checks and costs; the steady-state extrapolation below), recording the
-// time of every event it runs in `event_times` unless that is null.
+// time and kind of every event it runs in `events` unless that is null.
 Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& state,
                                     const SimulateOptions& options, int64_t micro_batches = 0,
-                                    std::vector<int64_t>* event_times = nullptr) {
+                                    EventStream* events = nullptr) {
   const ParallelConfig& c = cfg.parallel;
   Result<comm::Topology> topo = comm::Topology::Build(cfg.topology);
   if (!topo.ok()) return topo.status();
@@ -114,7 +114,7 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
   }
   StepState st(micro_batches > 0 ? shorter : cfg, &*topo, &layout, plan->replicas, plan->slowdown,
                options);
-  st.engine.RecordTimes(event_times);
+  if (events != nullptr) st.engine.RecordTimes(&events->times, &events->kinds);
   for (const auto& [link, factor] : plan->link_factor) st.net.SetLinkBandwidthFactor(link, factor);
   // The loader's time per step must fit sim::Time as the compute's does (CheckStepLength).
   const double loading =
@@ -291,7 +291,7 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
   // next with; once found, the period of the repeating state in groups (1, or 2 where the
   // groups alternate).
   std::vector<StepResult> r;
-  std::vector<std::vector<int64_t>> times;
+  std::vector<EventStream> times;
   int repeat_groups = 0;
   uint64_t events = 0, flows = 0;
   int64_t simulated = 0;
@@ -302,11 +302,12 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
       return SimulateStepOnce(cfg, state, options);
     }
     // Checked as the whole step (layout, memory, length): its errors are the step's.
-    std::vector<int64_t> t;
+    EventStream t;
     if (r.size() >= 2) {
       // Room for one group more than the last step, so that it is not grown by doubling.
       const double next = EventsAfter(r, plan->period, plan->period);
-      t.reserve(size_t(next + next / 64 + 1024));
+      t.times.reserve(size_t(next + next / 64 + 1024));
+      t.kinds.reserve(size_t(next + next / 64 + 1024));
     }
     Result<StepResult> one = SimulateStepOnce(cfg, state, options, m, &t);
     if (!one.ok()) return one.status();

@@ -23,6 +23,35 @@ TEST(EngineTest, RunsEventsInTimeOrderAndAdvancesNow) {
   EXPECT_TRUE(e.empty());
 }
 
+// The streams the steady-state extension compares: every event's time, and a kind that is the
+// same for events scheduled from the same code and differs between two places.
+TEST(EngineTest, RecordedEventsCarryTheirTimeAndTheKindOfTheirHandler) {
+  Engine e;
+  std::vector<int64_t> times;
+  std::vector<uint32_t> kinds;
+  e.RecordTimes(&times, &kinds);
+  int a = 0, b = 0;
+  for (int64_t t : {10, 30}) e.ScheduleAt(Time::Nanos(t), [&a] { ++a; });
+  e.ScheduleAt(Time::Nanos(20), [&b] { ++b; });
+  e.Run();
+  EXPECT_EQ(times, (std::vector<int64_t>{10, 20, 30}));
+  ASSERT_EQ(kinds.size(), 3u);
+  EXPECT_EQ(kinds[0], kinds[2]);
+  EXPECT_NE(kinds[0], kinds[1]);
+  // Stopped: nothing more is appended; times alone when no kinds are asked for.
+  e.RecordTimes(nullptr);
+  e.ScheduleAt(Time::Nanos(40), [&a] { ++a; });
+  e.Run();
+  EXPECT_EQ(times.size(), 3u);
+  std::vector<int64_t> only;
+  e.RecordTimes(&only);
+  e.ScheduleAt(Time::Nanos(50), [&b] { ++b; });
+  e.Run();
+  EXPECT_EQ(only, (std::vector<int64_t>{50}));
+  EXPECT_EQ(kinds.size(), 3u);
+  EXPECT_EQ(a + b, 5);
+}
+
 TEST(EngineTest, ScheduleIsRelativeToNow) {
   Engine e;
   Time fired;

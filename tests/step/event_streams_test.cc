@@ -16,18 +16,28 @@ namespace {
 constexpr int64_t kPeriod = 1000;
 
 // Warm-up events at 0, 5, 9; group j (0-based) at start + j·period + offsets (+ its drift);
-// cool-down events after the last group.
-std::vector<int64_t> Stream(int groups, const std::vector<int64_t>& drift = {}) {
-  std::vector<int64_t> s = {0, 5, 9};
+// cool-down events after the last group. Each event's kind is its place in the warm-up, the
+// group or the cool-down (as the engine tags events by the code that scheduled them).
+EventStream Stream(int groups, const std::vector<int64_t>& drift = {}) {
+  EventStream s;
+  auto add = [&s](int64_t time, uint32_t kind) {
+    s.times.push_back(time);
+    s.kinds.push_back(kind);
+  };
+  add(0, 1);
+  add(5, 2);
+  add(9, 3);
   const int64_t start = 10;
   for (int j = 0; j < groups; ++j) {
     const int64_t d = j < int(drift.size()) ? drift[size_t(j)] : 0;
+    uint32_t kind = 10;
     for (int64_t offset : {int64_t{0}, int64_t{100}, int64_t{101}, 400 + d, int64_t{700}}) {
-      s.push_back(start + j * kPeriod + offset);
+      add(start + j * kPeriod + offset, kind++);
     }
   }
   const int64_t end = start + groups * kPeriod;
-  for (int64_t offset : {0, 50, 300, 301}) s.push_back(end + offset);
+  uint32_t kind = 20;
+  for (int64_t offset : {0, 50, 300, 301}) add(end + offset, kind++);
   return s;
 }
 
@@ -44,9 +54,10 @@ TEST(EventStreamsTest, PeriodicStepsDifferByOneRepeatedGroup) {
 TEST(EventStreamsTest, DriftInsideTheGroupsFailsThoughTheEndingsRepeat) {
   const std::vector<int64_t> drift = {0, 0, 30, 20, 10};
   for (int groups : {2, 3, 4}) {
-    const std::vector<int64_t> a = Stream(groups, drift), b = Stream(groups + 1, drift);
+    const EventStream a = Stream(groups, drift), b = Stream(groups + 1, drift);
     for (size_t k = 1; k <= 4; ++k) {
-      ASSERT_EQ(b[b.size() - k] - a[a.size() - k], kPeriod) << "the endings repeat";
+      ASSERT_EQ(b.times[b.times.size() - k] - a.times[a.times.size() - k], kPeriod)
+          << "the endings repeat";
     }
     EXPECT_FALSE(CompareGroupRepeated(a, b).inserted) << groups;
   }
@@ -68,25 +79,25 @@ TEST(EventStreamsTest, AnyGroupOfTheLongerStepOffByMoreThanTheJitterIsRefused) {
   // Group j's event k is at index 3 + 5·j + k; group 3 is the one inserted.
   for (size_t index :
        {size_t{5}, size_t{10}, size_t{3 + 5 * 2 + 3}, size_t{3 + 5 * 3}, size_t{3 + 5 * 3 + 4}}) {
-    std::vector<int64_t> b = Stream(4);
-    b[index] += 7;
+    EventStream b = Stream(4);
+    b.times[index] += 7;
     EXPECT_FALSE(CompareGroupRepeated(Stream(3), b).inserted) << index;
   }
 }
 
 TEST(EventStreamsTest, AnEndingEventTwoNanosecondsOffIsNotARepeatedGroup) {
-  std::vector<int64_t> b = Stream(4);
-  b[b.size() - 2] += 2;
+  EventStream b = Stream(4);
+  b.times[b.times.size() - 2] += 2;
   EXPECT_FALSE(CompareGroupRepeated(Stream(3), b).inserted);
 }
 
 // The engine rounds each duration to its nanosecond from doubles, so two copies of a group in a
 // repeating state can place an event 1 ns apart (kJitterNs): that is still a repeated group.
 TEST(EventStreamsTest, EventsOneNanosecondApartStillMakeARepeatedGroup) {
-  const std::vector<int64_t> a = Stream(3);
-  std::vector<int64_t> b = Stream(4);
-  b[b.size() - 2] += 1;  // in the ending
-  b[b.size() - 7] -= 1;  // in the group inserted
+  const EventStream a = Stream(3);
+  EventStream b = Stream(4);
+  b.times[b.times.size() - 2] += 1;  // in the ending
+  b.times[b.times.size() - 7] -= 1;  // in the group inserted
   const GroupInsert g = CompareGroupRepeated(a, b);
   EXPECT_TRUE(g.inserted);
   EXPECT_EQ(g.events, 5u);
@@ -100,14 +111,28 @@ TEST(EventStreamsTest, AStepWithoutAWholeGroupBeforeItsEndingIsNotCompared) {
 }
 
 TEST(EventStreamsTest, StreamsThatAreNotOneGroupLongerAreNotCompared) {
-  const std::vector<int64_t> a = Stream(3);
+  const EventStream a = Stream(3);
   EXPECT_FALSE(CompareGroupRepeated(a, a).inserted);
   EXPECT_FALSE(CompareGroupRepeated(Stream(4), a).inserted);
   EXPECT_FALSE(CompareGroupRepeated({}, a).inserted);
   // `a` a prefix of the longer stream: no ending of `a` to find again.
-  std::vector<int64_t> longer = a;
-  longer.push_back(a.back() + 1);
+  EventStream longer = a;
+  longer.times.push_back(a.times.back() + 1);
+  longer.kinds.push_back(30);
   EXPECT_FALSE(CompareGroupRepeated(a, longer).inserted);
+}
+
+// The same times, but one event of another kind (other code ran then): in the group inserted,
+// in the group before the parting point or in the ending, it is not a repeated group. Streams
+// without kinds are compared by their times alone.
+TEST(EventStreamsTest, AnEventOfAnotherKindAtTheSameTimeIsNotARepeatedGroup) {
+  for (size_t index : {size_t{3 + 5 * 3 + 1}, size_t{3 + 5 * 2 + 2}, size_t{3 + 5 * 4 + 2}}) {
+    EventStream b = Stream(4);
+    b.kinds[index] = 99;
+    EXPECT_FALSE(CompareGroupRepeated(Stream(3), b).inserted) << index;
+    b.kinds.clear();
+    EXPECT_TRUE(CompareGroupRepeated(Stream(3), b).inserted) << index;
+  }
 }
 
 }  // namespace
