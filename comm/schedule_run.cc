@@ -66,9 +66,8 @@ class ScheduleRun {
       sim::Engine* engine = network_->engine();
       if (record_ != nullptr) record_->timeline->total_ns = Now() + latency.nanos();
       delete this;
-      engine->Schedule(latency, [done = std::move(done)] {
-        if (done) done();
-      });
+      // `done` itself (the engine skips an empty one), so that the event's kind is its caller's.
+      engine->Schedule(latency, std::move(done));
       return;
     }
     const PreparedSchedule::Segment& seg = p_->segments[segment_];

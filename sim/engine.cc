@@ -31,7 +31,9 @@ bool Engine::Step() {
   if (record_ != nullptr) {
     record_->push_back(now_.nanos());
     if (record_kinds_ != nullptr) {
-      record_kinds_->push_back(uint32_t(ev.handler ? ev.handler.target_type().hash_code() : 0));
+      // The handler's type (the place that scheduled it), with the event's priority mixed in.
+      const size_t type = ev.handler ? ev.handler.target_type().hash_code() : 0;
+      record_kinds_->push_back(uint32_t(type) ^ (uint32_t(ev.priority) * 0x9E3779B9u));
     }
   }
   if (ev.handler) ev.handler();

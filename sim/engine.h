@@ -52,9 +52,9 @@ class Engine {
   uint64_t events_processed() const { return processed_; }
 
   // Appends the time (ns) of every event run from now on to `*times`, and with `kinds` a tag of
-  // its handler's code (the callable's type: equal for events scheduled from the same place),
-  // or stops with nullptr. The step simulation compares these streams to tell a steady state
-  // from a slow transient.
+  // its handler's code and priority (the callable's type: equal for events scheduled from the
+  // same place; 0 for an empty handler at priority 0), or stops with nullptr. The step simulation
+  // compares these streams to tell a steady state from a slow transient.
   void RecordTimes(std::vector<int64_t>* times, std::vector<uint32_t>* kinds = nullptr) {
     record_ = times;
     record_kinds_ = kinds;

@@ -8,9 +8,11 @@ namespace trainsim::step {
 GroupInsert CompareGroupRepeated(const EventStream& x, const EventStream& y) {
   const std::vector<int64_t>& a = x.times;
   const std::vector<int64_t>& b = y.times;
-  const bool kinds = x.kinds.size() == a.size() && y.kinds.size() == b.size() && !a.empty();
-  auto same_kind = [&](size_t i, size_t j) { return !kinds || x.kinds[i] == y.kinds[j]; };
   GroupInsert g;
+  // Kinds on both streams, one per event, or on neither.
+  const bool kinds = !x.kinds.empty() || !y.kinds.empty();
+  if (kinds && (x.kinds.size() != a.size() || y.kinds.size() != b.size())) return g;
+  auto same_kind = [&](size_t i, size_t j) { return !kinds || x.kinds[i] == y.kinds[j]; };
   size_t p = 0;
   while (p < a.size() && p < b.size() && a[p] == b[p] && same_kind(p, p)) ++p;
   g.first_difference = p;

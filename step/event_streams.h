@@ -8,10 +8,11 @@
 // equal up to some index p (where `a` starts to end), then every event of `a` from p on `shift`
 // ns later in `b` (within kJitterNs), `events` events further on, and the `events` events before
 // p found again `shift` ns later as the group inserted; events that line up must be of the same
-// kind (where both streams carry kinds). So two consecutive groups of `b` are the
-// same and the steps' endings are too, not only the endings (slack a wait absorbs does not show
-// in them). Evidence that the simulation's state repeats, not proof: a drift that moves no event
-// by more than kJitterNs within two groups passes. A pure function of its arguments.
+// kind (streams with kinds must carry one per event; two without are compared by time alone). So
+// two consecutive groups of `b` are the same and the steps' endings are too, not only the endings
+// (slack a wait absorbs does not show in them). Evidence that the simulation's state repeats, not
+// proof: a drift that moves no event by more than kJitterNs within two groups passes. A pure
+// function of its arguments.
 
 #ifndef TRAINSIM_STEP_EVENT_STREAMS_H_
 #define TRAINSIM_STEP_EVENT_STREAMS_H_
@@ -36,7 +37,7 @@ struct GroupInsert {
 
 struct EventStream {
   std::vector<int64_t> times;
-  std::vector<uint32_t> kinds;  // one per time, or none (not compared)
+  std::vector<uint32_t> kinds;  // one per time, or none; not compared only if both have none
 };
 
 GroupInsert CompareGroupRepeated(const EventStream& a, const EventStream& b);

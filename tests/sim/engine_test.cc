@@ -50,6 +50,18 @@ TEST(EngineTest, RecordedEventsCarryTheirTimeAndTheKindOfTheirHandler) {
   EXPECT_EQ(only, (std::vector<int64_t>{50}));
   EXPECT_EQ(kinds.size(), 3u);
   EXPECT_EQ(a + b, 5);
+  // The same code at another priority is another kind; an empty handler is kind 0.
+  e.RecordTimes(&times, &kinds);
+  const auto inc = [&a] { ++a; };
+  e.ScheduleAt(Time::Nanos(60), inc, 1);
+  e.ScheduleAt(Time::Nanos(70), inc);
+  e.ScheduleAt(Time::Nanos(75), inc);
+  e.ScheduleAt(Time::Nanos(80), nullptr);
+  e.Run();
+  ASSERT_EQ(kinds.size(), 7u);
+  EXPECT_NE(kinds[3], kinds[4]);
+  EXPECT_EQ(kinds[4], kinds[5]);
+  EXPECT_EQ(kinds[6], 0u);
 }
 
 TEST(EngineTest, ScheduleIsRelativeToNow) {

@@ -123,16 +123,39 @@ TEST(EventStreamsTest, StreamsThatAreNotOneGroupLongerAreNotCompared) {
 }
 
 // The same times, but one event of another kind (other code ran then): in the group inserted,
-// in the group before the parting point or in the ending, it is not a repeated group. Streams
-// without kinds are compared by their times alone.
+// in the group before the parting point or in the ending, it is not a repeated group. Two
+// streams without kinds are compared by their times alone.
 TEST(EventStreamsTest, AnEventOfAnotherKindAtTheSameTimeIsNotARepeatedGroup) {
   for (size_t index : {size_t{3 + 5 * 3 + 1}, size_t{3 + 5 * 2 + 2}, size_t{3 + 5 * 4 + 2}}) {
     EventStream b = Stream(4);
     b.kinds[index] = 99;
     EXPECT_FALSE(CompareGroupRepeated(Stream(3), b).inserted) << index;
+    // Kinds on one stream only, or not one per event: not compared, so not accepted.
     b.kinds.clear();
-    EXPECT_TRUE(CompareGroupRepeated(Stream(3), b).inserted) << index;
+    EXPECT_FALSE(CompareGroupRepeated(Stream(3), b).inserted) << index;
+    EventStream a = Stream(3);
+    a.kinds.pop_back();
+    EXPECT_FALSE(CompareGroupRepeated(a, Stream(4)).inserted) << index;
+    // Neither with kinds: times alone.
+    a.kinds.clear();
+    EXPECT_TRUE(CompareGroupRepeated(a, b).inserted) << index;
   }
+}
+
+// Groups that alternate between two kinds (the fourth event 30 ns late in every other group):
+// no step is the one before with its last group repeated, but each is the one two groups
+// shorter with its last two repeated, two periods later.
+TEST(EventStreamsTest, AlternatingGroupsRepeatInPairs) {
+  const std::vector<int64_t> alternate = {0, 30, 0, 30, 0, 30, 0};
+  for (int groups : {3, 4}) {
+    EXPECT_FALSE(
+        CompareGroupRepeated(Stream(groups, alternate), Stream(groups + 1, alternate)).inserted)
+        << groups;
+  }
+  const GroupInsert g = CompareGroupRepeated(Stream(3, alternate), Stream(5, alternate));
+  EXPECT_TRUE(g.inserted);
+  EXPECT_EQ(g.events, 10u);
+  EXPECT_EQ(g.shift, 2 * kPeriod);
 }
 
 }  // namespace
