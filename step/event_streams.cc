@@ -1,6 +1,5 @@
 #include "step/event_streams.h"
 
-#include <algorithm>
 #include <cstdlib>
 
 namespace trainsim::step {

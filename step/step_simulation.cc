@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -306,8 +305,9 @@ Result<StepResult> SimulateStep(const StepConfig& cfg, const ClusterState& state
     if (r.size() >= 2) {
       // Room for one group more than the last step, so that it is not grown by doubling.
       const double next = EventsAfter(r, plan->period, plan->period);
-      t.times.reserve(size_t(next + next / 64 + 1024));
-      t.kinds.reserve(size_t(next + next / 64 + 1024));
+      const size_t room = size_t(next + next / 64 + 1024);
+      t.times.reserve(room);
+      t.kinds.reserve(room);
     }
     Result<StepResult> one = SimulateStepOnce(cfg, state, options, m, &t);
     if (!one.ok()) return one.status();

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "scenarios/scenario.h"
 #include "scenarios/session.h"
@@ -154,19 +155,25 @@ TEST(SteadyStateTest, SlowGpuStepIsSimulatedWhole) {
   ExpectSameStep(InterleavedWithContext(), state, /*extrapolated=*/false);
 }
 
+// The first (healthy) step of a bundled scenario with `sets` applied, as `trainsim run` gives it.
+Result<scenarios::StepOutcome> BundledStep(const std::string& file,
+                                           const std::vector<std::string>& sets = {}) {
+  Result<pb::Scenario> sc = scenarios::LoadScenario(
+      std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/examples/" + file, sets);
+  if (!sc.ok()) return sc.status();
+  Result<scenarios::ResolvedScenario> r = scenarios::Resolve(*sc);
+  if (!r.ok()) return r.status();
+  return scenarios::SimulateScenarioStep(*r, {});
+}
+
 // The demo (GPT-3 175B on 128 H100, TP 8 x PP 8 x DP 2) with a 5-layer last stage and 1,536
 // micro-batches: the step grows by 0.600679 s per 8 micro-batches up to ~150 and by 0.600715 s
 // after, when a pipeline wait starts to bind. Short steps agree with each other in that first
 // phase, and extended from them the step was 5.3e-5 short (a reviewer's case); the check step
 // (384 micro-batches) is off their line, so the step is simulated whole.
 TEST(SteadyStateTest, UnevenStagesWhoseShortStepsSitInATransientAreSimulatedWhole) {
-  Result<pb::Scenario> sc = scenarios::LoadScenario(
-      std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/examples/demo.textproto",
-      {"parallelism.last_stage_layers=5", "parallelism.global_batch=3072"});
-  ASSERT_TRUE(sc.ok()) << sc.status().message();
-  Result<scenarios::ResolvedScenario> r = scenarios::Resolve(*sc);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  Result<scenarios::StepOutcome> first = scenarios::SimulateScenarioStep(*r, {});
+  Result<scenarios::StepOutcome> first = BundledStep(
+      "demo.textproto", {"parallelism.last_stage_layers=5", "parallelism.global_batch=3072"});
   ASSERT_TRUE(first.ok()) << first.status().message();
   ExpectSameStep(first->config, {}, /*extrapolated=*/false);
 }
@@ -176,15 +183,11 @@ TEST(SteadyStateTest, UnevenStagesWhoseShortStepsSitInATransientAreSimulatedWhol
 // step's last group, so the steps of 12 and 16 micro-batches do not repeat a group and those of
 // 16 and 20 do. The step is extended from the later pair, and is still the whole step.
 TEST(SteadyStateTest, ShortStepsThatRepeatOnlyAfterATransientAreExtendedFromTheLaterPair) {
-  Result<pb::Scenario> sc = scenarios::LoadScenario(
-      std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/examples/demo.textproto",
-      {"cluster.nodes=128", "parallelism.tp=4", "parallelism.cp=4", "parallelism.pp=4",
-       "parallelism.dp=16", "parallelism.virtual_stages=2", "parallelism.micro_batch=1",
-       "parallelism.overlap_param_gather=true", "parallelism.overlap_p2p_comm=true"});
-  ASSERT_TRUE(sc.ok()) << sc.status().message();
-  Result<scenarios::ResolvedScenario> r = scenarios::Resolve(*sc);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  Result<scenarios::StepOutcome> first = scenarios::SimulateScenarioStep(*r, {});
+  Result<scenarios::StepOutcome> first =
+      BundledStep("demo.textproto",
+                  {"cluster.nodes=128", "parallelism.tp=4", "parallelism.cp=4", "parallelism.pp=4",
+                   "parallelism.dp=16", "parallelism.virtual_stages=2", "parallelism.micro_batch=1",
+                   "parallelism.overlap_param_gather=true", "parallelism.overlap_p2p_comm=true"});
   ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_EQ(first->config.parallel.num_micro_batches(), 96);
   EXPECT_NE(first->result.simulation_note.find("steps of 12 to 20 micro-batches"),
@@ -200,16 +203,12 @@ TEST(SteadyStateTest, ShortStepsThatRepeatOnlyAfterATransientAreExtendedFromTheL
 // Extended from steps of 16 and 24 micro-batches (144 lies a whole number of pairs of groups
 // past 24), it is the whole step.
 TEST(SteadyStateTest, AlternatingGroupsAreExtendedByPairsOfGroups) {
-  Result<pb::Scenario> sc = scenarios::LoadScenario(
-      std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/examples/demo.textproto",
-      {"cluster.nodes=128", "parallelism.tp=8", "parallelism.cp=16", "parallelism.pp=4",
-       "parallelism.dp=2", "parallelism.virtual_stages=12", "parallelism.micro_batch=1",
-       "parallelism.global_batch=288", "parallelism.recompute=NONE",
-       "parallelism.overlap_param_gather=true", "parallelism.overlap_p2p_comm=true"});
-  ASSERT_TRUE(sc.ok()) << sc.status().message();
-  Result<scenarios::ResolvedScenario> r = scenarios::Resolve(*sc);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  Result<scenarios::StepOutcome> first = scenarios::SimulateScenarioStep(*r, {});
+  Result<scenarios::StepOutcome> first =
+      BundledStep("demo.textproto",
+                  {"cluster.nodes=128", "parallelism.tp=8", "parallelism.cp=16", "parallelism.pp=4",
+                   "parallelism.dp=2", "parallelism.virtual_stages=12", "parallelism.micro_batch=1",
+                   "parallelism.global_batch=288", "parallelism.recompute=NONE",
+                   "parallelism.overlap_param_gather=true", "parallelism.overlap_p2p_comm=true"});
   ASSERT_TRUE(first.ok()) << first.status().message();
   ASSERT_EQ(first->config.parallel.num_micro_batches(), 144);
   const std::string& note = first->result.simulation_note;
@@ -220,13 +219,9 @@ TEST(SteadyStateTest, AlternatingGroupsAreExtendedByPairsOfGroups) {
 
 // The bundled small scenario: PP 1, 32 micro-batches.
 StepConfig Small() {
-  Result<pb::Scenario> sc =
-      scenarios::LoadScenario(std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/examples/small.json");
-  EXPECT_TRUE(sc.ok()) << sc.status().message();
-  Result<scenarios::ResolvedScenario> r = scenarios::Resolve(*sc);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  Result<scenarios::StepOutcome> first = scenarios::SimulateScenarioStep(*r, {});
+  Result<scenarios::StepOutcome> first = BundledStep("small.json");
   EXPECT_TRUE(first.ok()) << first.status().message();
+  if (!first.ok()) return {};
   EXPECT_EQ(first->config.parallel.pp, 1);
   EXPECT_EQ(first->config.parallel.num_micro_batches(), 32);
   return first->config;
