@@ -22,6 +22,7 @@ GradientSync::GradientSync(StepState* state) : st_(state) {
     ch.plan = PlanGradientBuckets(st_->cfg, s, st_->nic_share);
     ch.produced.assign(st_->replicas.size(), 0);
     ch.producing.assign(st_->replicas.size(), {});
+    ch.drains.resize(st_->replicas.size());
   }
   fsdp_share_.assign(st_->execs.size(), 0.0);
 }
@@ -154,6 +155,33 @@ void GradientSync::BucketsDuring(int stage, int replica, double pass_s, int coun
   p = {{st_->now_ns(), pass_s, count}, 0, 0};
   p.next_ns = NextBucketNs(p);
   Pump(stage);
+}
+
+void GradientSync::AfterReduced(int stage, int replica, std::function<void()> then) {
+  Channel& ch = channels_[size_t(stage)];
+  // The pass has ended: all its buckets are produced, whether or not Pump has counted them.
+  Channel::Producing& p = ch.producing[size_t(replica)];
+  ch.produced[size_t(replica)] += size_t(p.pass.count - p.settled);
+  p.settled = p.pass.count;
+  p.next_ns = std::numeric_limits<int64_t>::max();
+  if (ch.done >= ch.produced[size_t(replica)]) {
+    then();
+    return;
+  }
+  ch.drains[size_t(replica)] = std::move(then);
+}
+
+// A replica's drain waits for buckets it has produced, so for no bucket beyond the least any
+// replica has produced: a train (k buckets produced by all at its start) never ends past it,
+// and trains settle their buckets no later than the drain's.
+void GradientSync::ReleaseDrains(int stage) {
+  Channel& ch = channels_[size_t(stage)];
+  for (size_t r = 0; r < ch.drains.size(); ++r) {
+    if (!ch.drains[r] || ch.done < ch.produced[r]) continue;
+    std::function<void()> then = std::move(ch.drains[r]);
+    ch.drains[r] = nullptr;
+    then();
+  }
 }
 
 // Bucket i (from 1) of a pass is produced at start + Delay(pass · i / (count + 1)), when an
@@ -322,6 +350,7 @@ void GradientSync::TrainEnded(int stage) {
     t.watch = 0;
     MaybeReduced(stage);
   }
+  ReleaseDrains(stage);
   Pump(stage);
 }
 
@@ -399,6 +428,7 @@ void GradientSync::RunBucket(int stage, int part, double start) {
                         {"ranks", int64_t(ch.group.size())}});
     }
     if (ch.done == size_t(ch.plan.count)) MaybeReduced(stage);
+    ReleaseDrains(stage);
     Pump(stage);
     return;
   }

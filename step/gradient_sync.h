@@ -2,9 +2,11 @@
 //
 // One DP communicator per stage (TP rank 0's, shared by the simulated replicas) reduces the
 // gradient buckets one after another as every replica has produced them; a stage is reduced
-// when its backwards are done and its last bucket has drained. Then, with PP > 1, the tied
-// embedding's gradient all-reduce between the first and last stage; the gradient-norm barrier
-// across stages; each stage's optimizer; with ZeRO-1/2 the all-gather of updated weights.
+// when its backwards are done and its last bucket has drained. With ZeRO-2/3 every backward
+// reduces its own buckets and ends only once they are (DrainsEachBackward). Then, with PP > 1,
+// the tied embedding's gradient all-reduce between the first and last stage; the gradient-norm
+// barrier across stages; each stage's optimizer; with ZeRO-1/2 the all-gather of updated
+// weights.
 // ZeRO-3 gathers a chunk's weights before each of its passes. Every collective runs as flows,
 // unless StepConfig::flow_collective_max_nodes (no line by default) is set below the nodes its
 // group spans: then it is one closed-form event on the network's current capacities
@@ -70,6 +72,18 @@ class GradientSync {
   // an event each (a million a step with ZeRO-2): Pump settles them when it looks, and
   // schedules one wake-up when the communicator is idle waiting for one.
   void BucketsDuring(int stage, int replica, double pass_s, int count);
+  // Whether each backward pass that reduces its buckets ends only once they are reduced: ZeRO-2
+  // and 3, which reduce every micro-batch's gradients into their shards. DeepSpeed's stage 1/2
+  // ends each backward by synchronizing its reduction stream (stage_1_and_2.py,
+  // independent_gradient_partition_epilogue), and FSDP2's post-backward callback makes the
+  // compute stream wait for the last reduce-scatter; either way a micro-batch's reductions
+  // drain before its stage computes on, and at most one backward's gradients wait unreduced.
+  bool DrainsEachBackward() const {
+    return reduces() && st_->c.overlap_dp && st_->c.zero_stage >= 2;
+  }
+  // Runs `then` once every bucket replica `replica` of `stage` has produced is reduced: now if
+  // they are, else when the last of them is. At most one waits per replica.
+  void AfterReduced(int stage, int replica, std::function<void()> then);
   // ZeRO-3 with DP × CP > 1: every pass first gathers its chunk's weights (BeforePass).
   bool GathersBeforePass() const { return st_->c.zero_stage >= 3 && st_->c.dp * st_->c.cp > 1; }
   // FSDP's per-layer all-gathers of executor ei's chunk for a pass of `pass_s` seconds: the
@@ -97,6 +111,8 @@ class GradientSync {
       int64_t next_ns = std::numeric_limits<int64_t>::max();  // when bucket settled + 1 is
     };
     std::vector<Producing> producing;
+    // Per simulated replica, a backward's end waiting for its buckets (AfterReduced).
+    std::vector<std::function<void()>> drains;
     sim::EventId wake = 0;  // Pump when the bucket waited for is produced
     int64_t wake_ns = -1;
     size_t next = 0;
@@ -157,6 +173,8 @@ class GradientSync {
   void RunBucket(int stage, int part, double start);
   void GatherWeights(int stage, double now);
   void MaybeReduced(int stage);
+  // Runs the drains (AfterReduced) whose buckets are now all reduced.
+  void ReleaseDrains(int stage);
   void ReduceTiedEmbedding();
   void Barrier();
   void OptimizerDone(int ei);

@@ -215,8 +215,27 @@ void Pipeline::SettleTask(int ei, Task t, int j, double extended) {
     }
   }
   st_->SetComputeRate(e, 0.0);
-  if (MakesBuckets(t)) sync_->BucketReady(e.stage, e.replica);
-  TaskDone(ei, t, j);
+  if (!MakesBuckets(t)) {
+    TaskDone(ei, t, j);
+    return;
+  }
+  sync_->BucketReady(e.stage, e.replica);
+  if (!sync_->DrainsEachBackward()) {
+    TaskDone(ei, t, j);
+    return;
+  }
+  // ZeRO-2/3: the backward ends once its gradients are reduced into their shards; the wait is
+  // exposed DP communication.
+  sync_->AfterReduced(e.stage, e.replica, [this, ei, t, j, since = st_->now()] {
+    Executor& x = st_->exec(ei);
+    const double wait = st_->now() - since;
+    if (wait > 0) {
+      x.b.exposed_dp_comm_s += wait;
+      st_->trace.Slice(x.gpu, kTrackCompute, "wait for dp reduction", "idle", since, wait,
+                       {{"micro_batch", t.micro_batch}, {"stage", int64_t(x.stage)}});
+    }
+    TaskDone(ei, t, j);
+  });
 }
 
 bool Pipeline::MakesBuckets(const Task& t) const {

@@ -191,14 +191,13 @@ struct SteadyPlan {
 
 std::optional<SteadyPlan> PlanSteadyState(const StepConfig& cfg, const SimulateOptions& options) {
   const ParallelConfig& c = cfg.parallel;
-  // Not with the trace (it shows every micro-batch), GPipe (its memory grows with m), a data
+  // Not with the trace (it shows every micro-batch), GPipe (its memory grows with m), or a data
   // loader that is charged (its prefetch queue can start to bind after any number of
-  // micro-batches, beyond the short steps), or ZeRO-2/3 (each micro-batch's gradient reduction
-  // queues behind the last: measured on GPT-3 175B, TP 1 x CP 16 x PP 16 x DP 4, the step's
-  // increments per 16 micro-batches vary by 0.05%, so it never passes the check below).
+  // micro-batches, beyond the short steps). ZeRO-2/3 reduce every micro-batch's gradients, and
+  // each backward drains its own (GradientSync::DrainsEachBackward), so nothing queues from one
+  // group to the next.
   if (!cfg.steady_state_extrapolation || options.record_trace ||
-      c.schedule == PipelineSchedule::kGpipe || c.zero_stage >= 2 ||
-      !std::isinf(LoaderSamplesPerSecond(cfg.input))) {
+      c.schedule == PipelineSchedule::kGpipe || !std::isinf(LoaderSamplesPerSecond(cfg.input))) {
     return std::nullopt;
   }
   SteadyPlan p;

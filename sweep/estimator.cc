@@ -148,17 +148,23 @@ Status EstimatePasses(Estimate& e) {
   // the pass beside them (step/comm_sm_share.h), and those reductions' time per backward.
   std::vector<double> gather_share(size_t(e.p), 0.0), bucket_share(size_t(e.p), 0.0);
   std::vector<double> bucket_s(size_t(e.p), 0.0), bucket_under(size_t(e.p), 0.0);
+  std::vector<int> bucket_n(size_t(e.p), 1);  // buckets per backward
   for (int s = 0; s < e.p && e.c.overlap_dp && e.c.zero_stage >= 2; ++s) {
     const int gpu = e.layout.GpuOf({0, s, 0});
     const step::GradientBuckets b = step::PlanGradientBuckets(cfg, s, e.nic_share);
     const std::vector<int> group = step::DenseShardGroup(e.layout, gpu);
     const std::vector<int> replicas = step::ShardReplicaGroup(e.layout, gpu);
-    // The dense part, then with hybrid sharding the shard's all-reduce across the groups.
+    // The dense part, then with hybrid sharding the shard's all-reduce across the groups, then
+    // the experts' part over expert-DP (as GradientSync::RunBucket runs them).
+    const std::vector<int> experts =
+        b.expert_bytes > 0 ? e.layout.ExpertDpGroup(gpu) : std::vector<int>();
     const std::pair<comm::Op, double> parts[] = {
-        {b.op, b.bytes}, {comm::Op::kAllReduce, b.bytes / double(group.size())}};
+        {b.op, b.bytes},
+        {comm::Op::kAllReduce, b.bytes / double(group.size())},
+        {b.op, b.expert_bytes}};
     double lost = 0;
-    for (int i = 0; i < 2; ++i) {
-      const std::vector<int>& g = i == 0 ? group : replicas;
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<int>& g = i == 0 ? group : i == 1 ? replicas : experts;
       Result<double> t = e.cache->CollectiveSeconds(e.topo, parts[i].first, g, parts[i].second);
       Result<double> share =
           step::DpCollectiveShare(cfg, e.topo, parts[i].first, g, parts[i].second);
@@ -168,6 +174,7 @@ Status EstimatePasses(Estimate& e) {
     }
     bucket_share[size_t(s)] = bucket_s[size_t(s)] > 0 ? lost / bucket_s[size_t(s)] : 0.0;
     bucket_under[size_t(s)] = double(b.per_chunk - 1) / b.per_chunk;
+    bucket_n[size_t(s)] = b.per_chunk;
   }
   if (e.c.zero_stage >= 3 && e.c.dp * e.c.cp > 1) {
     const int layers = std::max(1, int(std::lround(double(cfg.model.num_layers) / e.vstages)));
@@ -207,9 +214,16 @@ Status EstimatePasses(Estimate& e) {
     const step::OverlapCost b = step::OverlapBeside(gather_rest[s], bwd, cb * gather_share[s]);
     const double fwd_all = fwd + f.slowed + f.exposed;
     // The first bucket is ready 1/n into the backward, so the reductions run under the rest.
-    const double bwd_all =
+    double bwd_all =
         bwd + b.slowed + b.exposed +
         step::OverlapBeside(bucket_s[s], bwd * bucket_under[s], cb * bucket_share[s]).slowed;
+    // ZeRO-2/3: the backward ends once its buckets are reduced (GradientSync::DrainsEachBackward).
+    // Bucket i of n is ready i/n into it and they reduce one after another, T = bucket_s / n
+    // each: the last ends at max(end + T, end / n + n·T).
+    if (bucket_s[s] > 0) {
+      const double n = bucket_n[s];
+      bwd_all = std::max(bwd_all + bucket_s[s] / n, bwd_all / n + bucket_s[s]);
+    }
     e.passes[size_t(j)].fwd_s = fwd_all + gather_first[s];
     e.passes[size_t(j)].bwd_s = bwd_all + gather_first[s];
     e.passes[size_t(j)].bwd_compute_s = bwd_all;
@@ -291,15 +305,6 @@ std::vector<double> BucketReadyTimes(const Estimate& e, int s, const step::Gradi
     for (const auto& [start, dur] : e.replayed.bucket_passes[size_t(s)]) {
       for (int i = 0; i < per_chunk; ++i) ready.push_back(start + dur * (i + 1) / per_chunk);
     }
-  } else if (e.c.zero_stage >= 2) {
-    // ZeRO-2/3 reduce every backward's buckets; in the steady state forwards and backwards
-    // alternate (1F1B, or plain DP with pp = 1).
-    const double f = e.passes[size_t(s)].fwd_s, bwd = e.passes[size_t(s)].bwd_s;
-    const int64_t mbs = e.mbs;
-    for (int64_t k = 0; k < mbs; ++k) {
-      const double b_start = done - double(mbs - k) * bwd - double(mbs - 1 - k) * f;
-      for (int i = 0; i < per_chunk; ++i) ready.push_back(b_start + bwd * (i + 1) / per_chunk);
-    }
   } else {
     // The last micro-batch's backward of each chunk produces that chunk's buckets; the v
     // chunks' last backwards run back to back at the end of the rank's schedule.
@@ -342,7 +347,10 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
     const step::GradientBuckets buckets = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
     const std::vector<int> expert_group =
         buckets.expert_bytes > 0 ? e.layout.ExpertDpGroup(gpu) : std::vector<int>();
-    if (buckets.count > 0) {
+    // ZeRO-2/3 with overlap: each backward, the last included, has drained its buckets in the
+    // pass (EstimatePasses), so the stage is reduced when its compute is done.
+    const bool drained = c.overlap_dp && c.zero_stage >= 2;
+    if (buckets.count > 0 && !drained) {
       Result<double> t = e.cache->CollectiveSeconds(e.topo, buckets.op, dp_group, buckets.bytes);
       if (!t.ok()) return t.status();
       Result<double> t_rep = e.cache->CollectiveSeconds(e.topo, comm::Op::kAllReduce, replica_group,

@@ -76,7 +76,7 @@ class Replay {
     const ReplayPass& p = passes_[size_t(j)];
     const double pass = t.forward ? p.fwd_s : p.bwd_s;
     const bool makes_buckets =
-        !t.forward && c_.dp > 1 && (t.micro_batch == m_ - 1 || c_.zero_stage >= 2);
+        !t.forward && c_.dp > 1 && t.micro_batch == m_ - 1 && c_.zero_stage < 2;
     if (makes_buckets) out_.bucket_passes[size_t(r)].emplace_back(now_ + p.pre_s, pass);
     At(now_ + p.pre_s + pass, kTaskEnd, r);
   }

@@ -28,7 +28,8 @@ struct ReplayPass {
 struct PipelineReplay {
   std::vector<double> compute_done_s;  // per rank: its last task ended (and its send drained)
   // Per rank, in execution order: (start, duration) of the backward passes that make gradient
-  // buckets ready (each chunk's last micro-batch; every micro-batch with ZeRO ≥ 2).
+  // buckets ready after them (each chunk's last micro-batch; none with ZeRO ≥ 2, whose passes
+  // include their own reductions).
   std::vector<std::vector<std::pair<double, double>>> bucket_passes;
 };
 
