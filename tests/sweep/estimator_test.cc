@@ -212,6 +212,12 @@ std::vector<NewCase> NewDimensionCases() {
   SetLayout(&c, 4, 1, 2, 8, 1, 8);
   c.parallel.zero_stage = 2;
   out.push_back({"8B t4 p2 d8 z2", c});
+  // ZeRO-2 whose reduce-scatters (a TP rank's 0.9 GB over 4 ranks on 4 nodes) outlast each
+  // backward of 2,048 tokens: every backward waits for its own (the drain).
+  c = H100(32, 4096, 32, 8, 14336, 2048, 8);
+  SetLayout(&c, 8, 1, 2, 4, 1, 8);
+  c.parallel.zero_stage = 2;
+  out.push_back({"8B t8 p2 d4 s2048 z2 reduction-bound", c});
   // FSDP over all of DP and hybrid-sharded over one node.
   c = H100(32, 4096, 32, 8, 14336, 4096, 8);
   SetLayout(&c, 2, 1, 1, 32, 1, 4);
