@@ -132,7 +132,7 @@ void GradientSync::BeforePass(int ei, double pass_s, std::function<void(double)>
 void GradientSync::ComputeDone(int ei) {
   Executor& e = st_->exec(ei);
   e.compute_done_s = st_->now();
-  if (reduces() && !st_->c.overlap_dp) {
+  if (reduces() && !st_->c.overlap_dp && !DrainsEachBackward()) {
     for (int64_t i = 0; i < channels_[size_t(e.stage)].plan.count; ++i) {
       BucketReady(e.stage, e.replica);
     }

@@ -78,9 +78,9 @@ class GradientSync {
   // independent_gradient_partition_epilogue), and FSDP2's post-backward callback makes the
   // compute stream wait for the last reduce-scatter; either way a micro-batch's reductions
   // drain before its stage computes on, and at most one backward's gradients wait unreduced.
-  bool DrainsEachBackward() const {
-    return reduces() && st_->c.overlap_dp && st_->c.zero_stage >= 2;
-  }
+  // Without overlap_dp the chunk's one bucket is ready at the pass's end, and the backward
+  // waits for its whole reduction (DeepSpeed with overlap_comm off).
+  bool DrainsEachBackward() const { return reduces() && st_->c.zero_stage >= 2; }
   // Runs `then` once every bucket replica `replica` of `stage` has produced is reduced: now if
   // they are, else when the last of them is. At most one waits per replica.
   void AfterReduced(int stage, int replica, std::function<void()> then);

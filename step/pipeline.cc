@@ -240,7 +240,8 @@ void Pipeline::SettleTask(int ei, Task t, int j, double extended) {
 
 bool Pipeline::MakesBuckets(const Task& t) const {
   const bool last_b = !t.forward && t.micro_batch == st_->m - 1;
-  return !t.forward && sync_->reduces() && st_->c.overlap_dp && (last_b || st_->c.zero_stage >= 2);
+  return !t.forward && sync_->reduces() &&
+         ((st_->c.overlap_dp && last_b) || st_->c.zero_stage >= 2);
 }
 
 void Pipeline::TaskDone(int ei, Task t, int j) {

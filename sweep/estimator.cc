@@ -149,7 +149,7 @@ Status EstimatePasses(Estimate& e) {
   std::vector<double> gather_share(size_t(e.p), 0.0), bucket_share(size_t(e.p), 0.0);
   std::vector<double> bucket_s(size_t(e.p), 0.0), bucket_under(size_t(e.p), 0.0);
   std::vector<int> bucket_n(size_t(e.p), 1);  // buckets per backward
-  for (int s = 0; s < e.p && e.c.overlap_dp && e.c.zero_stage >= 2; ++s) {
+  for (int s = 0; s < e.p && e.c.zero_stage >= 2; ++s) {
     const int gpu = e.layout.GpuOf({0, s, 0});
     const step::GradientBuckets b = step::PlanGradientBuckets(cfg, s, e.nic_share);
     const std::vector<int> group = step::DenseShardGroup(e.layout, gpu);
@@ -347,9 +347,9 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
     const step::GradientBuckets buckets = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
     const std::vector<int> expert_group =
         buckets.expert_bytes > 0 ? e.layout.ExpertDpGroup(gpu) : std::vector<int>();
-    // ZeRO-2/3 with overlap: each backward, the last included, has drained its buckets in the
-    // pass (EstimatePasses), so the stage is reduced when its compute is done.
-    const bool drained = c.overlap_dp && c.zero_stage >= 2;
+    // ZeRO-2/3: each backward, the last included, has drained its buckets in the pass
+    // (EstimatePasses), so the stage is reduced when its compute is done.
+    const bool drained = c.zero_stage >= 2;
     if (buckets.count > 0 && !drained) {
       Result<double> t = e.cache->CollectiveSeconds(e.topo, buckets.op, dp_group, buckets.bytes);
       if (!t.ok()) return t.status();

@@ -89,6 +89,38 @@ TEST(GradientDrainTest, NoZeroTwoReductionRunsBesideAForwardOfItsStage) {
   EXPECT_GT(reductions, 2 * 16);
 }
 
+bool IsPass(const TraceSlice& s) {
+  return IsForwardPass(s) ||
+         (s.track == kTrackCompute && s.category == "backward" && s.name.size() > 1 &&
+          s.name[0] == 'B' && s.name[1] >= '0' && s.name[1] <= '9');
+}
+
+// Without overlap (DeepSpeed's overlap_comm off) each backward reduces its chunk's gradients
+// after it, blocking: one reduction per backward, beside no pass of its stage.
+TEST(GradientDrainTest, WithoutOverlapEachBackwardReducesItsGradientsAfterItAlone) {
+  StepConfig c = ZeroTwoOverNodes(2);
+  c.parallel.overlap_dp = false;
+  const StepResult r = Traced(c);
+  std::map<int, std::vector<const TraceSlice*>> passes;
+  for (const TraceSlice& s : r.trace) {
+    if (IsPass(s)) passes[s.gpu].push_back(&s);
+  }
+  std::map<int, int> reductions;  // per stage's reducing GPU
+  for (const TraceSlice& s : r.trace) {
+    if (s.name != "dp grad reduce") continue;
+    ++reductions[s.gpu];
+    for (const TraceSlice* p : passes[s.gpu]) {
+      ASSERT_TRUE(s.start_ns + s.duration_ns <= p->start_ns ||
+                  p->start_ns + p->duration_ns <= s.start_ns)
+          << "reduction at " << s.start_ns << " beside " << p->name << " on GPU " << s.gpu;
+    }
+  }
+  // Two stages, 16 micro-batches each: one chunk bucket per backward.
+  ASSERT_EQ(reductions.size(), 2u);
+  for (const auto& [gpu, n] : reductions) EXPECT_EQ(n, 16) << "GPU " << gpu;
+  EXPECT_EQ(DrainWaits(r), 2 * 16);
+}
+
 TEST(GradientDrainTest, TheDrainsWaitIsExposedDataParallelComm) {
   const StepResult r = Traced(ZeroTwoOverNodes(2));
   // Stage 0's first GPU: its drain waits are part of its exposed DP comm (with the step's end
