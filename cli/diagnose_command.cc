@@ -261,11 +261,19 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
                                       (cfg.parallel.moe_a2a_overlap ? ", all-to-all overlap on"
                                                                     : ", all-to-all overlap off")
                                 : std::string())});
+  // ZeRO-2/3 reduce every micro-batch's gradients, and each backward waits for its own.
+  const int64_t m = cfg.parallel.num_micro_batches();
+  const std::string every =
+      cfg.parallel.zero_stage >= 2 && m > 1
+          ? Fmt(", every one of the %g micro-batches' backwards waits for its reduce-scatters",
+                double(m))
+          : std::string();
   out.push_back({"exposed DP comm", b.exposed_dp_comm_s / t,
                  Fmt("DP %g", cfg.parallel.dp) + Fmt(", ZeRO-%g", cfg.parallel.zero_stage) +
                      (cfg.parallel.overlap_dp ? ", gradient reduction overlapped"
                                               : ", gradient reduction after the backward") +
-                     (cfg.parallel.overlap_param_gather ? ", param gather overlapped" : "")});
+                     (cfg.parallel.overlap_param_gather ? ", param gather overlapped" : "") +
+                     every});
   out.push_back({"comm-slowed compute", b.compute_slowed_s / t, CommSlowedEvidence(cfg)});
   out.push_back({"exposed PP comm", b.pp_wait_s / t,
                  Fmt("PP %g", cfg.parallel.pp) +
@@ -438,6 +446,11 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
     if (c.zero_stage >= 1 && !c.overlap_param_gather) {
       out.push_back(
           {"overlap the parameter all-gather", {"parallelism.overlap_param_gather=true"}});
+    }
+    // ZeRO-1 keeps whole gradients (more memory: the simulation refuses it where it does not
+    // fit) and reduces them once a step instead of after every micro-batch.
+    if (c.zero_stage == 2 && c.num_micro_batches() > 1) {
+      out.push_back({"ZeRO-1: reduce gradients once a step", {"parallelism.zero_stage=1"}});
     }
   }
   if (matters("exposed PP comm") && c.virtual_stages > 1 && !c.overlap_p2p) {

@@ -64,6 +64,32 @@ TEST(DiagnoseCommandTest, GradientOverlapIsProposedAndFaster) {
 // many rings pays its latency), so diagnose also proposes the overlap with Megatron-Core's
 // buckets: max(40 M, 1 M x DP x CP) = 128 M parameters at DP 128, x 4 bytes (fp32 reduction)
 // = 512 MB, and that one is faster than both the plain overlap and the step as it is.
+// ZeRO-2 reduces every micro-batch's gradients (low_utilisation: 8 of them, over 16 nodes; with
+// loader workers enough that its input stall does not hide them): the DP cause says so, and
+// ZeRO-1, which reduces once a step, is proposed and faster.
+TEST(DiagnoseCommandTest, ZeroTwosPerMicroBatchReductionsProposeZeroOne) {
+  const nlohmann::json j = Json({"diagnose", kLow, "--set", "parallelism.zero_stage=2", "--set",
+                                 "input.workers=16", "--json"});
+  bool named = false;
+  for (const auto& c : j["causes"]) {
+    if (c["name"] == "exposed DP comm") {
+      named = c["evidence"].get<std::string>().find("micro-batches' backwards waits") !=
+              std::string::npos;
+    }
+  }
+  EXPECT_TRUE(named);
+  const nlohmann::json* zero1 = nullptr;
+  for (const auto& p : j["proposals"]) {
+    if (p["sets"] == std::vector<std::string>{"parallelism.zero_stage=1"}) zero1 = &p;
+  }
+  ASSERT_NE(zero1, nullptr);
+  EXPECT_LT((*zero1)["predicted_step_s"].get<double>(), j["step_time_s"].get<double>());
+  // Not proposed where ZeRO-1 is already in use.
+  for (const auto& p : Json({"diagnose", kLow, "--json"})["proposals"]) {
+    EXPECT_NE(p["sets"], std::vector<std::string>{"parallelism.zero_stage=1"});
+  }
+}
+
 TEST(DiagnoseCommandTest, GradientOverlapIsAlsoProposedWithMegatronsBucketsWhenTheyAreSmall) {
   const nlohmann::json j =
       Json({"diagnose", kLow, "--set", "parallelism.dp_bucket_bytes=26214400", "--json"});
