@@ -23,6 +23,7 @@ GradientSync::GradientSync(StepState* state) : st_(state) {
     ch.produced.assign(st_->replicas.size(), 0);
     ch.producing.assign(st_->replicas.size(), {});
     ch.drains.resize(st_->replicas.size());
+    reduces_ = reduces_ || ch.plan.count > 0;
   }
   fsdp_share_.assign(st_->execs.size(), 0.0);
 }
@@ -164,7 +165,8 @@ void GradientSync::AfterReduced(int stage, int replica, std::function<void()> th
   ch.produced[size_t(replica)] += size_t(p.pass.count - p.settled);
   p.settled = p.pass.count;
   p.next_ns = std::numeric_limits<int64_t>::max();
-  if (ch.done >= ch.produced[size_t(replica)]) {
+  // (A stage with nothing to reduce counts the buckets it makes but runs none.)
+  if (ch.plan.count == 0 || ch.done >= ch.produced[size_t(replica)]) {
     then();
     return;
   }

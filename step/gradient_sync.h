@@ -62,8 +62,9 @@ class GradientSync {
   explicit GradientSync(StepState* state);
 
   int buckets_per_chunk(int stage) const { return channels_[size_t(stage)].plan.per_chunk; }
-  // Whether backward passes produce gradient buckets to reduce (some group has > 1 rank).
-  bool reduces() const { return channels_.front().plan.count > 0; }
+  // Whether backward passes produce gradient buckets to reduce (some stage's group has > 1
+  // rank: a stage of dense layers alone has no expert gradients to reduce over expert-DP).
+  bool reduces() const { return reduces_; }
   // Replica `replica` of `stage` has produced its next gradient bucket.
   void BucketReady(int stage, int replica);
   // Replica `replica` of `stage` starts a backward pass of `pass_s` seconds that produces
@@ -186,6 +187,7 @@ class GradientSync {
 
   StepState* st_;
   std::vector<Channel> channels_;
+  bool reduces_ = false;
   size_t reduced_count_ = 0;
   size_t pending_embedding_ = 0;
   std::map<std::tuple<std::vector<int>, int, uint64_t>, comm::CollectiveEstimate>

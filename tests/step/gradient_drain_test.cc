@@ -137,5 +137,40 @@ TEST(GradientDrainTest, TheDrainsWaitIsExposedDataParallelComm) {
   EXPECT_EQ(DrainWaits(Traced(ZeroTwoOverNodes(1))), 0);
 }
 
+// A MoE model whose first two layers are dense (DeepSeek's first_dense_layers), PP 2: stage 0
+// holds no experts, and with DP 1 its dense gradients have no group either, so it reduces
+// nothing; stage 1's expert gradients still reduce over expert-DP (TP 4 / EP 2 = 2 ranks). Until
+// session 26 whether any stage reduced was read from stage 0 alone, and nothing was reduced.
+TEST(GradientDrainTest, ExpertGradientsAreReducedAfterAStageOfDenseLayersOnly) {
+  for (int zero : {1, 2}) {
+    StepConfig c;
+    c.model.num_layers = 4;
+    c.model.hidden = 2048;
+    c.model.heads = 16;
+    c.model.seq_len = 2048;
+    c.model.vocab = 32000;
+    c.model.swiglu = true;
+    c.model.ffn_hidden = 8192;
+    c.model.flash_attention = true;
+    c.model.moe.experts = 8;
+    c.model.moe.top_k = 2;
+    c.model.moe.first_dense_layers = 2;
+    c.parallel.tp = 4;
+    c.parallel.pp = 2;
+    c.parallel.dp = 1;
+    c.parallel.ep = 2;
+    c.parallel.global_batch = 8;
+    c.parallel.zero_stage = zero;
+    c.gpu = H100Sxm();
+    c.topology = DgxH100(1);
+    const StepResult r = Traced(c);
+    int reductions = 0;
+    for (const TraceSlice& s : r.trace) reductions += s.name == "dp grad reduce";
+    EXPECT_GT(reductions, 0) << "ZeRO-" << zero;
+    ASSERT_EQ(r.stage_breakdown.size(), 2u);
+    EXPECT_GT(r.stage_breakdown[1].exposed_dp_comm_s, 0) << "ZeRO-" << zero;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::step
