@@ -91,7 +91,8 @@ struct ParallelConfig {
   int cpu_offload_layers = 0;
   int zero_stage = 0;  // 0 (plain DP), 1 (optimizer states), 2 (+ gradients), 3 (+ weights)
   // DP gradient reduction: in buckets launched as backward produces them (PyTorch DDP,
-  // Megatron's --overlap-grad-reduce), or all at once after the last backward (Megatron 2021).
+  // Megatron's --overlap-grad-reduce), or all at once after the last backward (Megatron 2021;
+  // with ZeRO-2/3 after each backward, which waits for it).
   bool overlap_dp = true;
   double dp_bucket_bytes = 0;  // 0: Megatron's default (megatron_bucket_params())
   // Narayanan et al. §4.1: each TP rank sends 1/TP of the boundary activation between pipeline

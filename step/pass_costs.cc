@@ -657,8 +657,8 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
   const double chunk_params =
       ((dense_ranks > 1 ? params.dense : 0.0) + (expert_ranks > 1 ? params.expert : 0.0)) / v;
   GradientBuckets b;
-  // Without overlap the reduction runs after the last backward over the contiguous gradient
-  // buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL pipelines
+  // Without overlap the reduction runs after the last backward (ZeRO-2/3: after each) over the
+  // contiguous gradient buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL pipelines
   // it internally, so splitting it would only add launch latencies. At most kMaxBucketsPerChunk
   // buckets (larger ones beyond that): finer buckets add no overlap once each is small next to a
   // layer's backward, only events.

@@ -160,8 +160,8 @@ PipelineReplay ReplayPipeline(const parallelism::ParallelConfig& c,
   const PipelineReplay a = with((kPeriodsReplayed - 1) * p);
   PipelineReplay b = with(kPeriodsReplayed * p);
   const double periods = double(m - kPeriodsReplayed * p) / double(p);
-  // Every bucket pass shifts with its rank: they are each chunk's last backward, since replays
-  // run only with PP > 1, where ZeRO-2/3 (buckets in every backward) are not allowed.
+  // Every bucket pass shifts with its rank: they are each chunk's last backward (the replay
+  // records none under ZeRO-2/3, whose backwards hold their own reductions).
   for (size_t r = 0; r < b.compute_done_s.size(); ++r) {
     const double shift = (b.compute_done_s[r] - a.compute_done_s[r]) * periods;
     b.compute_done_s[r] += shift;

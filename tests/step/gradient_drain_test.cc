@@ -19,14 +19,20 @@ namespace {
 // PP 2 with CP 2 and TP 2, DP 4 over 4 nodes: each stage reduce-scatters its 4 MB buckets over
 // the DP × CP group (two nodes), 16 micro-batches per pipeline. A bucket's reduction over the
 // NICs outlasts its share of the backward, so without the drain the reductions would queue.
-StepConfig ZeroTwoOverNodes(int zero_stage) {
+StepConfig H100Model(int layers, int hidden, int heads, int64_t seq_len) {
   StepConfig c;
-  c.model.num_layers = 8;
-  c.model.hidden = 4096;
-  c.model.heads = 32;
-  c.model.seq_len = 8192;
+  c.model.num_layers = layers;
+  c.model.hidden = hidden;
+  c.model.heads = heads;
+  c.model.seq_len = seq_len;
   c.model.vocab = 32000;
   c.model.flash_attention = true;
+  c.gpu = H100Sxm();
+  return c;
+}
+
+StepConfig ZeroTwoOverNodes(int zero_stage) {
+  StepConfig c = H100Model(8, 4096, 32, 8192);
   c.parallel.tp = 2;
   c.parallel.cp = 2;
   c.parallel.pp = 2;
@@ -34,7 +40,6 @@ StepConfig ZeroTwoOverNodes(int zero_stage) {
   c.parallel.global_batch = 64;
   c.parallel.zero_stage = zero_stage;
   c.parallel.dp_bucket_bytes = 4e6;
-  c.gpu = H100Sxm();
   c.topology = DgxH100(4);
   return c;
 }
@@ -143,15 +148,9 @@ TEST(GradientDrainTest, TheDrainsWaitIsExposedDataParallelComm) {
 // session 26 whether any stage reduced was read from stage 0 alone, and nothing was reduced.
 TEST(GradientDrainTest, ExpertGradientsAreReducedAfterAStageOfDenseLayersOnly) {
   for (int zero : {1, 2}) {
-    StepConfig c;
-    c.model.num_layers = 4;
-    c.model.hidden = 2048;
-    c.model.heads = 16;
-    c.model.seq_len = 2048;
-    c.model.vocab = 32000;
+    StepConfig c = H100Model(4, 2048, 16, 2048);
     c.model.swiglu = true;
     c.model.ffn_hidden = 8192;
-    c.model.flash_attention = true;
     c.model.moe.experts = 8;
     c.model.moe.top_k = 2;
     c.model.moe.first_dense_layers = 2;
@@ -161,7 +160,6 @@ TEST(GradientDrainTest, ExpertGradientsAreReducedAfterAStageOfDenseLayersOnly) {
     c.parallel.ep = 2;
     c.parallel.global_batch = 8;
     c.parallel.zero_stage = zero;
-    c.gpu = H100Sxm();
     c.topology = DgxH100(1);
     const StepResult r = Traced(c);
     int reductions = 0;
