@@ -85,7 +85,8 @@ TEST(DiagnoseCommandTest, ZeroTwosPerMicroBatchReductionsProposeZeroOne) {
   ASSERT_NE(zero1, nullptr);
   EXPECT_LT((*zero1)["predicted_step_s"].get<double>(), j["step_time_s"].get<double>());
   // Not proposed where ZeRO-1 is already in use.
-  for (const auto& p : Json({"diagnose", kLow, "--json"})["proposals"]) {
+  const nlohmann::json zero_one = Json({"diagnose", kLow, "--json"});
+  for (const auto& p : zero_one["proposals"]) {
     EXPECT_NE(p["sets"], std::vector<std::string>{"parallelism.zero_stage=1"});
   }
 }
