@@ -115,7 +115,7 @@ struct Estimate {
   std::vector<step::ChunkCost> costs;
   std::vector<double> zero3_gather;  // per stage
   std::vector<Pass> passes;          // per virtual stage
-  double p2p_s = 0;
+  double p2p_s = 0, p2p_latency_s = 0;
   double pipeline_s = 0;
   std::vector<double> compute_done;  // per stage
   bool replay = false;
@@ -213,10 +213,12 @@ Status EstimatePasses(Estimate& e) {
     const step::OverlapCost f = step::OverlapBeside(gather_rest[s], fwd, cf * gather_share[s]);
     const step::OverlapCost b = step::OverlapBeside(gather_rest[s], bwd, cb * gather_share[s]);
     const double fwd_all = fwd + f.slowed + f.exposed;
-    // The first bucket is ready 1/n into the backward, so the reductions run under the rest.
-    double bwd_all =
-        bwd + b.slowed + b.exposed +
-        step::OverlapBeside(bucket_s[s], bwd * bucket_under[s], cb * bucket_share[s]).slowed;
+    // The first bucket is ready 1/n into the backward, so the reductions run under the rest;
+    // the last is ready at its end and runs after it, beside no compute (the drain below).
+    double bwd_all = bwd + b.slowed + b.exposed +
+                     step::OverlapBeside(bucket_s[s] * bucket_under[s], bwd * bucket_under[s],
+                                         cb * bucket_share[s])
+                         .slowed;
     // ZeRO-2/3: the backward ends once its buckets are reduced (GradientSync::DrainsEachBackward).
     // Bucket i of n is ready i/n into it and they reduce one after another, T = bucket_s / n
     // each: the last ends at max(end + T, end / n + n·T).
@@ -234,14 +236,17 @@ Status EstimatePasses(Estimate& e) {
 // The pipeline: when each stage's last task ends.
 Status EstimatePipeline(Estimate& e) {
   const int p = e.p, vstages = e.vstages;
-  // A stage-to-stage transfer (the step simulation's flow: 1/t of the boundary activation with
-  // the scatter/gather optimisation or SP, times the NIC sharing), closed form on the idle path.
+  // A stage-to-stage transfer as the step simulation sends it (step/pipeline.cc, StartSend): one
+  // flow of 1/t of the boundary activation with the scatter/gather optimisation or SP, times
+  // the NIC sharing, at the idle path's narrowest link, then the path's latency — not NCCL's
+  // send/recv closed form, whose launch latency the simulation does not charge: blocking
+  // rendezvous turn on tens of microseconds.
   if (p > 1) {
-    Result<double> t = e.cache->CollectiveSeconds(
-        e.topo, comm::Op::kSendRecv, {e.layout.GpuOf({0, 0, 0}), e.layout.GpuOf({0, 1, 0})},
-        step::PipelineSendBytes(e.cfg, e.nic_share));
-    if (!t.ok()) return t.status();
-    e.p2p_s = *t;
+    const std::vector<comm::LinkId> route =
+        e.topo.Route(e.layout.GpuOf({0, 0, 0}), e.layout.GpuOf({0, 1, 0}));
+    const double bytes = double(uint64_t(step::PipelineSendBytes(e.cfg, e.nic_share)));
+    e.p2p_latency_s = e.topo.PathLatency(route).seconds();
+    e.p2p_s = bytes / e.topo.PathBandwidth(route) + e.p2p_latency_s;
   }
   // Blocking sends under interleaving: the rendezvous waits have no closed form, so the
   // schedule is replayed task by task on the idle network (sweep/pipeline_replay.h). So are
@@ -256,7 +261,7 @@ Status EstimatePipeline(Estimate& e) {
       const double z3 = e.zero3_gather[size_t(j % p)];
       rp[size_t(j)] = {z3, e.passes[size_t(j)].fwd_s - z3, e.passes[size_t(j)].bwd_s - z3};
     }
-    e.replayed = ReplayPipeline(e.c, rp, e.p2p_s);
+    e.replayed = ReplayPipeline(e.c, rp, e.p2p_s, e.p2p_latency_s);
     e.compute_done = e.replayed.compute_done_s;
     e.pipeline_s = *std::max_element(e.compute_done.begin(), e.compute_done.end());
     return Status::Ok();

@@ -31,8 +31,10 @@ struct StepEstimate {
   double time_s = 0;
   double mfu = 0;
   double hfu = 0;
-  double pipeline_s = 0;         // forward/backward passes incl. fill/drain and PP transfers
-  double exposed_dp_comm_s = 0;  // gradient reduction not hidden, ZeRO gathers after the step
+  double pipeline_s = 0;  // forward/backward passes incl. fill/drain and PP transfers
+  // Gradient reduction not hidden, ZeRO gathers after the step. (ZeRO-2/3's per-backward wait
+  // for its buckets is in pipeline_s: each backward pass includes it.)
+  double exposed_dp_comm_s = 0;
   double optimizer_s = 0;
 };
 

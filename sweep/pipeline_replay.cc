@@ -16,10 +16,12 @@ constexpr int64_t kPeriodsReplayed = 4;
 
 class Replay {
  public:
-  Replay(const parallelism::ParallelConfig& c, const std::vector<ReplayPass>& passes, double send_s)
+  Replay(const parallelism::ParallelConfig& c, const std::vector<ReplayPass>& passes, double send_s,
+         double send_latency_s)
       : c_(c),
         passes_(passes),
         send_s_(send_s),
+        send_latency_s_(send_latency_s),
         v_(c.schedule == parallelism::PipelineSchedule::kInterleaved1F1B ? c.virtual_stages : 1),
         m_(c.num_micro_batches()),
         orders_(parallelism::BuildSchedule(c.schedule, c.pp, v_, m_)),
@@ -87,7 +89,12 @@ class Replay {
     x.busy = x.computing = false;
     std::vector<size_t> waiting;
     waiting.swap(x.pending_in);
-    for (size_t s : waiting) At(now_ + send_s_, kSendDone, int(s));
+    // The sends it held back start together into it and share its ingress link: equal flows,
+    // so each drains at 1/k of the rate and they end together (the latency paid once).
+    const double k = double(waiting.size());
+    for (size_t s : waiting) {
+      At(now_ + k * (send_s_ - send_latency_s_) + send_latency_s_, kSendDone, int(s));
+    }
     const int j = t.chunk * c_.pp + r, last = c_.pp * v_ - 1;
     if ((t.forward ? j < last : j > 0) && c_.pp > 1) {
       const int dst_j = t.forward ? j + 1 : j - 1;
@@ -132,6 +139,7 @@ class Replay {
   const parallelism::ParallelConfig& c_;
   const std::vector<ReplayPass>& passes_;
   double send_s_;
+  double send_latency_s_;
   int v_;
   int64_t m_;
   std::vector<std::vector<Task>> orders_;
@@ -146,16 +154,18 @@ class Replay {
 }  // namespace
 
 PipelineReplay ReplayPipeline(const parallelism::ParallelConfig& c,
-                              const std::vector<ReplayPass>& passes, double send_s) {
+                              const std::vector<ReplayPass>& passes, double send_s,
+                              double send_latency_s) {
   const int64_t m = c.num_micro_batches(), p = c.pp;
-  if (m <= kPeriodsReplayed * p || m % p != 0) return Replay(c, passes, send_s).Run();
+  if (m <= kPeriodsReplayed * p || m % p != 0)
+    return Replay(c, passes, send_s, send_latency_s).Run();
   // Once warm, the schedule repeats every p micro-batches (Megatron-LM's interleaved schedule
   // groups micro-batches by p): replay one and two periods beyond the warm-up and extend each
   // rank's times by the difference for the remaining periods.
   auto with = [&](int64_t micro_batches) {
     parallelism::ParallelConfig x = c;
     x.global_batch = micro_batches * c.micro_batch * c.dp;
-    return Replay(x, passes, send_s).Run();
+    return Replay(x, passes, send_s, send_latency_s).Run();
   };
   const PipelineReplay a = with((kPeriodsReplayed - 1) * p);
   PipelineReplay b = with(kPeriodsReplayed * p);

@@ -5,7 +5,9 @@
 // receiver ends its current task, and the sender waits until it has drained; under interleaving
 // these rendezvous waits depend on how the ranks' task orders interleave. The replay runs the
 // schedule (parallelism/schedule.h) with the step simulation's rules (step/pipeline.h) but
-// every send takes its closed-form time on the idle path: no flows, no contention, no engine.
+// every send takes its time alone on its path, with one exception: the k sends a rank held
+// back while it computed start together into it when its task ends and share its ingress, so
+// they take k times as long. No flows, no other contention, no engine.
 //
 // Promises: deterministic; O(tasks · log tasks); ties between equal times resolve first-in
 // first-out, as the engine does.
@@ -33,9 +35,12 @@ struct PipelineReplay {
   std::vector<std::vector<std::pair<double, double>>> bucket_passes;
 };
 
-// REQUIRES: ValidateLayout ok; passes.size() == pp · virtual stages.
+// send_s: one pipeline send alone on its path, of which send_latency_s is the path's latency
+// (paid once however many sends share the path's bandwidth).
+// REQUIRES: ValidateLayout ok; passes.size() == pp · virtual stages; send_latency_s <= send_s.
 PipelineReplay ReplayPipeline(const parallelism::ParallelConfig& c,
-                              const std::vector<ReplayPass>& passes, double send_s);
+                              const std::vector<ReplayPass>& passes, double send_s,
+                              double send_latency_s = 0);
 
 }  // namespace trainsim::sweep
 
