@@ -162,6 +162,7 @@ void GradientSync::AfterReduced(int stage, int replica, std::function<void()> th
   Channel& ch = channels_[size_t(stage)];
   // The pass has ended: all its buckets are produced, whether or not Pump has counted them.
   Channel::Producing& p = ch.producing[size_t(replica)];
+  const bool folded = p.pass.count > p.settled;
   ch.produced[size_t(replica)] += size_t(p.pass.count - p.settled);
   p.settled = p.pass.count;
   p.next_ns = std::numeric_limits<int64_t>::max();
@@ -171,6 +172,8 @@ void GradientSync::AfterReduced(int stage, int replica, std::function<void()> th
     return;
   }
   ch.drains[size_t(replica)] = std::move(then);
+  // Buckets just counted may let an idle channel start now rather than at its next wake.
+  if (folded) Pump(stage);
 }
 
 // A replica's drain waits for buckets it has produced, so for no bucket beyond the least any
