@@ -157,8 +157,9 @@ PipelineReplay ReplayPipeline(const parallelism::ParallelConfig& c,
                               const std::vector<ReplayPass>& passes, double send_s,
                               double send_latency_s) {
   const int64_t m = c.num_micro_batches(), p = c.pp;
-  if (m <= kPeriodsReplayed * p || m % p != 0)
+  if (m <= kPeriodsReplayed * p || m % p != 0) {
     return Replay(c, passes, send_s, send_latency_s).Run();
+  }
   // Once warm, the schedule repeats every p micro-batches (Megatron-LM's interleaved schedule
   // groups micro-batches by p): replay one and two periods beyond the warm-up and extend each
   // rank's times by the difference for the remaining periods.
