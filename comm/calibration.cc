@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -89,12 +90,24 @@ class ObjectReader {
     return Status::Ok();
   }
 
-  Result<std::string> String(const std::string& key) const {
+  // A non-empty string; `one_line` (labels that are printed: names, versions, dates) refuses
+  // control characters, which free text (a note, a source) may hold.
+  Result<std::string> String(const std::string& key, bool one_line = true) const {
     const Json* j = Find(key);
     if (!j) return Missing(key, "a string");
     if (!j->is_string()) return WrongType(key, *j, "a string");
     const std::string& s = j->get_ref<const std::string&>();
     if (s.empty()) return Status::InvalidArgument(Field(key) + ": must not be empty");
+    for (size_t i = 0; one_line && i < s.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c < 0x20 || c == 0x7f) {
+        char code[8];
+        std::snprintf(code, sizeof code, "U+%04X", c);
+        return Status::InvalidArgument(Field(key) + ": control character " + code +
+                                       " at character " + std::to_string(i) +
+                                       "; expected one line of printable text");
+      }
+    }
     return s;
   }
 
@@ -391,7 +404,8 @@ Result<Calibration> ParseCalibration(std::string_view text, const std::string& p
     }
     for (const char* opt : {"note", "source", "compute_capability", "driver_version"}) {
       if (top.Find(opt)) {
-        auto s = top.String(opt);
+        const std::string_view key = opt;
+        auto s = top.String(opt, /*one_line=*/key != "note" && key != "source");
         if (!s.ok()) return fail(s.status());
       }
     }

@@ -240,6 +240,28 @@ TEST(CalibrationTest, HostileJsonGivesMessagesNotCrashes) {
   EXPECT_EQ(msg, "f.json: gpu_name: expected a string, got an array");
 }
 
+// Found by fuzz_calibration: a "\n" escape in gpu_name made Describe() two lines, and a report
+// that prints it one line per fact would have been split.
+TEST(CalibrationTest, ControlCharactersInLabelsAreRejected) {
+  std::string text = File(kRow);
+  const std::string name = R"("NVIDIA H100 80GB HBM3")";
+  text.replace(text.find(name), name.size(), R"("NVIDIA H100\n80GB")");
+  std::string msg = ErrorOf(text);
+  EXPECT_EQ(msg,
+            "f.json: gpu_name: control character U+000A at character 11; expected one line of "
+            "printable text");
+  msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ri\u0007ng", "nranks": 8,
+                         "size_bytes": 1024, "time_s": 1e-5, "busbw_GBps": 1})"));
+  EXPECT_NE(msg.find("collectives[0].algo: control character U+0007 at character 2"),
+            std::string::npos)
+      << msg;
+  // Free text is not printed as a label: a note may span lines.
+  text = File(kRow);
+  text.insert(1, R"("note": "measured\nafter the driver update", )");
+  auto c = ParseCalibration(text, "f.json");
+  EXPECT_TRUE(c.ok()) << c.status().message();
+}
+
 TEST(CalibrationTest, NegativeOrZeroTimesAndSizesAreRejected) {
   std::string msg = ErrorOf(File(R"({"op": "all_reduce", "algo": "ring", "nranks": 8,
                                      "size_bytes": 1024, "time_s": -1e-5, "busbw_GBps": 1})"));
