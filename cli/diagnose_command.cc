@@ -229,8 +229,8 @@ std::vector<DiagnoseCause> Causes(const Sim& sim, const std::optional<scenarios:
     out.push_back({"activation offload wait", b.offload_wait_s / t,
                    std::to_string(cfg.parallel.cpu_offload_layers) + " of " +
                        std::to_string(cfg.model.num_layers) +
-                       Fmt(" layers' activations offloaded over %.0f GB/s per direction",
-                           cfg.host_link_Bps / 1e9) +
+                       Fmt(" layers' activations offloaded at %.0f GB/s", cfg.host_d2h_Bps / 1e9) +
+                       Fmt(", reloaded at %.0f GB/s", cfg.host_h2d_Bps / 1e9) +
                        (b.offload_wait_s > 0 ? "; fewer offloaded layers copy less per pass"
                                              : "; the copies finish under the other layers")});
   }

@@ -160,6 +160,17 @@ parallelism::Fp8Recipe Fp8RecipeOf(const pb::Model& m) {
                                                 : R::kDelayed;
 }
 
+// Host memory behind its own link (Grace's NVLink-C2C), else the GPU's PCIe link, at the
+// fraction of it that copies reach in each direction (0: all of it).
+void SetHostLink(const pb::GpuSpec& gpu, step::StepConfig* c) {
+  const double link =
+      gpu.host_link_gbyte_per_s() > 0 ? gpu.host_link_gbyte_per_s() : gpu.pcie_gbyte_per_s();
+  if (!(link > 0)) return;
+  auto eff = [](double e) { return e > 0 ? e : 1.0; };
+  c->host_d2h_Bps = link * 1e9 * eff(gpu.host_link_d2h_efficiency());
+  c->host_h2d_Bps = link * 1e9 * eff(gpu.host_link_h2d_efficiency());
+}
+
 }  // namespace
 
 comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
@@ -352,10 +363,7 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
   c.nccl_min_ctas = p.nccl_min_ctas();
   c.nccl_max_ctas = p.nccl_max_ctas();
-  // Host memory behind its own link (Grace's NVLink-C2C), else the GPU's PCIe link.
-  const double host_link =
-      r.gpu.host_link_gbyte_per_s() > 0 ? r.gpu.host_link_gbyte_per_s() : r.gpu.pcie_gbyte_per_s();
-  if (host_link > 0) c.host_link_Bps = host_link * 1e9;
+  SetHostLink(r.gpu, &c);
   c.parallel.moe_dispatcher =
       p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? par::MoeDispatcher::kAllGather
       : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? par::MoeDispatcher::kFlex

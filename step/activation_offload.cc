@@ -5,12 +5,13 @@
 namespace trainsim::step {
 
 OffloadWait OffloadWaitSeconds(const std::vector<OffloadLayer>& layers, int offloaded,
-                               double bytes_per_s) {
+                               double d2h_bytes_per_s, double h2d_bytes_per_s) {
   OffloadWait w;
   const int L = int(layers.size());
   const int n = offloaded;
-  if (n <= 0 || n >= L || !(bytes_per_s > 0)) return w;
-  auto copy_s = [&](int i) { return layers[size_t(i)].bytes / bytes_per_s; };
+  if (n <= 0 || n >= L || !(d2h_bytes_per_s > 0) || !(h2d_bytes_per_s > 0)) return w;
+  auto offload_s = [&](int i) { return layers[size_t(i)].bytes / d2h_bytes_per_s; };
+  auto reload_s = [&](int i) { return layers[size_t(i)].bytes / h2d_bytes_per_s; };
 
   // Forward. `t`: the compute stream's clock; `stream`: when the offload stream is free;
   // done[i]: when layer i's copy to the host has finished.
@@ -20,7 +21,7 @@ OffloadWait OffloadWaitSeconds(const std::vector<OffloadLayer>& layers, int offl
     // Before layer j's forward: the previous layer's copy starts (fwd_step: start_offload)...
     if (j >= 1 && j - 1 < n) {
       const double start = std::max(t, stream);
-      stream = start + copy_s(j - 1);
+      stream = start + offload_s(j - 1);
       done[size_t(j - 1)] = stream;
     }
     // ...and the compute waits for layer j − (L − n)'s copy
@@ -43,7 +44,7 @@ OffloadWait OffloadWaitSeconds(const std::vector<OffloadLayer>& layers, int offl
     const int reload = j - (L - 1 - n);
     if (reload >= 0 && reload < n) {
       const double start = std::max(t, stream);
-      stream = start + copy_s(reload);
+      stream = start + reload_s(reload);
       back[size_t(reload)] = stream;
     }
     if (j < n && back[size_t(j)] > t) {

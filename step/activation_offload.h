@@ -7,8 +7,8 @@
 // for it (TE then frees the GPU copy), which keeps L − N layers' activations resident. In the
 // backward, layer i's copy back starts when layer L − 1 − N + i's backward starts and layer i's
 // backward waits for it. The one offload stream runs its copies one after another, at the
-// host link's bandwidth per direction; the copy engines use no SMs, so the compute beside them
-// runs at its full rate.
+// host link's bandwidth in the copy's direction (device to host out, host to device back); the
+// copy engines use no SMs, so the compute beside them runs at its full rate.
 //
 // Promises: deterministic; waits are never negative; with N = 0 or copies that finish within
 // their windows, both waits are 0.
@@ -33,10 +33,10 @@ struct OffloadWait {
 };
 
 // The waits of one micro-batch's forward and backward through `layers` with the first
-// `offloaded` of them offloaded over a link of `bytes_per_s` per direction.
-// REQUIRES: 0 <= offloaded < layers.size() (or offloaded == 0); bytes_per_s > 0.
+// `offloaded` of them offloaded at `d2h_bytes_per_s` and reloaded at `h2d_bytes_per_s`.
+// REQUIRES: 0 <= offloaded < layers.size() (or offloaded == 0); both rates > 0.
 OffloadWait OffloadWaitSeconds(const std::vector<OffloadLayer>& layers, int offloaded,
-                               double bytes_per_s);
+                               double d2h_bytes_per_s, double h2d_bytes_per_s);
 
 }  // namespace trainsim::step
 

@@ -615,8 +615,9 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& config, const GemmCa
     k.fwd_host_s += LaunchBoundSeconds(cfg.host, fwd_rest_kernels, std::max(0.0, fwd_rest_s));
     k.bwd_host_s = LaunchBoundSeconds(cfg.host, k.bwd_kernels, k.bwd_compute_s + k.bwd_comm_s());
     if (c.cpu_offload_layers > 0) {
-      const OffloadWait w = OffloadWaitSeconds(OffloadLayers(cfg, kind_cost, ranges[size_t(j)]),
-                                               c.cpu_offload_layers, cfg.host_link_Bps);
+      const OffloadWait w =
+          OffloadWaitSeconds(OffloadLayers(cfg, kind_cost, ranges[size_t(j)]), c.cpu_offload_layers,
+                             cfg.host_d2h_Bps, cfg.host_h2d_Bps);
       k.fwd_offload_s = w.fwd_s;
       k.bwd_offload_s = w.bwd_s;
     }
@@ -658,10 +659,10 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
       ((dense_ranks > 1 ? params.dense : 0.0) + (expert_ranks > 1 ? params.expert : 0.0)) / v;
   GradientBuckets b;
   // Without overlap the reduction runs after the last backward (ZeRO-2/3: after each) over the
-  // contiguous gradient buffer as one collective per chunk (Megatron-LM's DDP, allreduce_gradients); NCCL pipelines
-  // it internally, so splitting it would only add launch latencies. At most kMaxBucketsPerChunk
-  // buckets (larger ones beyond that): finer buckets add no overlap once each is small next to a
-  // layer's backward, only events.
+  // contiguous gradient buffer as one collective per chunk (Megatron-LM's DDP,
+  // allreduce_gradients); NCCL pipelines it internally, so splitting it would only add launch
+  // latencies. At most kMaxBucketsPerChunk buckets (larger ones beyond that): finer buckets add no
+  // overlap once each is small next to a layer's backward, only events.
   constexpr double kMaxBucketsPerChunk = 4096;
   b.per_chunk =
       c.overlap_dp

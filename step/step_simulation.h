@@ -85,9 +85,10 @@ struct StepConfig {
   // overlapped collective takes from the compute (step/comm_sm_share.h). 0 = NCCL's default.
   int nccl_min_ctas = 0;
   int nccl_max_ctas = 0;
-  // GPU <-> host-memory copy bandwidth per direction, bytes/s: what activation offloading
-  // (ParallelConfig::cpu_offload_layers, step/activation_offload.h) moves at.
-  double host_link_Bps = 64e9;
+  // GPU -> host and host -> GPU copy bandwidth, bytes/s: what activation offloading
+  // (ParallelConfig::cpu_offload_layers, step/activation_offload.h) offloads and reloads at.
+  double host_d2h_Bps = 64e9;
+  double host_h2d_Bps = 64e9;
 };
 
 // What a step took from its calibration (all zero/empty without one).

@@ -82,6 +82,10 @@ TEST(CatalogueTest, GpuNumbersMatchTheDatasheets) {
       EXPECT_GE(ceiling, 0) << g.name();
       EXPECT_LT(ceiling, 1) << g.name();
     }
+    for (double eff : {g.host_link_d2h_efficiency(), g.host_link_h2d_efficiency()}) {
+      EXPECT_GE(eff, 0) << g.name();  // 0: the link's full rate
+      EXPECT_LE(eff, 1) << g.name();
+    }
     EXPECT_GE(g.fp16_tflops(), g.tf32_tflops()) << g.name();
     EXPECT_GT(g.hbm_bytes(), 0u) << g.name();
     EXPECT_GT(g.pcie_gbyte_per_s(), 0) << g.name();
@@ -168,6 +172,9 @@ TEST(CatalogueTest, GraceHopperSuperchipsHaveH100PeaksAndTheirOwnMeasuredCeiling
     EXPECT_NEAR(g->gemm_ceiling_fp8(), 1535.0 / 1979, 1e-3) << gpu;  // MAMF 1,535.0 of 1,979
     EXPECT_GT(g->gemm_ceiling_16bit(), h100.gemm_ceiling_16bit()) << gpu;
     EXPECT_DOUBLE_EQ(g->host_link_gbyte_per_s(), 900.0 / 2) << gpu;  // all of NVLink-C2C
+    // Copies measured over NVLink-C2C (Schieffer et al. 2024): 297 GB/s out, 375 GB/s in.
+    EXPECT_NEAR(g->host_link_d2h_efficiency() * g->host_link_gbyte_per_s(), 297, 2) << gpu;
+    EXPECT_NEAR(g->host_link_h2d_efficiency() * g->host_link_gbyte_per_s(), 375, 2) << gpu;
   }
   EXPECT_EQ(FindGpu("GH200")->name(), "GH200-96GB");
   EXPECT_DOUBLE_EQ(FindGpu("GH200-96GB")->hbm_bytes(), 96.0 * (1 << 30));

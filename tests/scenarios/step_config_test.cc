@@ -117,6 +117,26 @@ TEST(StepConfigTest, MapsScenarioOntoStepSimulationConfig) {
   EXPECT_EQ(c->topology.nics_per_node, 8);
   EXPECT_DOUBLE_EQ(c->topology.nic_Gbps, 400);
   EXPECT_DOUBLE_EQ(c->topology.nvlink_GBps, 450);
+  // Host memory behind PCIe Gen5 x16 (64 GB/s per direction), no copy efficiency given: all of
+  // it both ways. A Grace superchip copies over its share of NVLink-C2C at the measured
+  // fractions: GB200's 225 GB/s at 0.66 out and 0.83 in.
+  EXPECT_DOUBLE_EQ(c->host_d2h_Bps, 64e9);
+  EXPECT_DOUBLE_EQ(c->host_h2d_Bps, 64e9);
+  {
+    std::string text = kScenario;
+    const std::string dgx = R"(gpu: "H100-SXM-80GB" node_type: "DGX-H100" nodes: 4)";
+    text.replace(text.find(dgx), dgx.size(), R"(gpu: "GB200" node_type: "GB200-NVL72" nodes: 1)");
+    text.replace(text.find("dp: 4"), 5, "dp: 9");
+    text.replace(text.find("global_batch: 64"), 16, "global_batch: 72");
+    Result<pb::Scenario> gb = ParseScenarioText(text, "t.textproto");
+    ASSERT_TRUE(gb.ok()) << gb.status().message();
+    Result<ResolvedScenario> rg = Resolve(*gb);
+    ASSERT_TRUE(rg.ok()) << rg.status().message();
+    Result<step::StepConfig> cg = MakeStepConfig(*rg);
+    ASSERT_TRUE(cg.ok()) << cg.status().message();
+    EXPECT_NEAR(cg->host_d2h_Bps, 225e9 * 297 / 450, 1e9);
+    EXPECT_NEAR(cg->host_h2d_Bps, 225e9 * 375 / 450, 1e9);
+  }
 
   const step::ClusterState st = MakeFaultedClusterState(*r);
   ASSERT_EQ(st.gpu_slowdown.size(), 1u);

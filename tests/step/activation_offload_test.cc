@@ -21,14 +21,14 @@ std::vector<OffloadLayer> Uniform(int n, double f, double b, double bytes) {
 }
 
 TEST(OffloadWaitSecondsTest, NothingOffloadedWaitsForNothing) {
-  const OffloadWait w = OffloadWaitSeconds(Uniform(8, 1, 2, 100), 0, 1);
+  const OffloadWait w = OffloadWaitSeconds(Uniform(8, 1, 2, 100), 0, 1, 1);
   EXPECT_EQ(w.fwd_s, 0);
   EXPECT_EQ(w.bwd_s, 0);
 }
 
 TEST(OffloadWaitSecondsTest, CopiesShorterThanALayerAreHidden) {
   // Copy 0.5 s per layer against 1 s forwards, with L - n - 1 = 3 layers of slack each.
-  const OffloadWait w = OffloadWaitSeconds(Uniform(8, 1, 2, 50), 4, 100);
+  const OffloadWait w = OffloadWaitSeconds(Uniform(8, 1, 2, 50), 4, 100, 100);
   EXPECT_EQ(w.fwd_s, 0);
   EXPECT_EQ(w.bwd_s, 0);
 }
@@ -38,7 +38,7 @@ TEST(OffloadWaitSecondsTest, AllButOneLayerOffloadedExposesEveryCopy) {
   // wait for it (TE warns that n = L - 1 prevents overlap): 3 copies of 2 s in the forward.
   // Backward (b = 1): layer 2's copy back starts before layer 2's own backward (L - 1 - n + 2),
   // so each of layers 2, 1, 0 waits for its whole copy: 3 x 2 s.
-  const OffloadWait w = OffloadWaitSeconds(Uniform(4, 1, 1, 2), 3, 1);
+  const OffloadWait w = OffloadWaitSeconds(Uniform(4, 1, 1, 2), 3, 1, 1);
   EXPECT_DOUBLE_EQ(w.fwd_s, 6);
   EXPECT_DOUBLE_EQ(w.bwd_s, 6);
 }
@@ -47,14 +47,27 @@ TEST(OffloadWaitSecondsTest, CopyBoundChainEndsOneLayerAfterTheLastCopy) {
   // L = 10, n = 5, f = b = 1, 3 s per copy. Forward: copies back to back from t = 1 end at
   // 4, 7, 10, 13, 16; layers 5..9 need them at their starts: waits 0, 1, 2, 2, 2 = 7, and the
   // forward ends at 16 + 1 = L * f + 7. The backward mirrors it: 7.
-  const OffloadWait w = OffloadWaitSeconds(Uniform(10, 1, 1, 3), 5, 1);
+  const OffloadWait w = OffloadWaitSeconds(Uniform(10, 1, 1, 3), 5, 1, 1);
   EXPECT_DOUBLE_EQ(w.fwd_s, 7);
   EXPECT_DOUBLE_EQ(w.bwd_s, 7);
 }
 
+TEST(OffloadWaitSecondsTest, EachDirectionCopiesAtItsOwnRate) {
+  // The copy-bound chain above (L = 10, n = 5, f = b = 1, 3 bytes a layer) with the reload link
+  // three times as fast: copies back take 1 s, which the layer before each hides, while the
+  // offloads (3 s at 1 B/s) still cost the forward its 7 s.
+  const OffloadWait w = OffloadWaitSeconds(Uniform(10, 1, 1, 3), 5, 1, 3);
+  EXPECT_DOUBLE_EQ(w.fwd_s, 7);
+  EXPECT_EQ(w.bwd_s, 0);
+  // And the other way round: a fast offload hides under the layers, a slow reload waits 7 s.
+  const OffloadWait r = OffloadWaitSeconds(Uniform(10, 1, 1, 3), 5, 3, 1);
+  EXPECT_EQ(r.fwd_s, 0);
+  EXPECT_DOUBLE_EQ(r.bwd_s, 7);
+}
+
 TEST(OffloadWaitSecondsTest, LongerBackwardHidesTheCopiesBack) {
   // Same chain, backward 3 s a layer: each copy back (3 s) fits under the layer before it.
-  const OffloadWait w = OffloadWaitSeconds(Uniform(10, 1, 3, 3), 5, 1);
+  const OffloadWait w = OffloadWaitSeconds(Uniform(10, 1, 3, 3), 5, 1, 1);
   EXPECT_DOUBLE_EQ(w.fwd_s, 7);
   EXPECT_EQ(w.bwd_s, 0);
 }
@@ -153,7 +166,8 @@ StepConfig Offloaded(int layers_offloaded, double link_Bps) {
   c.topology.nvlink_GBps = 300;
   c.topology.nics_per_node = 8;
   c.topology.nic_Gbps = 200;
-  c.host_link_Bps = link_Bps;
+  c.host_d2h_Bps = link_Bps;
+  c.host_h2d_Bps = link_Bps;
   return c;
 }
 
