@@ -53,7 +53,8 @@ Result<CheckpointCosts> ComputeCheckpointCosts(const CheckpointSpec& spec,
         std::to_string(spec.writer_nodes));
   }
   TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.node_net_GBps, "cluster.node_net_GBps"));
-  TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.pcie_GBps_per_gpu, "cluster.pcie_GBps"));
+  TRAINSIM_RETURN_IF_ERROR(
+      RequirePositive(hw.host_copy_GBps_per_gpu, "the GPU's host copy bandwidth"));
   TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.storage_write_GBps, "cluster.storage.write_GBps"));
   TRAINSIM_RETURN_IF_ERROR(RequirePositive(hw.storage_read_GBps, "cluster.storage.read_GBps"));
   if (!PositiveFinite(hw.peer_copy_share) || hw.peer_copy_share > 1) {
@@ -68,10 +69,11 @@ Result<CheckpointCosts> ComputeCheckpointCosts(const CheckpointSpec& spec,
   CheckpointCosts c;
   c.size_bytes = size_bytes;
   c.bytes_per_node = size_bytes / writers;
-  c.node_write_GBps = std::min(hw.node_net_GBps, hw.gpus_per_node * hw.pcie_GBps_per_gpu);
+  c.node_write_GBps = std::min(hw.node_net_GBps, hw.gpus_per_node * hw.host_copy_GBps_per_gpu);
   const double write_GBps = std::min(hw.storage_write_GBps, writers * c.node_write_GBps);
   const double read_GBps = std::min(hw.storage_read_GBps, hw.nodes * c.node_write_GBps);
-  // Every GPU of a writing node copies its share of the node's bytes over its own PCIe link.
+  // Every GPU of a writing node copies its share of the node's bytes to host memory over its
+  // own link (PCIe, or NVLink-C2C).
   struct Leg {
     sim::Time* out;
     double bytes;
@@ -81,8 +83,8 @@ Result<CheckpointCosts> ComputeCheckpointCosts(const CheckpointSpec& spec,
   const Leg legs[] = {
       {&c.persistent_write, size_bytes, write_GBps,
        "writing the checkpoint to storage (cluster.storage.write_gbyte_per_s)"},
-      {&c.snapshot, c.bytes_per_node / hw.gpus_per_node, hw.pcie_GBps_per_gpu,
-       "the GPU-to-host snapshot (cluster PCIe bandwidth)"},
+      {&c.snapshot, c.bytes_per_node / hw.gpus_per_node, hw.host_copy_GBps_per_gpu,
+       "the GPU-to-host snapshot (the GPU's host copy bandwidth)"},
       {&c.peer_copy, c.bytes_per_node, hw.node_net_GBps * hw.peer_copy_share,
        "the peer copy (node network bandwidth x checkpoint.peer_copy_share)"},
       {&c.storage_load, size_bytes, read_GBps,

@@ -5,7 +5,7 @@
 // two fp32 Adam moments 8; gradients are not saved — REFERENCES.md, "12–14 bytes per parameter").
 // The checkpoint is written in parallel by the nodes that hold distinct shards (Megatron-core's
 // fully parallel save spreads it over every data-parallel rank, so by default all nodes write).
-// Each writing node is limited by min(its storage NIC bandwidth, its GPUs' PCIe bandwidth to the
+// Each writing node is limited by min(its storage NIC bandwidth, its GPUs' copy bandwidth to the
 // host), and all of them together by the storage system's aggregate write bandwidth. Loading is
 // the same with the read bandwidth and all of the job's nodes reading.
 //
@@ -34,9 +34,10 @@ struct CheckpointHardware {
   // Bandwidth each node has towards the storage system and its peers (GB/s, 1e9 bytes/s): the
   // NICs that carry storage traffic. Default 50 GB/s = one 400 Gb/s NIC.
   double node_net_GBps = 50.0;
-  // GPU-to-host copy bandwidth per GPU (GB/s). Default 25 GB/s: PCIe Gen5 x16 is 64 GB/s per
-  // direction on paper; pinned-memory cudaMemcpy reaches roughly half to 40% of it in practice.
-  double pcie_GBps_per_gpu = 25.0;
+  // GPU-to-host copy bandwidth per GPU (GB/s): what a snapshot copies each GPU's shard at (the
+  // scenario sets it from the GPU: PCIe, or NVLink-C2C on Grace superchips, at its measured copy
+  // efficiency; scenarios::HostCopyGBps). Default 25 GB/s when nothing sets it.
+  double host_copy_GBps_per_gpu = 25.0;
   // Storage system aggregate write / read bandwidth (GB/s). Default 2000 GB/s write and read:
   // Llama 3's storage sustained 2 TB/s (peak 7 TB/s), REFERENCES.md.
   double storage_write_GBps = 2000.0;
@@ -57,7 +58,7 @@ struct CheckpointSpec {
 struct CheckpointCosts {
   double size_bytes = 0;
   double bytes_per_node = 0;  // size / writer nodes
-  // Per-node bandwidth towards storage: min(node_net, gpus_per_node × pcie) (GB/s).
+  // Per-node bandwidth towards storage: min(node_net, gpus_per_node × host copy) (GB/s).
   double node_write_GBps = 0;
   // Synchronous write of the whole checkpoint to storage (also the background write's length).
   sim::Time persistent_write;

@@ -279,7 +279,8 @@ void Predict(EmulationResult* r) {
                                                                      : r->checkpoint_write_s);
   ck.hardware.storage_write_GBps = size / write_s / 1e9;
   ck.hardware.storage_read_GBps = size / std::max(1e-6, r->restore_s) / 1e9;
-  ck.hardware.pcie_GBps_per_gpu = size / p.workers / std::max(1e-6, r->checkpoint_stall_s) / 1e9;
+  ck.hardware.host_copy_GBps_per_gpu =
+      size / p.workers / std::max(1e-6, r->checkpoint_stall_s) / 1e9;
   c.max_wall_time = sim::Time::Days(1);
   const double compute = r->compute_s > 0 ? r->compute_s : p.compute_s;
   const double comm = r->comm_s;

@@ -109,4 +109,12 @@ double PeakTflops(const pb::GpuSpec& gpu, pb::Precision precision) {
   }
 }
 
+double HostCopyGBps(const pb::GpuSpec& gpu, bool to_host) {
+  const double link =
+      gpu.host_link_gbyte_per_s() > 0 ? gpu.host_link_gbyte_per_s() : gpu.pcie_gbyte_per_s();
+  if (!(link > 0)) return 0;
+  const double eff = to_host ? gpu.host_link_d2h_efficiency() : gpu.host_link_h2d_efficiency();
+  return link * (eff > 0 ? eff : 1.0);
+}
+
 }  // namespace trainsim::scenarios

@@ -35,6 +35,12 @@ Result<pb::NodeSpec> LookupNode(std::string_view name);
 // Dense tensor-core peak of `gpu` at `precision`, TFLOP/s (0 when the GPU lacks it).
 double PeakTflops(const pb::GpuSpec& gpu, pb::Precision precision);
 
+// The GPU's copy bandwidth to host memory (`to_host`) or from it, GB/s per direction: over its
+// host link where the host memory has one (Grace's NVLink-C2C), else over PCIe, times the
+// fraction of the link that copies reach in that direction (host_link_d2h_efficiency,
+// host_link_h2d_efficiency; 0 = all of it). 0 when the GPU lists neither link.
+double HostCopyGBps(const pb::GpuSpec& gpu, bool to_host);
+
 }  // namespace trainsim::scenarios
 
 #endif  // TRAINSIM_SCENARIOS_CATALOGUE_H_

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "comm/topology.h"
+#include "scenarios/catalogue.h"
 #include "scenarios/internal.h"
 
 namespace trainsim::scenarios {
@@ -211,7 +212,11 @@ Result<rn::RunConfig> MakeRunConfig(const ResolvedScenario& r) {
   if (cp.has_bytes_per_param()) c.checkpoint.spec.bytes_per_param = cp.bytes_per_param();
   ck::CheckpointHardware& hw = c.checkpoint.hardware;
   if (r.nic.gbit_per_s() > 0) hw.node_net_GBps = r.nics_per_node * r.nic.gbit_per_s() / 8.0;
-  if (r.gpu.pcie_gbyte_per_s() > 0) hw.pcie_GBps_per_gpu = r.gpu.pcie_gbyte_per_s();
+  // A snapshot copies each GPU's shard to host memory: over NVLink-C2C on Grace superchips, else
+  // PCIe, at the GPU's device-to-host copy efficiency.
+  if (const double d2h = HostCopyGBps(r.gpu, /*to_host=*/true); d2h > 0) {
+    hw.host_copy_GBps_per_gpu = d2h;
+  }
   const pb::Storage& st = s.cluster().storage();
   if (st.has_write_gbyte_per_s()) hw.storage_write_GBps = st.write_gbyte_per_s();
   if (st.has_read_gbyte_per_s()) hw.storage_read_GBps = st.read_gbyte_per_s();

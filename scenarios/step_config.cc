@@ -160,17 +160,6 @@ parallelism::Fp8Recipe Fp8RecipeOf(const pb::Model& m) {
                                                 : R::kDelayed;
 }
 
-// Host memory behind its own link (Grace's NVLink-C2C), else the GPU's PCIe link, at the
-// fraction of it that copies reach in each direction (0: all of it).
-void SetHostLink(const pb::GpuSpec& gpu, step::StepConfig* c) {
-  const double link =
-      gpu.host_link_gbyte_per_s() > 0 ? gpu.host_link_gbyte_per_s() : gpu.pcie_gbyte_per_s();
-  if (!(link > 0)) return;
-  auto eff = [](double e) { return e > 0 ? e : 1.0; };
-  c->host_d2h_Bps = link * 1e9 * eff(gpu.host_link_d2h_efficiency());
-  c->host_h2d_Bps = link * 1e9 * eff(gpu.host_link_h2d_efficiency());
-}
-
 }  // namespace
 
 comm::TopologySpec MakeTopologySpec(const ResolvedScenario& r) {
@@ -363,7 +352,10 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
   c.nccl_min_ctas = p.nccl_min_ctas();
   c.nccl_max_ctas = p.nccl_max_ctas();
-  SetHostLink(r.gpu, &c);
+  // Activation offloading copies out at the GPU's device-to-host rate and back at its
+  // host-to-device rate (its host link or PCIe, at the measured copy efficiency).
+  if (const double out = HostCopyGBps(r.gpu, /*to_host=*/true); out > 0) c.host_d2h_Bps = out * 1e9;
+  if (const double in = HostCopyGBps(r.gpu, /*to_host=*/false); in > 0) c.host_h2d_Bps = in * 1e9;
   c.parallel.moe_dispatcher =
       p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? par::MoeDispatcher::kAllGather
       : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? par::MoeDispatcher::kFlex

@@ -32,7 +32,7 @@ CheckpointHardware Hw() {
   hw.nodes = 16;
   hw.gpus_per_node = 8;
   hw.node_net_GBps = 50;
-  hw.pcie_GBps_per_gpu = 25;
+  hw.host_copy_GBps_per_gpu = 25;
   hw.storage_write_GBps = 100;
   hw.storage_read_GBps = 400;
   hw.peer_copy_share = 0.5;

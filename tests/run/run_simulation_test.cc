@@ -71,9 +71,9 @@ TEST(RunSimulationTest, AsyncStallsForTheSnapshotAndSlowsStepsDuringTheWrite) {
   c.checkpoint.interval.kind = CheckpointInterval::Kind::kSteps;
   c.checkpoint.interval.steps = 100;
   c.checkpoint.spec.parameters = 60'000'000'000;
-  c.checkpoint.spec.bytes_per_param = 1;         // 60 GB
-  c.checkpoint.hardware.storage_write_GBps = 1;  // background write: 60 s
-  c.checkpoint.hardware.pcie_GBps_per_gpu = 30;  // snapshot: 2 s
+  c.checkpoint.spec.bytes_per_param = 1;              // 60 GB
+  c.checkpoint.hardware.storage_write_GBps = 1;       // background write: 60 s
+  c.checkpoint.hardware.host_copy_GBps_per_gpu = 30;  // snapshot: 2 s
   // 10 s steps, 12 s while a checkpoint write shares the network.
   StepTimeCache cache([](const RunState& s) -> Result<StepTiming> {
     return StepTiming{Time::Seconds(10), Time(),

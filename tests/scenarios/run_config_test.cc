@@ -46,6 +46,21 @@ TEST(RunConfigTest, DemoScenarioMapsOntoTheRunSimulation) {
   EXPECT_EQ(c->recovery.comm_init_base + c->recovery.comm_init_per_gpu * 128, r.comm_init);
 }
 
+// A snapshot copies each GPU's shard to host memory over the GPU's own path there: PCIe Gen5
+// x16 on a DGX H100 (64 GB/s per direction, no copy efficiency listed), NVLink-C2C on a Grace
+// superchip at the device-to-host rate measured on a GH200 (297 of 450 GB/s, Schieffer et al.
+// 2024): a GB200's 225 GB/s share at that fraction.
+TEST(RunConfigTest, SnapshotsCopyOverTheGpusOwnPathToHostMemory) {
+  Result<RunConfig> h100 = MakeRunConfig(LoadDemo({}));
+  ASSERT_TRUE(h100.ok()) << h100.status().message();
+  EXPECT_DOUBLE_EQ(h100->checkpoint.hardware.host_copy_GBps_per_gpu, 64);
+  Result<RunConfig> gb200 = MakeRunConfig(
+      LoadDemo({"cluster.gpu=GB200", "cluster.node_type=GB200-NVL72", "cluster.nodes=2",
+                "cluster.gpus_per_node=64", "cluster.nics_per_node=64"}));
+  ASSERT_TRUE(gb200.ok()) << gb200.status().message();
+  EXPECT_NEAR(gb200->checkpoint.hardware.host_copy_GBps_per_gpu, 225.0 * 297 / 450, 1);
+}
+
 TEST(RunConfigTest, FaultsMapByKind) {
   ResolvedFault f;
   f.fault.set_kind(pb::Fault::LINK);
