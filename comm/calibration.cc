@@ -402,10 +402,12 @@ Result<Calibration> ParseCalibration(std::string_view text, const std::string& p
       auto v = top.Int("version", 1, 1);
       if (!v.ok()) return fail(v.status());
     }
-    for (const char* opt : {"note", "source", "compute_capability", "driver_version"}) {
+    // Free text (a note, a source) may span lines; the versions are labels.
+    for (auto [opt, one_line] :
+         {std::pair{"note", false}, std::pair{"source", false},
+          std::pair{"compute_capability", true}, std::pair{"driver_version", true}}) {
       if (top.Find(opt)) {
-        const std::string_view key = opt;
-        auto s = top.String(opt, /*one_line=*/key != "note" && key != "source");
+        auto s = top.String(opt, one_line);
         if (!s.ok()) return fail(s.status());
       }
     }
