@@ -171,17 +171,13 @@ TEST(StepConfigTest, MoeDispatcherAndTheNodesOfAnEpGroupReachTheLayerSplit) {
   )pb";
   Result<pb::Scenario> s = ParseScenarioText(kMoe, "moe.textproto");
   ASSERT_TRUE(s.ok()) << s.status().message();
-  Result<ResolvedScenario> r = Resolve(*s);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  Result<step::StepConfig> c = MakeStepConfig(*r);
+  Result<step::StepConfig> c = StepConfigOf(*s);
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->parallel.split().dispatcher, parallelism::MoeDispatcher::kFlex);
   EXPECT_EQ(c->parallel.split().ep_nodes, 2);  // 16 ranks over 8-GPU nodes
   s->mutable_parallelism()->set_ep(4);
   s->mutable_parallelism()->clear_moe_token_dispatcher();
-  Result<ResolvedScenario> r4 = Resolve(*s);
-  ASSERT_TRUE(r4.ok()) << r4.status().message();
-  Result<step::StepConfig> c4 = MakeStepConfig(*r4);
+  Result<step::StepConfig> c4 = StepConfigOf(*s);
   ASSERT_TRUE(c4.ok()) << c4.status().message();
   EXPECT_EQ(c4->parallel.split().dispatcher, parallelism::MoeDispatcher::kAllToAll);  // default
   EXPECT_EQ(c4->parallel.split().ep_nodes, 1);
