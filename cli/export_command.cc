@@ -219,7 +219,7 @@ void DataParallelArgs(const pb::Parallelism& p, Args* a) {
   if (p.overlap_param_gather()) a->Add("--overlap-param-gather");
   if (p.moe_a2a_overlap()) {
     a->Add("--overlap-moe-expert-parallel-comm");
-    a->Add("--delay-wgrad-compute");
+    if (p.moe_delay_wgrad()) a->Add("--delay-wgrad-compute");
   }
 }
 

@@ -58,6 +58,9 @@ struct ParallelConfig {
   // steady state of 1F1B a micro-batch's forward and another's backward run as one combined
   // step, each one's expert all-to-alls under the other's compute.
   bool moe_a2a_overlap = false;
+  // --delay-wgrad-compute beside it: the experts' weight gradients after the backward's
+  // dispatch has started (off: the dispatch waits for the experts' whole backward).
+  bool moe_delay_wgrad = true;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // --moe-token-dispatcher-type
   // Nodes one EP group spans: Megatron-Core's expert groups take etp · ep consecutive ranks, so
   // ceil(etp · ep / GPUs per node) (1 inside a node). Set by the scenario loader.

@@ -52,6 +52,7 @@ void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count
 // allgather, which the recipes override).
 void FillMoeParallelDefaults(pb::Parallelism* p) {
   if (!p->has_moe_a2a_overlap()) p->set_moe_a2a_overlap(false);
+  if (!p->has_moe_delay_wgrad()) p->set_moe_delay_wgrad(true);
   if (!p->has_moe_token_dispatcher()) p->set_moe_token_dispatcher(pb::Parallelism::ALLTOALL);
 }
 

@@ -16,7 +16,8 @@ double CombinedLayerSeconds(const EpOverlapParts& p) {
   const double dispatch_f_done = phase2 + p.dispatch_fwd;
   const double mlp_b_dgrad_done = phase2 + p.mlp_bwd_dgrad;
   const double mlp_b_wgrad_done = mlp_b_dgrad_done + p.mlp_bwd_wgrad;
-  const double dispatch_b_done = std::max(dispatch_f_done, mlp_b_dgrad_done) + p.dispatch_bwd;
+  const double mlp_b_out = p.delay_wgrad ? mlp_b_dgrad_done : mlp_b_wgrad_done;
+  const double dispatch_b_done = std::max(dispatch_f_done, mlp_b_out) + p.dispatch_bwd;
   const double mlp_f_done = std::max(mlp_b_wgrad_done, dispatch_f_done) + p.mlp_fwd;
   // Phase 3: the forward's combine needs the experts' output; the backward's attention needs
   // the dispatch's gradients.

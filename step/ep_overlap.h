@@ -28,6 +28,9 @@ struct EpOverlapParts {
   double pre_dispatch_fwd = 0, mlp_fwd = 0, combine_post_fwd = 0;
   double pre_dispatch_bwd = 0, mlp_bwd_dgrad = 0, mlp_bwd_wgrad = 0, combine_post_bwd = 0;
   double dispatch_fwd = 0, combine_fwd = 0, dispatch_bwd = 0, combine_bwd = 0;
+  // --delay-wgrad-compute: the backward's dispatch needs only the experts' data gradients
+  // (false: their weight gradients too, one autograd call computing both).
+  bool delay_wgrad = true;
   double compute() const {
     return pre_dispatch_fwd + mlp_fwd + combine_post_fwd + pre_dispatch_bwd + mlp_bwd_dgrad +
            mlp_bwd_wgrad + combine_post_bwd;

@@ -355,6 +355,7 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     // merged step takes beyond the pair's compute stays exposed, split between the passes as
     // their traffic is.
     AddEpComputeParts(cfg, gemm, ops, &ep_parts);
+    ep_parts.delay_wgrad = c.moe_delay_wgrad;
     const double ep = lc.ep_fwd + lc.ep_bwd;
     const double exposed = std::min(ep, ExposedEpSeconds(ep_parts));
     // The all-to-alls' hidden part runs beside the paired compute and takes its SMs.

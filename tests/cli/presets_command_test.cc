@@ -227,6 +227,17 @@ TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttention
       RunTrainsim({"export", "megatron", path, "--set", "parallelism.grad_reduce_in_fp32=false"});
   ASSERT_EQ(bf16_grads.exit_code, 0) << bf16_grads.err;
   EXPECT_TRUE(ParseFlags(bf16_grads.out).count("--grad-reduce-in-bf16"));
+  // The EP overlap brings --delay-wgrad-compute with it unless the scenario turns it off.
+  EXPECT_FALSE(flags.count("--overlap-moe-expert-parallel-comm"));
+  for (bool delay : {true, false}) {
+    RunResult o = RunTrainsim(
+        {"export", "megatron", path, "--set", "parallelism.moe_a2a_overlap=true", "--set",
+         std::string("parallelism.moe_delay_wgrad=") + (delay ? "true" : "false")});
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    auto f = ParseFlags(o.out);
+    EXPECT_TRUE(f.count("--overlap-moe-expert-parallel-comm"));
+    EXPECT_EQ(f.count("--delay-wgrad-compute"), delay ? 1u : 0u);
+  }
   // --json gives the same arguments as a list.
   RunResult j = RunTrainsim({"export", "megatron", "--json", path});
   ASSERT_EQ(j.exit_code, 0) << j.err;

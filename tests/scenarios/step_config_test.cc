@@ -175,6 +175,9 @@ TEST(StepConfigTest, MoeDispatcherAndTheNodesOfAnEpGroupReachTheLayerSplit) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->parallel.split().dispatcher, parallelism::MoeDispatcher::kFlex);
   EXPECT_EQ(c->parallel.split().ep_nodes, 2);  // 16 ranks over 8-GPU nodes
+  EXPECT_TRUE(c->parallel.moe_delay_wgrad);    // --delay-wgrad-compute unless turned off
+  s->mutable_parallelism()->set_moe_delay_wgrad(false);
+  EXPECT_FALSE(StepConfigOf(*s)->parallel.moe_delay_wgrad);
   s->mutable_parallelism()->set_ep(4);
   s->mutable_parallelism()->clear_moe_token_dispatcher();
   Result<step::StepConfig> c4 = StepConfigOf(*s);

@@ -45,6 +45,21 @@ TEST(EpOverlapTest, AllToAllsShorterThanTheirPairedComputeHideCompletely) {
   EXPECT_DOUBLE_EQ(ExposedEpSeconds(p), 0.0);
 }
 
+// Without --delay-wgrad-compute the same layer pair's backward dispatch waits for the experts'
+// whole backward (dgrad and wgrad, [1, 3]): it runs [3, 4.5] where it ran [2.5, 4]; the forward
+// experts still run [3, 4], the forward combine [4.5, 5.5] and the backward attention waits
+// for the dispatch's gradients: [4.5, 6], 0.5 s exposed.
+TEST(EpOverlapTest, WithoutDelayedWgradTheBackwardDispatchWaitsForTheWeightGradients) {
+  EpOverlapParts p = Compute(/*attn_f=*/1, /*mlp_f=*/1, /*attn_b=*/1.5, /*mlp_d=*/1, /*mlp_w=*/1);
+  p.combine_bwd = 0.5;
+  p.dispatch_fwd = 1.5;
+  p.dispatch_bwd = 1.5;
+  p.combine_fwd = 1;
+  p.delay_wgrad = false;
+  EXPECT_DOUBLE_EQ(CombinedLayerSeconds(p), 6.0);
+  EXPECT_DOUBLE_EQ(ExposedEpSeconds(p), 0.5);
+}
+
 // The pairing matters: 2 s of all-to-all against 4.5 s of compute is hidden by "traffic minus
 // compute", but the backward's combine can only hide under the forward's attention (0.5 s),
 // and everything after it waits for the combine: 1.5 s exposed.
