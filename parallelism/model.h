@@ -328,6 +328,11 @@ struct TpCollective {
   // The selective-recompute modules (RecomputeModule bits) that re-run this forward collective
   // in the backward (full recomputation re-runs every forward collective).
   uint32_t recomputed_by = 0;
+  // The FLEX dispatcher's all-to-alls (HybridEP): priced as its kernels run (FlexSeconds,
+  // step/flex_dispatch.h). Across nodes, `flex_nvl_bytes` is the NVLink forwarding leg's
+  // all-to-all buffer over the EP ranks of one node (`bytes` is the network leg's).
+  bool flex = false;
+  double flex_nvl_bytes = 0;
 };
 std::vector<TpCollective> LayerTpCollectives(const ModelSpec& m, TensorSplit split, int micro_batch,
                                              bool moe_layer = false);

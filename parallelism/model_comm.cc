@@ -135,16 +135,28 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
       out->push_back(Coll("ep_dispatch_reduce_scatter_bwd", K::kReduceScatter, bytes, false, g));
     } else {
       // All-to-all: every routed copy. FLEX (DeepEP/HybridEP) deduplicates (FlexDedupFactor):
-      // across nodes a token crosses the network once per destination node, and sizing the
-      // all-to-all by that factor gives its network share exactly the deduplicated bytes (the
-      // NVLink forwarding inside the node, ~9x the NIC's bandwidth on DGX H100, is not what
-      // binds); inside one NVLink domain it moves once per destination rank.
-      double dedup = 1.0;
-      if (split.dispatcher == MoeDispatcher::kFlex) {
-        dedup = split.ep_nodes > 1 ? FlexDedupFactor(m.moe.experts, m.moe.top_k, split.ep_nodes)
-                                   : FlexDedupFactor(m.moe.experts, m.moe.top_k, split.ep);
-      }
-      const double bytes = tok.routed * m.hidden * e * dedup;
+      // across nodes a token crosses the network once per destination node (to the rank of
+      // the same local index there), and sizing the all-to-all by that factor gives its
+      // network share exactly the deduplicated bytes; inside one NVLink domain it moves once
+      // per destination rank. Across nodes each node then forwards every token it holds, its
+      // own and those received, over NVLink once to each of its ranks the token picked: per
+      // source rank and local destination, tokens · nodes · P(rank hit), an all-to-all over
+      // the node's EP ranks sized by the per-rank factor (the leg that binds on two nodes,
+      // where a token's copies mostly stay inside the node: step/flex_dispatch.h).
+      const bool flex = split.dispatcher == MoeDispatcher::kFlex;
+      const double copies = tok.routed * m.hidden * e;
+      const double per_rank = flex ? FlexDedupFactor(m.moe.experts, m.moe.top_k, split.ep) : 1.0;
+      const double dedup = flex && split.ep_nodes > 1
+                               ? FlexDedupFactor(m.moe.experts, m.moe.top_k, split.ep_nodes)
+                               : per_rank;
+      const double bytes = copies * dedup;
+      const double nvl_bytes = flex && split.ep_nodes > 1 ? copies * per_rank : 0.0;
+      auto a2a = [&](std::string name, bool forward) {
+        TpCollective col = Coll(std::move(name), K::kAllToAll, bytes, forward, g);
+        col.flex = flex;
+        col.flex_nvl_bytes = nvl_bytes;
+        return col;
+      };
       if (split.dispatcher == MoeDispatcher::kAllToAll) {
         // Before the tokens move, MoEAlltoAllTokenDispatcher.preprocess all-gathers every
         // rank's tokens-per-expert counts (int64, `experts` of them) over the TP×EP group to
@@ -153,7 +165,7 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
         const double counts = double(split.ep) * m.moe.experts * 8.0;
         out->push_back(Coll("ep_token_count_all_gather", K::kAllGather, counts, true, g));
       }
-      out->push_back(Coll("ep_dispatch_all_to_all", K::kAllToAll, bytes, true, g));
+      out->push_back(a2a("ep_dispatch_all_to_all", true));
       if (split.dispatcher == MoeDispatcher::kAllToAll) {
         // token_dispatch sends the routing probabilities of the routed copies in an all-to-all
         // of their own after the tokens' (router dtype: the activations' unless
@@ -162,9 +174,9 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
         out->push_back(Coll("ep_dispatch_probs_all_to_all", K::kAllToAll, probs, true, g));
         out->push_back(Coll("ep_dispatch_probs_all_to_all_bwd", K::kAllToAll, probs, false, g));
       }
-      out->push_back(Coll("ep_combine_all_to_all", K::kAllToAll, bytes, true, g));
-      out->push_back(Coll("ep_combine_all_to_all_bwd", K::kAllToAll, bytes, false, g));
-      out->push_back(Coll("ep_dispatch_all_to_all_bwd", K::kAllToAll, bytes, false, g));
+      out->push_back(a2a("ep_combine_all_to_all", true));
+      out->push_back(a2a("ep_combine_all_to_all_bwd", false));
+      out->push_back(a2a("ep_dispatch_all_to_all_bwd", false));
     }
   }
   if (split.etp > 1) {

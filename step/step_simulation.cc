@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "step/event_streams.h"
+#include "step/flex_dispatch.h"
 #include "step/gradient_sync.h"
 #include "step/pass_costs.h"
 #include "step/pipeline.h"
@@ -100,8 +101,9 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
   CalibratedTpTimer cp(&*topo, layout.CpGroup(0), cfg.calibration.get());
   CalibratedTpTimer ep(&*topo, layout.EpGroup(0), cfg.calibration.get());
   CalibratedTpTimer etp(&*topo, ExpertTpGroup(c), cfg.calibration.get());
+  CalibratedTpTimer ep_node(&*topo, NvlinkPeers(*topo, layout.EpGroup(0)), cfg.calibration.get());
   const GroupTimers timers{&tp, c.cp > 1 ? &cp : nullptr, c.ep > 1 ? &ep : nullptr,
-                           c.etp > 1 ? &etp : nullptr};
+                           c.etp > 1 ? &etp : nullptr, c.ep > 1 ? &ep_node : nullptr};
   Result<std::vector<ChunkCost>> costs = ChunkCosts(cfg, GemmCalibrationOf(cfg), timers);
   if (!costs.ok()) return costs.status();
   TRAINSIM_RETURN_IF_ERROR(CheckStepLength(c, *costs, plan->max_slowdown()));

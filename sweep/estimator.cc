@@ -10,6 +10,7 @@
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
 #include "step/comm_sm_share.h"
+#include "step/flex_dispatch.h"
 #include "step/pass_costs.h"
 #include "sweep/pipeline_replay.h"
 
@@ -131,12 +132,13 @@ Status EstimatePasses(Estimate& e) {
   CachedTpTimer cp(e.cache, &e.topo, e.layout.CpGroup(0));
   CachedTpTimer ep(e.cache, &e.topo, e.layout.EpGroup(0));
   CachedTpTimer etp(e.cache, &e.topo, step::ExpertTpGroup(e.c));
+  CachedTpTimer ep_node(e.cache, &e.topo, step::NvlinkPeers(e.topo, e.layout.EpGroup(0)));
   std::optional<step::CalibratedTpTimer> calibrated;
   if (cfg.calibration) calibrated.emplace(&e.topo, e.layout.TpGroup(0), cfg.calibration.get());
   step::TpCollectiveTimer* tp =
       calibrated ? static_cast<step::TpCollectiveTimer*>(&*calibrated) : &cached;
   const step::GroupTimers timers{tp, e.c.cp > 1 ? &cp : nullptr, e.c.ep > 1 ? &ep : nullptr,
-                                 e.c.etp > 1 ? &etp : nullptr};
+                                 e.c.etp > 1 ? &etp : nullptr, e.c.ep > 1 ? &ep_node : nullptr};
   Result<std::vector<step::ChunkCost>> costs =
       step::ChunkCosts(cfg, step::GemmCalibrationOf(cfg), timers);
   if (!costs.ok()) return costs.status();

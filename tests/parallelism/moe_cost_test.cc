@@ -101,8 +101,21 @@ TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
   // probabilities and the counts inside its own kernels).
   const auto flex = EpCollectives(m, EpSplit(16, MoeDispatcher::kFlex, 2));
   ASSERT_EQ(flex.size(), 4u);
+  // Across the two nodes each node then forwards every token it holds, its own and those it
+  // received, once to each of its 8 ranks the token picked: per source rank and local
+  // destination tokens · 2 nodes · P(rank hit), P(rank hit) = 1 − C(120,8)/C(128,8) with 8
+  // experts per rank; an all-to-all over 8 ranks of 8 times that per rank.
+  double rank_miss = 1;
+  for (int i = 0; i < 8; ++i) rank_miss *= (120.0 - i) / (128.0 - i);
+  const double forwarded = 8 * tokens * 2 * (1 - rank_miss) * h * e;
   for (const TpCollective& c : flex) {
     EXPECT_DOUBLE_EQ(c.bytes, tokens * 8 * h * e * FlexDedupFactor(128, 8, 2));
+    EXPECT_TRUE(c.flex);
+    EXPECT_NEAR(c.flex_nvl_bytes, forwarded, 1e-9 * forwarded) << c.name;
+  }
+  for (const TpCollective& c : a2a) {
+    EXPECT_FALSE(c.flex);
+    EXPECT_EQ(c.flex_nvl_bytes, 0.0);
   }
   // FLEX inside one node sends a token once per rank that holds one of its experts (DeepEP's
   // is_token_in_rank): 128 experts on 8 ranks (16 each), top-8: P(a given rank misses) =
@@ -112,6 +125,8 @@ TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
   EXPECT_NEAR(miss, 0.3326, 1e-4);
   for (const TpCollective& c : EpCollectives(m, EpSplit(8, MoeDispatcher::kFlex, 1))) {
     EXPECT_NEAR(c.bytes, tokens * h * e * 8 * (1 - miss), 1e-6 * c.bytes);
+    EXPECT_TRUE(c.flex);
+    EXPECT_EQ(c.flex_nvl_bytes, 0.0);  // one NVLink domain: no forwarding leg
   }
   // ... while the all-to-all dispatcher in the same node still moves every routed copy.
   EXPECT_DOUBLE_EQ(EpCollectives(m, EpSplit(8, MoeDispatcher::kAllToAll, 1))[1].bytes,

@@ -8,6 +8,7 @@
 
 #include "comm/topology.h"
 #include "parallelism/layout.h"
+#include "step/flex_dispatch.h"
 #include "step/pass_costs.h"
 #include "step/step_simulation.h"
 #include "tests/step/dgx.h"
@@ -57,8 +58,10 @@ Exposed ClosedFormExposed(const StepConfig& c) {
   CalibratedTpTimer tp(&*topo, layout.TpGroup(0), nullptr);
   CalibratedTpTimer cp(&*topo, layout.CpGroup(0), nullptr);
   CalibratedTpTimer ep(&*topo, layout.EpGroup(0), nullptr);
+  CalibratedTpTimer ep_node(&*topo, NvlinkPeers(*topo, layout.EpGroup(0)), nullptr);
   const GroupTimers timers{&tp, c.parallel.cp > 1 ? &cp : nullptr,
-                           c.parallel.ep > 1 ? &ep : nullptr, nullptr};
+                           c.parallel.ep > 1 ? &ep : nullptr, nullptr,
+                           c.parallel.ep > 1 ? &ep_node : nullptr};
   Result<std::vector<ChunkCost>> costs = ChunkCosts(c, GemmCalibrationOf(c), timers);
   EXPECT_TRUE(costs.ok());
   Exposed x;
