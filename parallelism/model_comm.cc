@@ -164,6 +164,14 @@ void AppendEp(const ModelSpec& m, TensorSplit split, int micro_batch,
         // them (MoeDispatchSyncs). A latency-bound collective, forward only.
         const double counts = double(split.ep) * m.moe.experts * 8.0;
         out->push_back(Coll("ep_token_count_all_gather", K::kAllGather, counts, true, g));
+      } else if (flex) {
+        // HybridEP's metadata preprocessing, run by each forward dispatch (Megatron-Core passes
+        // no handle there): every rank's routing map (bool, tokens × experts) all-gathered over
+        // the EP group before the scan kernel (DeepEP hybrid-ep, Executor::allgather_routing_map:
+        // NCCL's all_gather_into_tensor across nodes, a 32-SM kernel of its own inside one node,
+        // priced as NCCL's here). Combine and the backward reuse the handle.
+        const double map = double(split.ep) * tok.dispatched * m.moe.experts;
+        out->push_back(Coll("ep_routing_map_all_gather", K::kAllGather, map, true, g));
       }
       out->push_back(a2a("ep_dispatch_all_to_all", true));
       if (split.dispatcher == MoeDispatcher::kAllToAll) {

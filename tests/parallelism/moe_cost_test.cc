@@ -99,8 +99,16 @@ TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
   EXPECT_EQ(token_a2a, 4);
   // FLEX: the same all-to-all sized down by the deduplication factor (HybridEP moves the
   // probabilities and the counts inside its own kernels).
-  const auto flex = EpCollectives(m, EpSplit(16, MoeDispatcher::kFlex, 2));
-  ASSERT_EQ(flex.size(), 4u);
+  // Before them, each forward all-gathers every rank's routing map (one bool per token and
+  // expert: 4096 × 128 bytes per rank, gathered over the 16).
+  std::vector<TpCollective> flex = EpCollectives(m, EpSplit(16, MoeDispatcher::kFlex, 2));
+  ASSERT_EQ(flex.size(), 5u);
+  EXPECT_EQ(flex[0].name, "ep_routing_map_all_gather");
+  EXPECT_EQ(flex[0].kind, TpCollectiveKind::kAllGather);
+  EXPECT_TRUE(flex[0].forward);
+  EXPECT_FALSE(flex[0].flex);
+  EXPECT_DOUBLE_EQ(flex[0].bytes, 16 * tokens * 128);
+  flex.erase(flex.begin());
   // Across the two nodes each node then forwards every token it holds, its own and those it
   // received, once to each of its 8 ranks the token picked: per source rank and local
   // destination tokens · 2 nodes · P(rank hit), P(rank hit) = 1 − C(120,8)/C(128,8) with 8
@@ -124,6 +132,7 @@ TEST(MoeCostTest, DispatchersMoveTheirOwnVolumes) {
   for (int i = 0; i < 8; ++i) miss *= (112.0 - i) / (128.0 - i);
   EXPECT_NEAR(miss, 0.3326, 1e-4);
   for (const TpCollective& c : EpCollectives(m, EpSplit(8, MoeDispatcher::kFlex, 1))) {
+    if (c.kind == TpCollectiveKind::kAllGather) continue;  // the routing map's, as above
     EXPECT_NEAR(c.bytes, tokens * h * e * 8 * (1 - miss), 1e-6 * c.bytes);
     EXPECT_TRUE(c.flex);
     EXPECT_EQ(c.flex_nvl_bytes, 0.0);  // one NVLink domain: no forwarding leg
