@@ -201,7 +201,7 @@ std::string CommSlowedEvidence(const step::StepConfig& cfg) {
   if (c.cp > 1) beside.push_back("the CP K/V exchange");
   if (c.ep > 1 && c.moe_a2a_overlap) beside.push_back("the overlapped EP all-to-alls");
   if (c.ep > 1 && c.moe_dispatcher == par::MoeDispatcher::kFlex) {
-    beside.push_back(Fmt("DeepEP's %g SMs", double(step::kDeepEpSms)));
+    beside.push_back(Fmt("HybridEP's %g SMs", double(step::FlexSms(c.moe_flex_sms, c.ep_nodes))));
   }
   std::string what = "none";
   for (size_t i = 0; i < beside.size(); ++i) what = (i ? what + ", " : "") + beside[i];

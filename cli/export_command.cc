@@ -101,6 +101,12 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
            p.moe_token_dispatcher() == pb::Parallelism::ALLGATHER ? "allgather"
            : p.moe_token_dispatcher() == pb::Parallelism::FLEX    ? "flex"
                                                                   : "alltoall");
+    if (p.moe_token_dispatcher() == pb::Parallelism::FLEX) {
+      // trainsim prices FLEX as HybridEP runs (step/flex_dispatch.h); Megatron-Core's default
+      // backend is DeepEP's.
+      a->Add("--moe-flex-dispatcher-backend", "hybridep");
+      if (p.moe_flex_sms() > 0) a->Add("--moe-flex-dispatcher-num-sms", p.moe_flex_sms());
+    }
     a->Add("--moe-grouped-gemm");
     // Pads each expert's tokens to the FP8 GEMM alignment in the router (Megatron-LM's current
     // name; older releases called it --moe-router-padding-for-fp8).

@@ -61,6 +61,9 @@ struct ParallelConfig {
   // --delay-wgrad-compute beside it: the experts' weight gradients after the backward's
   // dispatch has started (off: the dispatch waits for the experts' whole backward).
   bool moe_delay_wgrad = true;
+  // SMs of the FLEX dispatcher's kernels (--moe-flex-dispatcher-num-sms); 0: HybridEP's default
+  // (step/comm_sm_share.h, FlexSms).
+  int moe_flex_sms = 0;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // --moe-token-dispatcher-type
   // Nodes one EP group spans: Megatron-Core's expert groups take etp · ep consecutive ranks, so
   // ceil(etp · ep / GPUs per node) (1 inside a node). Set by the scenario loader.

@@ -53,6 +53,7 @@ void AddCause(pb::Failures* f, const char* name, pb::Fault::Kind kind, int count
 void FillMoeParallelDefaults(pb::Parallelism* p) {
   if (!p->has_moe_a2a_overlap()) p->set_moe_a2a_overlap(false);
   if (!p->has_moe_delay_wgrad()) p->set_moe_delay_wgrad(true);
+  if (!p->has_moe_flex_sms()) p->set_moe_flex_sms(0);
   if (!p->has_moe_token_dispatcher()) p->set_moe_token_dispatcher(pb::Parallelism::ALLTOALL);
 }
 

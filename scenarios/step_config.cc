@@ -351,6 +351,7 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.overlap_param_gather = p.overlap_param_gather();
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
   c.parallel.moe_delay_wgrad = p.moe_delay_wgrad();
+  c.parallel.moe_flex_sms = p.moe_flex_sms();
   c.nccl_min_ctas = p.nccl_min_ctas();
   c.nccl_max_ctas = p.nccl_max_ctas();
   // Activation offloading copies out at the GPU's device-to-host rate and back at its

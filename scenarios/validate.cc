@@ -369,6 +369,8 @@ Error ValidateExpertAndContext(const pb::Scenario& s) {
                                                 " must not exceed nccl_max_ctas " +
                                                 Str(p.nccl_max_ctas()));
   }
+  // No GPU has more than 256 SMs (0 = HybridEP's default).
+  if (auto e = Range("parallelism.moe_flex_sms", p.moe_flex_sms(), 0, 256, "SMs")) return e;
   if (auto e = Range("parallelism.shard_group", p.shard_group(), 0, gpus, "shard_group")) return e;
   if (p.shard_group() > 0 && p.dp() % p.shard_group() != 0) {
     return Err("parallelism.shard_group", "shard_group " + Str(p.shard_group()) +

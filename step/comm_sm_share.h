@@ -50,9 +50,13 @@ int NcclCollectiveCtas(const NcclCollectiveShape& shape, const NcclCtaLimits& li
 int NcclP2pCtas(parallelism::GpuArch arch, bool inter_node, int nics_per_node,
                 const NcclCtaLimits& limits);
 
-// SMs DeepEP's kernels take (the FLEX token dispatcher): Buffer.num_sms = 20 in
-// deep_ep/buffer.py, DeepEP's default for its normal (high-throughput) kernels.
-inline constexpr int kDeepEpSms = 20;
+// SMs the FLEX dispatcher's kernels take: `configured` when > 0 (--moe-flex-dispatcher-num-sms),
+// else HybridEP's default (DeepEP hybrid-ep, csrc/hybrid_ep/config.cuh: 24 blocks for dispatch
+// and combine inside one NVLink domain, 8 across nodes).
+inline int FlexSms(int configured, int ep_nodes) {
+  if (configured > 0) return configured;
+  return ep_nodes > 1 ? 8 : 24;
+}
 
 // The share of the GPU's SMs that `ctas` CTAs occupy, at most (sms − 1) / sms: the compute
 // keeps at least one SM (the hardware schedules its CTAs as the collective's leave none free).

@@ -205,7 +205,7 @@ UbOverlap OverlapTp(double ag_s, double rs_s, double gemm_s, int tp, double sms)
 
 // The SM share the overlapped layer collectives of `group` take (step/comm_sm_share.h): the CP
 // ring's send/recv (its peers are tp ranks apart: on other nodes once TP fills a node), the EP
-// all-to-all over its ep_nodes nodes, or DeepEP's own SMs with the FLEX dispatcher.
+// all-to-all over its ep_nodes nodes, or HybridEP's own SMs with the FLEX dispatcher.
 double OverlapShare(const StepConfig& cfg, CommGroup group) {
   const ParallelConfig& c = cfg.parallel;
   const NcclCtaLimits limits{cfg.nccl_min_ctas, cfg.nccl_max_ctas};
@@ -214,7 +214,7 @@ double OverlapShare(const StepConfig& cfg, CommGroup group) {
   if (group == CommGroup::kCp) {
     ctas = NcclP2pCtas(cfg.gpu.arch, c.tp >= cfg.topology.gpus_per_node, nics, limits);
   } else if (group == CommGroup::kEp && c.moe_dispatcher == MoeDispatcher::kFlex) {
-    ctas = kDeepEpSms;
+    ctas = FlexSms(c.moe_flex_sms, c.ep_nodes);
   } else if (group == CommGroup::kEp) {
     // All-to-all: NCCL's p2p channels, whatever the algorithm field and size say.
     return CollectiveSmShare(cfg, comm::Op::kAllToAll, comm::Algo::kRing, comm::Protocol::kSimple,

@@ -227,6 +227,19 @@ TEST(PresetsCliTest, ExportMegatronOfAnMoeMlaLayoutCarriesExpertsLatentAttention
       RunTrainsim({"export", "megatron", path, "--set", "parallelism.grad_reduce_in_fp32=false"});
   ASSERT_EQ(bf16_grads.exit_code, 0) << bf16_grads.err;
   EXPECT_TRUE(ParseFlags(bf16_grads.out).count("--grad-reduce-in-bf16"));
+  // FLEX is HybridEP (Megatron-Core's default flex backend is DeepEP), with the SMs the
+  // scenario gives it; its default is HybridEP's own, so no flag.
+  RunResult flex =
+      RunTrainsim({"export", "megatron", path, "--set", "parallelism.moe_token_dispatcher=FLEX"});
+  ASSERT_EQ(flex.exit_code, 0) << flex.err;
+  EXPECT_EQ(ParseFlags(flex.out)["--moe-flex-dispatcher-backend"], "hybridep");
+  EXPECT_FALSE(ParseFlags(flex.out).count("--moe-flex-dispatcher-num-sms"));
+  EXPECT_FALSE(flags.count("--moe-flex-dispatcher-backend"));  // the all-to-all dispatcher
+  RunResult sms =
+      RunTrainsim({"export", "megatron", path, "--set", "parallelism.moe_token_dispatcher=FLEX",
+                   "--set", "parallelism.moe_flex_sms=32"});
+  ASSERT_EQ(sms.exit_code, 0) << sms.err;
+  EXPECT_EQ(ParseFlags(sms.out)["--moe-flex-dispatcher-num-sms"], "32");
   // The EP overlap brings --delay-wgrad-compute with it unless the scenario turns it off.
   EXPECT_FALSE(flags.count("--overlap-moe-expert-parallel-comm"));
   for (bool delay : {true, false}) {

@@ -12,6 +12,7 @@
 #include "parallelism/roofline.h"
 #include "scenarios/scenario.h"
 #include "scenarios/session.h"
+#include "step/comm_sm_share.h"
 
 namespace trainsim::scenarios {
 namespace {
@@ -387,7 +388,7 @@ TEST(ValidationTest, Qwen3MoeReportRowIsWithinTenPercentWithTheRecipesDispatcher
 // 24.7138 s per step with the overlap off, 20.9920 s with `overlap_moe_expert_parallel_comm` on
 // and delayed wgrad off, 3.72 s saved. The model hides every all-to-all of this layout under its
 // paired compute (each is shorter), so what the overlap saves is the exposed EP time without
-// it, less the slowdown of the compute by the communication kernels' SMs: DeepEP's 20 of the
+// it, less the slowdown of the compute by the communication kernels' SMs: HybridEP's 32 of the
 // H100's 132 for the hidden time (step/comm_sm_share.h). It saves more than the run measured
 // (docs/validation.md, session 30: no host synchronisation breaks the model's overlap).
 TEST(ValidationTest, EpOverlapOnQwen3ThirtyBHidesTheAllToAllsAtTheCostOfTheirSmShare) {
@@ -406,11 +407,18 @@ TEST(ValidationTest, EpOverlapOnQwen3ThirtyBHidesTheAllToAllsAtTheCostOfTheirSmS
   const double exposed_off = b_off.exposed_ep_comm_s;
   ASSERT_GT(exposed_off, 1.0);
   EXPECT_LT(b_on.exposed_ep_comm_s, 1e-3 * exposed_off);
-  const double share = 20.0 / 132;
+  // HybridEP's 32 SMs (the scenario's moe_flex_sms, as the recipe) of the H100's 132.
+  const step::StepConfig& c = on->step.config;
+  ASSERT_EQ(step::FlexSms(c.parallel.moe_flex_sms, c.parallel.ep_nodes), 32);
+  ASSERT_EQ(c.gpu.num_sms, 132);
+  const double share = 32.0 / 132;
   const double slowed = b_on.compute_slowed_s - b_off.compute_slowed_s;
   EXPECT_NEAR(slowed, exposed_off * share, 0.02 * exposed_off * share);
   const double saved = off->step.result.time_s - on->step.result.time_s;
   EXPECT_NEAR(saved, exposed_off * (1 - share), 0.02 * exposed_off);
+  // The model's overlap is optimistic (no host synchronisation breaks it): it saves more than
+  // the run did. Should a change make it save less, docs/validation.md's account must change.
+  EXPECT_GT(saved, 24.7138 - 20.9920);
 }
 
 // Out of sample (not validation rows): torchtitan's FSDP2 runs on 64 A100 (docs/performance.md,
@@ -456,11 +464,12 @@ TEST(ValidationTest, TorchtitanFsdpA100RowsAreNearerWithEagerKernelsAndWithinTwe
 // experts: what the "moe" recompute module re-runs) and its EP all-to-alls per layer and
 // micro-batch, against the published milliseconds of the dispatcher the model stands for (FLEX:
 // HybridEP, which the H100 recipes run). At these large shapes the model is slower than measured,
-// by up to 35%; the gap was 38% for the DeepSeek proxy under FLEX before DeepEP/HybridEP's per-rank
-// deduplication inside a node, 29% after it, and 32% since FLEX is priced at HybridEP's kernel
-// rate (step/flex_dispatch.h: its all-to-alls take 1/0.9 of comm's). What exceeds the measured
-// layer there is the model's compute (its ops alone take more than the whole measured layer),
-// not the all-to-alls (15.0 ms of ops against 14.2 ms measured in all).
+// by up to 30%, the DeepSeek proxy under FLEX by up to 35%: the gap was 38% for the DeepSeek proxy
+// under FLEX before DeepEP/HybridEP's per-rank deduplication inside a node, 29% after it, and 32%
+// since FLEX is priced at HybridEP's kernel rate (step/flex_dispatch.h: its all-to-alls take 1/0.9
+// of comm's). What exceeds the measured layer there is the model's compute (its ops alone take more
+// than the whole measured layer), not the all-to-alls (15.0 ms of ops against 14.2 ms measured in
+// all).
 double MoeLayerMs(const std::string& path, pb::Parallelism::MoeTokenDispatcher dispatcher) {
   Result<pb::Scenario> s = LoadScenario(path);
   EXPECT_TRUE(s.ok()) << s.status().message();
@@ -484,17 +493,18 @@ double MoeLayerMs(const std::string& path, pb::Parallelism::MoeTokenDispatcher d
   return 1e3 * (ops_s + res->breakdown.exposed_ep_comm_s / layer_passes);
 }
 
-TEST(ValidationTest, MoePerfLayersOnH100AreWithinThirtyFivePercentOfMegatronsBaseline) {
+TEST(ValidationTest,
+     MoePerfLayersOnH100AreWithinThirtyPercentOfMegatronsBaselineTheFlexDeepSeekProxyThirtyFive) {
   const std::string ds = "scenarios/validation/checks/moe_perf_deepseek_proxy_h100.textproto";
   const std::string mx = "scenarios/validation/checks/moe_perf_mixtral_proxy_h100.textproto";
   const double ds_a2a = MoeLayerMs(ds, pb::Parallelism::ALLTOALL);
   const double ds_flex = MoeLayerMs(ds, pb::Parallelism::FLEX);
   const double mx_a2a = MoeLayerMs(mx, pb::Parallelism::ALLTOALL);
   const double mx_flex = MoeLayerMs(mx, pb::Parallelism::FLEX);
-  EXPECT_LT(std::fabs(ds_a2a / (7.119 + 10.483) - 1), 0.35) << ds_a2a;
-  EXPECT_LT(std::fabs(ds_flex / (5.391 + 8.795) - 1), 0.35) << ds_flex;
-  EXPECT_LT(std::fabs(mx_a2a / (4.327 + 7.684) - 1), 0.35) << mx_a2a;
-  EXPECT_LT(std::fabs(mx_flex / (4.343 + 7.741) - 1), 0.35) << mx_flex;
+  EXPECT_LT(std::fabs(ds_a2a / (7.119 + 10.483) - 1), 0.30) << ds_a2a;
+  EXPECT_LT(std::fabs(ds_flex / (5.391 + 8.795) - 1), 0.35) << ds_flex;  // see above
+  EXPECT_LT(std::fabs(mx_a2a / (4.327 + 7.684) - 1), 0.30) << mx_a2a;
+  EXPECT_LT(std::fabs(mx_flex / (4.343 + 7.741) - 1), 0.30) << mx_flex;
   // Measured: HybridEP beats the all-to-all dispatcher by 19% with four experts per GPU (it
   // sends a token once per GPU, not once per expert) and by ~0 with one.
   EXPECT_LT(ds_flex, 0.9 * ds_a2a);
