@@ -12,6 +12,7 @@
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
 #include "parallelism/roofline.h"
+#include "step/flex_dispatch.h"
 #include "step/pass_costs.h"
 #include "step/pipeline.h"
 
@@ -102,6 +103,18 @@ void Pipeline::InitTrace() {
           lc.protocol = std::string(comm::ProtocolName(est->protocol));
           lc.estimate_s = est->time.seconds() * lc.count;
         }
+      }
+      if (col.flex) {
+        // HybridEP's kernels and, across nodes, its NVLink leg over the node's EP ranks, as the
+        // step prices them (step/flex_dispatch.h).
+        double nvl = 0;
+        if (col.flex_nvl_bytes > 0) {
+          Result<comm::CollectiveEstimate> leg = comm::EstimateCollective(
+              *st_->topo, {comm::Op::kAllToAll, comm::Algo::kAuto, NvlinkPeers(*st_->topo, group),
+                           uint64_t(col.flex_nvl_bytes)});
+          if (leg.ok()) nvl = leg->time.seconds();
+        }
+        lc.estimate_s = FlexSeconds(lc.estimate_s, nvl);
       }
       colls_out.push_back(std::move(lc));
     }

@@ -255,6 +255,20 @@ std::vector<NewCase> NewDimensionCases() {
   c.parallel.ep = 8;
   c.parallel.zero_stage = 1;
   out.push_back({"8x7B t4 cp2 ep8 d8 (EP across nodes)", c});
+  // Fine-grained experts (Qwen3 30B-A3B shapes: 128 experts of FFN 768, top 8) behind the FLEX
+  // dispatcher over two nodes, where HybridEP's NVLink forwarding leg binds
+  // (step/flex_dispatch.h): both must time that leg over the node's EP ranks.
+  c = H100(48, 2048, 32, 4, 6144, 4096, 2);
+  c.model.vocab = 151936;
+  c.model.moe.experts = 128;
+  c.model.moe.top_k = 8;
+  c.model.moe.expert_ffn_hidden = 768;
+  SetLayout(&c, 1, 1, 1, 16, 1, 8);
+  c.parallel.ep = 16;
+  c.parallel.ep_nodes = 2;
+  c.parallel.moe_dispatcher = par::MoeDispatcher::kFlex;
+  c.parallel.zero_stage = 1;
+  out.push_back({"30B-A3B ep16 d16 FLEX over 2 nodes", c});
   return out;
 }
 
