@@ -352,6 +352,11 @@ void AppendMoe(const Local& c, std::vector<KernelOp>* ops) {
   // the routed copies; backward scatters the gradients back the same way.
   const double routed_elems = tok.routed * double(h);
   ops->push_back(Elementwise("moe_permute", routed_elems, 2.0 * e, 2.0 * e, 0));
+  // HybridEP across nodes first copies a dispatch's input tokens into its RDMA buffer (DeepEP
+  // hybrid-ep, dispatch_preprocess): the forward's dispatch and the combine's backward.
+  if (c.split.dispatcher == MoeDispatcher::kFlex && c.split.ep_nodes > 1) {
+    ops->push_back(Elementwise("moe_flex_stage_input", tok.dispatched * h, 2.0 * e, 2.0 * e, 0));
+  }
   const int64_t local_experts = moe.experts / std::max(c.split.ep, 1);
   const int64_t width = moe.expert_ffn(m.ffn()) / std::max(c.split.etp, 1);
   const double rows = tok.expert_busiest;

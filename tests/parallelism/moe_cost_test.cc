@@ -210,6 +210,24 @@ TEST(MoeCostTest, DispatcherMetadataIsForwardOnlyKernelsOverTheRoutingMap) {
   EXPECT_EQ(MoeDispatchKernels(TensorSplit{}), 3);
 }
 
+// HybridEP across nodes copies each dispatch's 4096 input tokens (hidden 2048, BF16) into its
+// RDMA buffer, a read and a write, in the forward's dispatch and the combine's backward; inside
+// one node it does not, and neither does another dispatcher.
+TEST(MoeCostTest, HybridEpAcrossNodesStagesEachDispatchsInputTokens) {
+  const ModelSpec m = Qwen3Moe();
+  const KernelOp* stage =
+      Find(LayerOps(m, EpSplit(16, MoeDispatcher::kFlex, 2), 1, true), "moe_flex_stage_input");
+  ASSERT_NE(stage, nullptr);
+  EXPECT_DOUBLE_EQ(stage->fwd_bytes, 4096.0 * 2048 * (2 + 2));
+  EXPECT_DOUBLE_EQ(stage->bwd_bytes, stage->fwd_bytes);
+  EXPECT_EQ(stage->fwd_kernels + stage->bwd_kernels, 2);
+  EXPECT_EQ(Find(LayerOps(m, EpSplit(8, MoeDispatcher::kFlex, 1), 1, true), "moe_flex_stage_input"),
+            nullptr);
+  EXPECT_EQ(
+      Find(LayerOps(m, EpSplit(16, MoeDispatcher::kAllToAll, 2), 1, true), "moe_flex_stage_input"),
+      nullptr);
+}
+
 TEST(MoeCostTest, Fp8ExpertsWithoutRouterPaddingCopyTheirRowsIntoPaddedSegments) {
   ModelSpec m = Qwen3Moe();
   m.moe.fp8 = true;
