@@ -215,8 +215,8 @@ TEST(MoeCostTest, DispatcherMetadataIsForwardOnlyKernelsOverTheRoutingMap) {
 // one node it does not, and neither does another dispatcher.
 TEST(MoeCostTest, HybridEpAcrossNodesStagesEachDispatchsInputTokens) {
   const ModelSpec m = Qwen3Moe();
-  const KernelOp* stage =
-      Find(LayerOps(m, EpSplit(16, MoeDispatcher::kFlex, 2), 1, true), "moe_flex_stage_input");
+  const std::vector<KernelOp> ops = LayerOps(m, EpSplit(16, MoeDispatcher::kFlex, 2), 1, true);
+  const KernelOp* stage = Find(ops, "moe_flex_stage_input");
   ASSERT_NE(stage, nullptr);
   EXPECT_DOUBLE_EQ(stage->fwd_bytes, 4096.0 * 2048 * (2 + 2));
   EXPECT_DOUBLE_EQ(stage->bwd_bytes, stage->fwd_bytes);
