@@ -16,6 +16,8 @@
 
 #include "comm/schedule.h"
 #include "comm/topology.h"
+#include "parallelism/model.h"
+#include "sim/status.h"
 
 namespace trainsim::step {
 
@@ -37,6 +39,22 @@ inline constexpr double kHybridEpForwardEfficiency = 0.55;
 // NVLink domain) and for its NVLink forwarding leg across nodes (0: none).
 inline double FlexSeconds(double network_s, double nvl_s) {
   return std::max(network_s / kHybridEpKernelEfficiency, nvl_s / kHybridEpForwardEfficiency);
+}
+
+// Seconds of the layer collective `col` whose comm time for `col.bytes` is `comm_s`: itself
+// unless it is a FLEX all-to-all, which FlexSeconds prices with its NVLink leg, timed over the
+// node's EP ranks by `nvl_leg(bytes)` (a Result<double>) when it has one.
+template <class NvlLeg>
+Result<double> LayerCollectiveSeconds(const parallelism::TpCollective& col, double comm_s,
+                                      NvlLeg&& nvl_leg) {
+  if (!col.flex) return comm_s;
+  double nvl = 0;
+  if (col.flex_nvl_bytes > 0) {
+    Result<double> leg = nvl_leg(col.flex_nvl_bytes);
+    if (!leg.ok()) return leg.status();
+    nvl = *leg;
+  }
+  return FlexSeconds(comm_s, nvl);
 }
 
 // The members of `group` that share group[0]'s NVLink domain, group[0] first: the ranks the

@@ -299,17 +299,14 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     Result<double> one = timer->Seconds(ToCommOp(col.kind), col.bytes);
     if (!one.ok()) return one.status();
     double t = *one * std::max(1, col.count);
-    if (col.flex) {
-      // HybridEP: its kernels' share of the all-to-all rate, and across nodes the NVLink
-      // forwarding leg when it is the slower one (step/flex_dispatch.h).
-      double nvl = 0;
-      if (col.flex_nvl_bytes > 0 && timers.ep_node != nullptr) {
-        Result<double> leg = timers.ep_node->Seconds(comm::Op::kAllToAll, col.flex_nvl_bytes);
-        if (!leg.ok()) return leg.status();
-        nvl = *leg;
-      }
-      t = FlexSeconds(t, nvl);
-    }
+    // HybridEP: its kernels' share of the all-to-all rate, and across nodes the NVLink
+    // forwarding leg when it is the slower one (step/flex_dispatch.h).
+    Result<double> priced = LayerCollectiveSeconds(col, t, [&](double bytes) -> Result<double> {
+      if (timers.ep_node == nullptr) return 0.0;
+      return timers.ep_node->Seconds(comm::Op::kAllToAll, bytes);
+    });
+    if (!priced.ok()) return priced.status();
+    t = *priced;
     if (col.group == CommGroup::kCp || col.group == CommGroup::kEp) {
       const bool cp = col.group == CommGroup::kCp;
       const double sent = col.bytes * std::max(1, col.count);

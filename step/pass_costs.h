@@ -107,8 +107,8 @@ struct GroupTimers {
   TpCollectiveTimer* cp = nullptr;
   TpCollectiveTimer* ep = nullptr;
   TpCollectiveTimer* etp = nullptr;
-  // The EP ranks of one NVLink domain (NvlinkPeers of the EP group, step/flex_dispatch.h): the FLEX
-  // dispatcher's forwarding leg across nodes (step/flex_dispatch.h). Null: no such leg is timed.
+  // The EP ranks of one NVLink domain (NvlinkPeers of the EP group): the FLEX dispatcher's
+  // forwarding leg across nodes (step/flex_dispatch.h). Null: no such leg is timed.
   TpCollectiveTimer* ep_node = nullptr;
   TpCollectiveTimer* For(parallelism::CommGroup g) const;
 };

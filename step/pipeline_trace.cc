@@ -104,18 +104,17 @@ void Pipeline::InitTrace() {
           lc.estimate_s = est->time.seconds() * lc.count;
         }
       }
-      if (col.flex) {
-        // HybridEP's kernels and, across nodes, its NVLink leg over the node's EP ranks, as the
-        // step prices them (step/flex_dispatch.h).
-        double nvl = 0;
-        if (col.flex_nvl_bytes > 0) {
-          Result<comm::CollectiveEstimate> leg = comm::EstimateCollective(
-              *st_->topo, {comm::Op::kAllToAll, comm::Algo::kAuto, NvlinkPeers(*st_->topo, group),
-                           uint64_t(col.flex_nvl_bytes)});
-          if (leg.ok()) nvl = leg->time.seconds();
-        }
-        lc.estimate_s = FlexSeconds(lc.estimate_s, nvl);
-      }
+      // A FLEX all-to-all as the step prices it: HybridEP's kernels and, across nodes, its
+      // NVLink leg over the node's EP ranks (step/flex_dispatch.h).
+      Result<double> priced =
+          LayerCollectiveSeconds(col, lc.estimate_s, [&](double bytes) -> Result<double> {
+            Result<comm::CollectiveEstimate> leg = comm::EstimateCollective(
+                *st_->topo, {comm::Op::kAllToAll, comm::Algo::kAuto, NvlinkPeers(*st_->topo, group),
+                             uint64_t(bytes)});
+            if (!leg.ok()) return 0.0;  // an estimate for the trace's args only
+            return leg->time.seconds();
+          });
+      if (priced.ok()) lc.estimate_s = *priced;
       colls_out.push_back(std::move(lc));
     }
   }
