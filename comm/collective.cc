@@ -87,6 +87,7 @@ struct Choice {
   Protocol protocol = Protocol::kSimple;
   double time_s = std::numeric_limits<double>::infinity();
   TransferSchedule schedule;
+  std::shared_ptr<ScheduleRoutes> routes;  // the schedule's, routed once
 };
 
 // NCCL's ceiling on LL's bus bandwidth (tuning.cc: Ring/LL min(llMaxBw, busBw/2), Tree/LL
@@ -97,7 +98,7 @@ struct Choice {
 // tree's 2 (its busBw → algBw ratio of 1/2).
 void ApplyLlCeiling(const Topology& topology, const CollectiveSpec& spec, Algo algo,
                     const std::vector<Protocol>& protocols, TransferSchedule* schedule,
-                    std::vector<double>* times) {
+                    const ScheduleRoutes* routes, std::vector<double>* times) {
   if (algo != Algo::kRing && algo != Algo::kTree) return;
   const auto ll = std::find(protocols.begin(), protocols.end(), Protocol::kLL);
   if (ll == protocols.end()) return;
@@ -117,7 +118,19 @@ void ApplyLlCeiling(const Topology& topology, const CollectiveSpec& spec, Algo a
   const double floor_s = bus_bytes / ceiling_Bps;
   if (!(drain > 0) || !std::isfinite(drain) || floor_s <= drain) return;
   schedule->ll_wire_scale = floor_s / drain;
-  (*times)[k] = EvaluateSchedule(topology, *schedule, {Protocol::kLL}).front();
+  // At the ceiling LL drains in at least floor_s: its wire bytes are scaled by floor_s / drain
+  // and rounded up (TransferWireBytes), and a drain grows with them (the margin is for the
+  // floating point). Where even that loses to another protocol, LL cannot be chosen and its
+  // exact price is not needed: a large collective, whose re-pricing would be a whole sweep of
+  // its transfers (a sixth of a 1 GiB tree's planning on 4,096 GPUs).
+  const double bound = latency + floor_s * (1 - 1e-3);
+  for (size_t j = 0; j < times->size(); ++j) {
+    if (j != k && (*times)[j] < bound) {
+      (*times)[k] = bound;
+      return;
+    }
+  }
+  (*times)[k] = EvaluateSchedule(topology, *schedule, {Protocol::kLL}, nullptr, routes).front();
 }
 
 // Prices every candidate (algorithm, protocol) and keeps the fastest; the first wins ties.
@@ -140,8 +153,9 @@ Result<Choice> Choose(const Topology& topology, const CollectiveSpec& spec) {
       last_error = schedule.status();
       continue;
     }
-    std::vector<double> times = EvaluateSchedule(topology, *schedule, protocols);
-    ApplyLlCeiling(topology, spec, algo, protocols, &*schedule, &times);
+    std::shared_ptr<ScheduleRoutes> routes = RouteSchedule(topology, *schedule);
+    std::vector<double> times = EvaluateSchedule(topology, *schedule, protocols, nullptr, &*routes);
+    ApplyLlCeiling(topology, spec, algo, protocols, &*schedule, &*routes, &times);
     bool improved = false;
     for (size_t k = 0; k < protocols.size(); ++k) {
       if (times[k] < best.time_s) {
@@ -151,7 +165,10 @@ Result<Choice> Choose(const Topology& topology, const CollectiveSpec& spec) {
         improved = true;
       }
     }
-    if (improved) best.schedule = std::move(schedule).value();
+    if (improved) {
+      best.schedule = std::move(schedule).value();
+      best.routes = std::move(routes);
+    }
     found = true;
   }
   if (!found) return last_error;
@@ -352,8 +369,8 @@ Result<CollectiveEstimate> EstimateCollectiveOnNetwork(const FlowNetwork& networ
   if (spec.gpus.size() == 1) return GroupOfOne(spec);
   Result<Choice> choice = Choose(topology, spec);
   if (!choice.ok()) return choice.status();
-  const std::vector<double> t =
-      EvaluateSchedule(topology, choice->schedule, {choice->protocol}, &network.LinkCapacities());
+  const std::vector<double> t = EvaluateSchedule(topology, choice->schedule, {choice->protocol},
+                                                 &network.LinkCapacities(), choice->routes.get());
   const auto time = sim::Time::FromSecondsChecked(t.front());
   return CollectiveEstimate{choice->algo, choice->protocol,
                             time.has_value() ? *time : sim::Time::Max()};
@@ -380,8 +397,9 @@ Result<CollectivePlanCache::Plan> MakePlan(const Topology& topology, const Colle
   const auto time = sim::Time::FromSecondsChecked(choice->time_s);
   const CollectiveEstimate estimate{choice->algo, choice->protocol,
                                     time.has_value() ? *time : sim::Time::Max()};
-  return CollectivePlanCache::Plan{estimate,
-                                   PrepareSchedule(topology, choice->schedule, choice->protocol)};
+  return CollectivePlanCache::Plan{
+      estimate, PrepareSchedule(topology, choice->schedule, choice->protocol,
+                                SegmentGrouping::kClosePipelines, std::move(choice->routes))};
 }
 }  // namespace
 

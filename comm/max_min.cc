@@ -140,6 +140,9 @@ std::shared_ptr<const FlowClass> MakeFlowClass(
   auto c = std::make_shared<FlowClass>();
   c->member_begin.reserve(members.size() + 1);
   c->member_begin.push_back(0);
+  size_t total = 0;
+  for (const auto& path : members) total += path.size();
+  c->member_links.reserve(total);
   for (const auto& path : members) {
     c->member_links.insert(c->member_links.end(), path.begin(), path.end());
     c->member_begin.push_back(static_cast<uint32_t>(c->member_links.size()));

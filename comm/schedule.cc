@@ -79,8 +79,10 @@ bool ActiveAt(const PipelinedTransfer& t, int64_t wave) {
 }  // namespace
 
 Hop MakeHop(const Topology& topology, int src_gpu, int dst_gpu) {
-  return Hop{HopClassOf(topology, src_gpu, dst_gpu),
-             topology.PathLatency(topology.Route(src_gpu, dst_gpu)).seconds()};
+  // (A tree over 4,096 GPUs makes ~80 k hops: routed into one buffer, not a vector each.)
+  thread_local std::vector<LinkId> route;
+  topology.RouteInto(src_gpu, dst_gpu, &route);
+  return Hop{HopClassOf(topology, src_gpu, dst_gpu), topology.PathLatency(route).seconds()};
 }
 
 double HopLatency(const ProtocolCosts& costs, const Hop& hop) {
@@ -234,7 +236,7 @@ namespace {
 // few buckets, not a pass over every loaded link; links carrying several are kept apart.
 class LinkLoads {
  public:
-  // capacity[l]: bytes/s of local link l (FlatPaths); class_wire[c * np + k]: wire bytes of
+  // capacity[l]: bytes/s of local link l (ScheduleRoutes); class_wire[c * np + k]: wire bytes of
   // class c under protocol k. Both must outlive the LinkLoads.
   LinkLoads(const std::vector<double>* capacity, const std::vector<double>* class_wire, size_t np)
       : class_wire_(class_wire),
@@ -253,13 +255,26 @@ class LinkLoads {
   void Add(std::span<const uint32_t> path, uint32_t cls) {
     for (uint32_t i : path) {
       Link& l = links_[i];
+      if (!l.mixed && (l.count == 0 || l.cls == cls)) {
+        // One class stays on the link (count == 0 means load == 0): move it up one load.
+        std::vector<int32_t>& by_load = buckets_[l.cap * classes_ + cls];
+        if (l.load > 0) --by_load[static_cast<size_t>(l.load)];
+        ++l.load;
+        l.cls = cls;
+        ++l.count;
+        const size_t load = static_cast<size_t>(l.load);
+        if (by_load.size() <= load) by_load.resize(load + 1, 0);
+        ++by_load[load];
+        continue;
+      }
       Count(i, -1);
       ++l.load;
-      if (l.count == 0 || l.cls == cls) {  // count == 0: no class yet (and none in more_)
+      if (l.count == 0 || l.cls == cls) {  // (a mixed link: its first class)
         l.cls = cls;
         ++l.count;
       } else {
         auto& more = more_[i];
+        l.mixed = true;
         auto it = std::find_if(more.begin(), more.end(), [cls](auto& m) { return m.first == cls; });
         if (it != more.end()) {
           ++it->second;
@@ -267,14 +282,22 @@ class LinkLoads {
           more.emplace_back(cls, 1);
         }
       }
-      Count(i, +1);
     }
   }
 
   void Remove(std::span<const uint32_t> path, uint32_t cls) {
     for (uint32_t i : path) {
       Link& l = links_[i];
-      Count(i, -1);
+      if (!l.mixed) {
+        // One class on the link, necessarily cls: move it down one load.
+        std::vector<int32_t>& by_load = buckets_[l.cap * classes_ + l.cls];
+        --by_load[static_cast<size_t>(l.load)];
+        --l.load;
+        --l.count;
+        if (l.load > 0) ++by_load[static_cast<size_t>(l.load)];
+        while (!by_load.empty() && by_load.back() == 0) by_load.pop_back();
+        continue;
+      }
       --l.load;
       if (l.count > 0 && l.cls == cls) {
         if (--l.count == 0) {
@@ -293,7 +316,8 @@ class LinkLoads {
         if (--m->second == 0) it->second.erase(m);
         if (it->second.empty()) more_.erase(it);
       }
-      Count(i, +1);
+      l.mixed = more_.count(i) != 0;
+      Count(i, +1);  // (one class again: back into its bucket)
     }
   }
 
@@ -326,15 +350,16 @@ class LinkLoads {
  private:
   struct Link {
     int32_t load = 0;
-    uint32_t cls = 0;   // one class crossing the link
-    int32_t count = 0;  // its transfers
-    uint32_t cap = 0;   // index into caps_
+    uint32_t cls = 0;    // one class crossing the link
+    int32_t count = 0;   // its transfers
+    uint32_t cap = 0;    // index into caps_
+    bool mixed = false;  // several classes cross it (more_ holds the others; not in a bucket)
   };
 
   // Moves link i's (capacity, class, load) bucket count by `delta` (links of one class only).
   void Count(size_t i, int delta) {
     const Link& l = links_[i];
-    if (l.load == 0 || (!more_.empty() && more_.count(i) != 0)) return;
+    if (l.load == 0 || l.mixed) return;
     std::vector<int32_t>& by_load = buckets_[l.cap * classes_ + l.cls];
     const size_t load = static_cast<size_t>(l.load);
     if (by_load.size() <= load) by_load.resize(load + 1, 0);
@@ -359,21 +384,24 @@ class LinkLoads {
   std::map<size_t, std::vector<std::pair<uint32_t, int32_t>>> more_;  // links of several classes
 };
 
-// The transfers' paths, flattened: transfer i crosses global[offset[i] .. offset[i + 1]), which
-// are local[...] in the links numbered in first-seen order, of capacity[local] bytes/s
-// (capacity_Bps per LinkId, or the topology's bandwidths when null).
-struct FlatPaths {
+}  // namespace
+
+// The transfers' paths, flattened: transfer i crosses local[offset[i] .. offset[i + 1]), its
+// links numbered in first-seen order (links[local] is the LinkId), of capacity[local] bytes/s
+// (the topology's bandwidths; Capacities gives others).
+struct ScheduleRoutes {
   std::vector<uint32_t> offset{0};
-  std::vector<LinkId> global;
   std::vector<uint32_t> local;
+  std::vector<LinkId> links;
   std::vector<double> capacity;
   std::span<const uint32_t> Local(size_t i) const {
     return {local.data() + offset[i], offset[i + 1] - offset[i]};
   }
 };
-FlatPaths FlattenPaths(const Topology& topology, const TransferSchedule& s,
-                       const std::vector<double>* capacity_Bps) {
-  FlatPaths f;
+namespace {
+
+ScheduleRoutes FlattenPaths(const Topology& topology, const TransferSchedule& s) {
+  ScheduleRoutes f;
   f.offset.reserve(s.transfers.size() + 1);
   std::vector<int32_t> index(static_cast<size_t>(topology.num_links()), -1);
   std::vector<LinkId> path;
@@ -382,17 +410,27 @@ FlatPaths FlattenPaths(const Topology& topology, const TransferSchedule& s,
     for (LinkId id : path) {
       const size_t l = static_cast<size_t>(id);
       if (index[l] < 0) {
-        index[l] = static_cast<int32_t>(f.capacity.size());
-        f.capacity.push_back(capacity_Bps != nullptr && l < capacity_Bps->size()
-                                 ? (*capacity_Bps)[l]
-                                 : topology.link(id).bandwidth_Bps);
+        index[l] = static_cast<int32_t>(f.links.size());
+        f.links.push_back(id);
+        f.capacity.push_back(topology.link(id).bandwidth_Bps);
       }
-      f.global.push_back(id);
       f.local.push_back(static_cast<uint32_t>(index[l]));
     }
-    f.offset.push_back(static_cast<uint32_t>(f.global.size()));
+    f.offset.push_back(static_cast<uint32_t>(f.local.size()));
   }
   return f;
+}
+
+// The local links' capacities: capacity_Bps per LinkId where it has an entry, else the
+// topology's (as f.capacity).
+std::vector<double> Capacities(const Topology& topology, const ScheduleRoutes& f,
+                               const std::vector<double>& capacity_Bps) {
+  std::vector<double> c(f.links.size());
+  for (size_t j = 0; j < f.links.size(); ++j) {
+    const size_t l = static_cast<size_t>(f.links[j]);
+    c[j] = l < capacity_Bps.size() ? capacity_Bps[l] : topology.link(f.links[j]).bandwidth_Bps;
+  }
+  return c;
 }
 
 // Each transfer's wire class, and into *class_wire each class's wire bytes per wave,
@@ -471,7 +509,7 @@ std::vector<KeyRun> SortByKey(std::vector<uint32_t>* idx, Key key) {
 // Visits the segments in wave order: visit(wave, next, active) with `loads` holding the
 // `active` transfers of waves [wave, next). Each transfer is added and removed once.
 template <typename Visit>
-void SweepSegments(const TransferSchedule& s, const FlatPaths& paths,
+void SweepSegments(const TransferSchedule& s, const ScheduleRoutes& paths,
                    const std::vector<uint32_t>& cls, LinkLoads* loads, Visit visit) {
   const auto& t = s.transfers;
   std::vector<uint32_t> by_start;
@@ -524,9 +562,15 @@ void SweepSegments(const TransferSchedule& s, const FlatPaths& paths,
 
 }  // namespace
 
+std::shared_ptr<ScheduleRoutes> RouteSchedule(const Topology& topology,
+                                              const TransferSchedule& schedule) {
+  return std::make_shared<ScheduleRoutes>(FlattenPaths(topology, schedule));
+}
+
 std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSchedule& schedule,
                                      const std::vector<Protocol>& protocols,
-                                     const std::vector<double>* capacity_Bps) {
+                                     const std::vector<double>* capacity_Bps,
+                                     const ScheduleRoutes* routes) {
   const size_t np = protocols.size();
   std::vector<double> total(np, 0.0);
   for (size_t k = 0; k < np; ++k) {
@@ -536,7 +580,14 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
   }
   if (schedule.transfers.empty() || np == 0) return total;
 
-  const FlatPaths paths = FlattenPaths(topology, schedule, capacity_Bps);
+  ScheduleRoutes own;
+  if (routes == nullptr) {
+    own = FlattenPaths(topology, schedule);
+    routes = &own;
+  }
+  const ScheduleRoutes& paths = *routes;
+  std::vector<double> capacity;
+  if (capacity_Bps != nullptr) capacity = Capacities(topology, paths, *capacity_Bps);
   std::vector<uint64_t> class_bytes;
   const std::vector<uint32_t> cls = WireClasses(topology, schedule, protocols, &class_bytes);
   const std::vector<double> class_wire(class_bytes.begin(), class_bytes.end());
@@ -544,7 +595,7 @@ std::vector<double> EvaluateSchedule(const Topology& topology, const TransferSch
   // loaded link (capacity / transfers crossing it) are frozen first by progressive filling and
   // drain last among those they share links with; each transfer therefore drains at
   // wire / (min over its links of capacity / load), and the wave lasts as long as the slowest.
-  LinkLoads loads(&paths.capacity, &class_wire, np);
+  LinkLoads loads(capacity_Bps != nullptr ? &capacity : &paths.capacity, &class_wire, np);
   std::vector<double> drain(np);
   SweepSegments(schedule, paths, cls, &loads, [&](int64_t wave, int64_t next, size_t active) {
     if (active == 0) return;
@@ -565,7 +616,7 @@ struct RawSegment {
 
 // The run raw[a..b) of one-wave segments closed into one segment (schedule.cc, "closing"), or
 // false where closing it would not be exact on an idle network or would start no fewer flows.
-bool CloseRun(const TransferSchedule& schedule, const FlatPaths& paths,
+bool CloseRun(const TransferSchedule& schedule, const ScheduleRoutes& paths,
               const std::vector<uint32_t>& cls, const std::vector<double>& class_wire,
               const std::vector<RawSegment>& raw, size_t a, size_t b,
               PreparedSchedule::Segment* out) {
@@ -631,15 +682,16 @@ void GroupClasses(const TransferSchedule& schedule, const PreparedSchedule& p,
 
 std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology,
                                                         const TransferSchedule& schedule,
-                                                        Protocol protocol,
-                                                        SegmentGrouping grouping) {
+                                                        Protocol protocol, SegmentGrouping grouping,
+                                                        std::shared_ptr<ScheduleRoutes> routes) {
   auto p = std::make_shared<PreparedSchedule>();
   const ProtocolCosts costs = NcclCosts(schedule.family, protocol);
   p->base_latency = sim::Time::FromSeconds(schedule.launches * costs.base_s);
   p->chain_latency =
       sim::Time::FromSeconds(schedule.chain_latency_s ? schedule.chain_latency_s(costs) : 0.0);
   const size_t n = schedule.transfers.size();
-  FlatPaths paths = FlattenPaths(topology, schedule, nullptr);
+  if (routes == nullptr) routes = RouteSchedule(topology, schedule);
+  const ScheduleRoutes& paths = *routes;
   std::vector<uint64_t> class_bytes;
   const std::vector<uint32_t> cls = WireClasses(topology, schedule, {protocol}, &class_bytes);
   const std::vector<double> class_wire(class_bytes.begin(), class_bytes.end());
@@ -678,8 +730,13 @@ std::shared_ptr<const PreparedSchedule> PrepareSchedule(const Topology& topology
     }
     for (const size_t stop = std::max(b, a + 1); a < stop; ++a) add_segment(raw[a]);
   }
-  p->path_links = std::move(paths.global);
-  p->path_begin = std::move(paths.offset);
+  p->path_links.resize(paths.local.size());
+  for (size_t j = 0; j < paths.local.size(); ++j) p->path_links[j] = paths.links[paths.local[j]];
+  if (routes.use_count() == 1) {  // (nobody else will read them: no copy)
+    p->path_begin = std::move(routes->offset);
+  } else {
+    p->path_begin = paths.offset;
+  }
   for (auto& seg : p->segments) GroupClasses(schedule, *p, &seg);
   return p;
 }
