@@ -118,16 +118,21 @@ void ApplyLlCeiling(const Topology& topology, const CollectiveSpec& spec, Algo a
   const double floor_s = bus_bytes / ceiling_Bps;
   if (!(drain > 0) || !std::isfinite(drain) || floor_s <= drain) return;
   schedule->ll_wire_scale = floor_s / drain;
-  // At the ceiling LL drains in at least floor_s: its wire bytes are scaled by floor_s / drain
-  // and rounded up (TransferWireBytes), and a drain grows with them (the margin is for the
-  // floating point). Where even that loses to another protocol, LL cannot be chosen and its
-  // exact price is not needed: a large collective, whose re-pricing would be a whole sweep of
-  // its transfers (a sixth of a 1 GiB tree's planning on 4,096 GPUs).
-  const double bound = latency + floor_s * (1 - 1e-3);
-  for (size_t j = 0; j < times->size(); ++j) {
-    if (j != k && (*times)[j] < bound) {
-      (*times)[k] = bound;
-      return;
+  // At the ceiling LL drains in at least floor_s where the schedule's efficiency is 1 (as
+  // Ring's and Tree's are): its unscaled wire bytes are then exact, the scaled ones W · s
+  // rounded up (TransferWireBytes), and a drain grows with them (the margin is for the floating
+  // point). Below 1 the unscaled bytes are rounded up too, and a few-byte payload's scaled
+  // drain can come in under s times its unscaled one. Where even floor_s loses to another
+  // protocol, LL cannot be chosen and its exact price is not needed: a large collective, whose
+  // re-pricing would be a whole sweep of its transfers (a sixth of a 1 GiB tree's planning on
+  // 4,096 GPUs).
+  if (schedule->efficiency >= 1.0) {
+    const double bound = latency + floor_s * (1 - 1e-3);
+    for (size_t j = 0; j < times->size(); ++j) {
+      if (j != k && (*times)[j] < bound) {
+        (*times)[k] = bound;
+        return;
+      }
     }
   }
   (*times)[k] = EvaluateSchedule(topology, *schedule, {Protocol::kLL}, nullptr, routes).front();

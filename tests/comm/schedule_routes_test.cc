@@ -2,10 +2,12 @@
 // (comm/schedule.h); the closed form of links crossed by transfers of several wire sizes; and the
 // premise that lets a collective's choice skip re-pricing LL at its bandwidth ceiling: scaling
 // LL's wire bytes by s scales its drain by at least s.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "comm/broadcast.h"
 #include "comm/collective.h"
 #include "comm/flow_network.h"
 #include "comm/ring.h"
@@ -115,31 +117,94 @@ TEST(ScheduleRoutesTest, ALinkCrossedByTwoWireSizesDrainsAtTheLargerUntilItLeave
 
 TEST(ScheduleRoutesTest, ScalingLlWireBytesScalesItsDrainByAtLeastTheFactor) {
   // Why the choice may skip re-pricing LL at its ceiling where even floor_s loses
-  // (collective.cc, ApplyLlCeiling): LL's drain with its wire bytes scaled by s (rounded up per
-  // transfer) is at least s times the unscaled drain.
+  // (collective.cc, ApplyLlCeiling, which runs for Ring and Tree): with the schedule's
+  // efficiency at 1, LL's drain with its wire bytes scaled by s (rounded up per transfer) is at
+  // least s times the unscaled drain, for every op the two algorithms run, down to payloads of
+  // a few bytes over several nodes.
   const Topology t = Dgx(16);
   for (int n : {8, 64, 128}) {
-    for (uint64_t bytes : {uint64_t{999}, uint64_t{1} << 20, uint64_t{1} << 30}) {
-      for (bool tree : {false, true}) {
-        TransferSchedule s = tree ? BuildTreeSchedule(t, FirstGpus(n), bytes)
-                                  : BuildRingSchedule(t, Op::kAllReduce, FirstGpus(n), bytes);
-        TransferSchedule empty;  // the base latency alone
+    for (uint64_t bytes :
+         {uint64_t{1}, uint64_t{7}, uint64_t{999}, uint64_t{1} << 20, uint64_t{1} << 30}) {
+      const std::vector<TransferSchedule> schedules = {
+          BuildTreeSchedule(t, FirstGpus(n), bytes),
+          BuildRingSchedule(t, Op::kAllReduce, FirstGpus(n), bytes),
+          BuildRingSchedule(t, Op::kReduceScatter, FirstGpus(n), bytes),
+          BuildRingSchedule(t, Op::kAllGather, FirstGpus(n), bytes),
+          BuildBroadcastSchedule(t, FirstGpus(n), bytes)};
+      for (TransferSchedule s : schedules) {
+        ASSERT_EQ(s.efficiency, 1.0);  // the premise's condition (ApplyLlCeiling checks it)
+        TransferSchedule empty;        // the base latency alone
         empty.family = s.family;
         empty.launches = s.launches;
         const double base = EvaluateSchedule(t, empty, {Protocol::kLL}).front();
-        auto latency = [&](const TransferSchedule& x) {
-          return x.chain_latency_s ? x.chain_latency_s(NcclCosts(x.family, Protocol::kLL)) : 0.0;
-        };
-        const double drain = EvaluateSchedule(t, s, {Protocol::kLL}).front() - base - latency(s);
+        const double latency =
+            s.chain_latency_s ? s.chain_latency_s(NcclCosts(s.family, Protocol::kLL)) : 0.0;
+        const double total = EvaluateSchedule(t, s, {Protocol::kLL}).front();
+        const double drain = total - base - latency;
         for (double scale : {1.0001, 1.5, 3.7}) {
           s.ll_wire_scale = scale;
-          const double scaled = EvaluateSchedule(t, s, {Protocol::kLL}).front() - base - latency(s);
-          EXPECT_GE(scaled, scale * drain * (1 - 1e-12))
-              << (tree ? "tree" : "ring") << " over " << n << ", " << bytes << " B, scale "
+          const double scaled_total = EvaluateSchedule(t, s, {Protocol::kLL}).front();
+          const double scaled = scaled_total - base - latency;
+          // (The drains are differences of totals that the latencies dominate for a few bytes,
+          // each summed over up to 254 waves: their rounding allowed, 1e-13 of the total.)
+          EXPECT_GE(scaled, scale * drain - 1e-13 * scaled_total)
+              << "family " << int(s.family) << " over " << n << ", " << bytes << " B, scale "
               << scale;
         }
-        s.ll_wire_scale = 1;
       }
+    }
+  }
+}
+
+TEST(ScheduleRoutesTest, ClosedFormIsTheSlowestTransferOfEachWaveOnRandomMixedSchedules) {
+  // Transfers of four payload sizes, starting and ending at random waves (some never active),
+  // between random GPUs of two nodes, so that links carry one, two or more wire sizes at once
+  // and return to one. Each wave by brute force: per link the transfers crossing it and the
+  // largest wire size among them, wire / (capacity / load); the wave lasts its largest.
+  const Topology t = Dgx(2);
+  const uint64_t sizes[] = {uint64_t{64} << 10, uint64_t{1} << 20, uint64_t{2} << 20,
+                            uint64_t{3} << 20};
+  uint64_t rng = 12345;
+  auto next = [&rng](uint64_t n) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (rng >> 33) % n;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    TransferSchedule s;
+    const int count = 1 + int(next(12));
+    for (int i = 0; i < count; ++i) {
+      const int src = int(next(16));
+      int dst = int(next(15));
+      if (dst >= src) ++dst;
+      s.transfers.push_back(
+          {src, dst, Leg::kGpuToGpu, sizes[next(4)], int64_t(next(6)), int64_t(next(5))});
+    }
+    TransferSchedule empty;
+    const std::vector<double> base = EvaluateSchedule(t, empty, kProtocols);
+    const std::vector<double> got = EvaluateSchedule(t, s, kProtocols);
+    for (size_t k = 0; k < kProtocols.size(); ++k) {
+      double total = base[k];
+      for (int64_t w = 0; w < s.total_waves(); ++w) {
+        std::vector<int> load(size_t(t.num_links()), 0);
+        std::vector<double> wire(size_t(t.num_links()), 0.0);
+        std::vector<LinkId> path;
+        for (const PipelinedTransfer& x : s.transfers) {
+          if (w < x.first_wave || w >= x.first_wave + x.num_waves) continue;
+          TransferPath(t, x, &path);
+          const double bytes = double(TransferWireBytes(t, s, x, kProtocols[k]));
+          for (LinkId l : path) {
+            ++load[size_t(l)];
+            wire[size_t(l)] = std::max(wire[size_t(l)], bytes);
+          }
+        }
+        double wave = 0;
+        for (size_t l = 0; l < load.size(); ++l) {
+          if (load[l] == 0) continue;
+          wave = std::max(wave, wire[l] / (t.link(LinkId(l)).bandwidth_Bps / load[l]));
+        }
+        total += wave;
+      }
+      EXPECT_NEAR(got[k], total, 1e-12 * total) << "trial " << trial << ", protocol " << k;
     }
   }
 }
