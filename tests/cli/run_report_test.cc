@@ -272,3 +272,30 @@ TEST(RunReportTest, TraceWritesTheStepAndTheRunTimeline) {
 }
 
 }  // namespace
+
+// A fine-grained MoE model's step carries the validation's warning (every published run of one
+// took longer than predicted, docs/validation.md); a dense model's and an eight-expert Mixtral's
+// do not. In the table and in --json.
+TEST(RunReportTest, FineGrainedMoeStepSaysItIsOptimisticOthersDoNot) {
+  const std::string qwen =
+      (kSource / "scenarios/validation/bridge_h100_qwen3_30b_a3b_fp8.textproto").string();
+  const std::string mixtral =
+      (kSource / "scenarios/examples/mixtral_8x22b_h100.textproto").string();
+  RunResult text = RunTrainsim({"run", qwen});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(Contains(text.out, "fidelity")) << text.out;
+  EXPECT_TRUE(Contains(text.out, "(128 experts)")) << text.out;
+  RunResult js = RunTrainsim({"run", qwen, "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const json j = json::parse(js.out);
+  ASSERT_TRUE(j.contains("fidelity"));
+  EXPECT_TRUE(Contains(j["fidelity"].get<std::string>(), "optimistic"));
+  for (const std::string& other : {kDemo, mixtral}) {
+    RunResult r = RunTrainsim({"run", other});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(Contains(r.out, "fidelity")) << other;
+    RunResult rj = RunTrainsim({"run", other, "--json"});
+    ASSERT_EQ(rj.exit_code, 0) << rj.err;
+    EXPECT_FALSE(json::parse(rj.out).contains("fidelity")) << other;
+  }
+}
