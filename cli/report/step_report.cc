@@ -147,19 +147,19 @@ std::string LayoutText(const step::StepConfig& c) {
   return s;
 }
 
+}  // namespace
+
 // What validation says of this kind of model where every comparison leans one way, or "": each
 // published run of a fine-grained MoE model (64 experts or more: Qwen3, GPT-OSS, Nemotron 3
 // Nano, on H100 and Blackwell) took longer than trainsim predicts (docs/validation.md); an
 // eight-expert Mixtral does not.
-std::string FidelityNote(const step::StepConfig& c) {
-  const int experts = c.model.moe.experts;
+std::string FidelityNote(const parallelism::ModelSpec& m) {
+  const int experts = m.moe.experts;
   if (experts < 64) return "";
   return "fine-grained MoE (" + std::to_string(experts) +
          " experts): every published run of such a model in trainsim's validation took longer "
-         "than predicted; read this step time as optimistic (docs/validation.md)";
+         "than predicted; read its step times as optimistic (docs/validation.md)";
 }
-
-}  // namespace
 
 std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
                              const step::StepConfig& config, const step::StepResult& r,
@@ -175,7 +175,8 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
                              std::to_string(resolved.num_gpus) + " x " + resolved.gpu.name() + ")");
   out << Line("layout", LayoutText(config));
   out << Line("simulated", r.simulation_note);
-  if (const std::string note = FidelityNote(config); !note.empty()) out << Line("fidelity", note);
+  if (const std::string note = FidelityNote(config.model); !note.empty())
+    out << Line("fidelity", note);
   out << CalibrationLines(r.calibration);
   out << "\nstep\n";
   out << Line("time", Seconds(r.time_s));
@@ -252,7 +253,7 @@ nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
   j["layout"] = LayoutText(config);
   j["step"] = StepJson(r);
   if (faulted) j["step_with_faults"] = StepJson(*faulted);
-  if (const std::string note = FidelityNote(config); !note.empty()) j["fidelity"] = note;
+  if (const std::string note = FidelityNote(config.model); !note.empty()) j["fidelity"] = note;
   return j;
 }
 

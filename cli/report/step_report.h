@@ -1,6 +1,6 @@
 // cli/report/step_report.h — `trainsim run`'s step report: the human text (throughput, MFU,
 // memory per GPU, where one GPU's step goes) and the JSON document {scenario, layout, step,
-// [step_with_faults]}.
+// [step_with_faults], [fidelity]}.
 //
 // Promises: the breakdown rows add up to the step time; `faulted` (the step with the
 // scenario's stragglers and link faults active) is shown beside the healthy one when present.
@@ -19,6 +19,10 @@ namespace trainsim::cli::report {
 std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
                              const step::StepConfig& config, const step::StepResult& result,
                              const std::optional<step::StepResult>& faulted);
+// The validation's warning for a model of the kind whose every published run trainsim predicts
+// on the same side (fine-grained MoE: too fast), or "" (docs/validation.md). `run` prints it as
+// its `fidelity` line, `sweep` with its context.
+std::string FidelityNote(const parallelism::ModelSpec& model);
 nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
                                 const step::StepConfig& config, const step::StepResult& result,
                                 const std::optional<step::StepResult>& faulted);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/report/format.h"
+#include "cli/report/step_report.h"
 #include "parallelism/layout.h"
 
 namespace trainsim::cli::report {
@@ -199,6 +200,9 @@ std::string ContextLines(const std::vector<sweep::SweepProblem>& problems,
   for (const auto& [name, why] : result.skipped_hardware) {
     out += "  " + name + ": nothing fits — " + why + "\n";
   }
+  if (const std::string note = FidelityNote(first.base.model); !note.empty()) {
+    out += "  fidelity: " + note + "\n";
+  }
   return out;
 }
 
@@ -288,6 +292,9 @@ std::string FormatSweepJson(const std::string& scenario, const std::string& mode
     skipped.push_back({{"gpu", name}, {"reason", why}});
   }
   ctx["skipped_hardware"] = skipped;
+  if (const std::string note = FidelityNote(first.base.model); !note.empty()) {
+    ctx["fidelity"] = note;
+  }
   j["context"] = ctx;
   nlohmann::ordered_json top = nlohmann::ordered_json::array();
   for (size_t i : result.top) top.push_back(EvalJson(problems, result, i));

@@ -78,6 +78,22 @@ TEST(SweepCommandTest, JsonHasTheIssuesKeys) {
 // columns hold; they once ran together into one field. Every row must split into as many
 // whitespace-separated fields as a row of ordinary numbers, and the sweep's GPU counts are
 // listed once each.
+// A fine-grained MoE model's sweep carries the validation's warning in its context (text and
+// --json), as `run` does; a dense model's does not.
+TEST(SweepCommandTest, FineGrainedMoeSweepSaysItsStepTimesAreOptimistic) {
+  const std::string qwen =
+      (kSource / "scenarios/validation/bridge_h100_qwen3_30b_a3b_fp8.textproto").string();
+  RunResult text = RunCommand({}, {"sweep", qwen, "--top", "1", "--tokens", "1e11"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(Contains(text.out, "fidelity: fine-grained MoE (128 experts)")) << text.out;
+  RunResult js = RunCommand({}, {"sweep", qwen, "--top", "1", "--tokens", "1e11", "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  EXPECT_TRUE(nlohmann::json::parse(js.out)["context"].contains("fidelity"));
+  RunResult dense = RunCommand({}, {"sweep", kSmall, "--top", "1", "--json"});
+  ASSERT_EQ(dense.exit_code, 0) << dense.err;
+  EXPECT_FALSE(nlohmann::json::parse(dense.out)["context"].contains("fidelity"));
+}
+
 TEST(SweepCommandTest, HugeValuesKeepTheirColumnsApart) {
   const RunResult big = RunCommand(
       {}, {"sweep", kSmall, "--tokens", "1152921504606846976", "--top", "1", "--gpus", "8,8"});
