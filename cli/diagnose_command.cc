@@ -18,6 +18,7 @@
 #include "cli/report/diagnose_report.h"
 #include "cli/report/format.h"
 #include "cli/report/html_pages.h"
+#include "cli/report/step_report.h"
 #include "parallelism/compute.h"
 #include "parallelism/roofline.h"
 #include "profile/kineto_profile.h"
@@ -630,6 +631,7 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
     d.scenario = base->resolved.scenario.name();
     d.step_time_s = res.time_s;
     d.mfu = res.mfu;
+    d.fidelity = report::FidelityNote(base->step.config.model);
     d.causes = Causes(*base, run);
     Propose(opts->scenario, opts->calibration, *base, &d);
     if (opts->measured_step) d.measured_step_s = *opts->measured_step;

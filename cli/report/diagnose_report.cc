@@ -55,6 +55,7 @@ nlohmann::json DiagnosisJson(const Diagnosis& d) {
   j["scenario"] = d.scenario;
   j["step_time_s"] = d.step_time_s;
   j["mfu"] = d.mfu;
+  if (!d.fidelity.empty()) j["fidelity"] = d.fidelity;
   nlohmann::json causes = nlohmann::json::array();
   for (const DiagnoseCause& c : d.causes) {
     causes.push_back(
@@ -84,6 +85,7 @@ std::string FormatDiagnosis(const Diagnosis& d) {
   out << "trainsim diagnose: " << d.scenario << "\n";
   out << Line("step", Seconds(d.step_time_s));
   out << Line("MFU", Fmt("%.1f%%", 100 * d.mfu));
+  if (!d.fidelity.empty()) out << Line("fidelity", d.fidelity);
   if (d.measured_step_s) {
     out << Line("measured step", Seconds(*d.measured_step_s));
     const double u = d.unexplained_share();

@@ -48,6 +48,7 @@ struct Diagnosis {
   std::string scenario;
   double step_time_s = 0;
   double mfu = 0;
+  std::string fidelity;                     // the validation's warning for this model, or ""
   std::vector<DiagnoseCause> causes;        // in the order checked
   std::vector<DiagnoseProposal> proposals;  // the last: all of them together (when > 1)
   std::vector<std::string> notes;           // proposals that could not be simulated, and why

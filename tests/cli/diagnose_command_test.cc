@@ -46,6 +46,16 @@ TEST(DiagnoseCommandTest, LowUtilisationExampleNamesTheInputStallFirst) {
   }
 }
 
+// A fine-grained MoE model's diagnosis opens with the validation's warning (its step is
+// optimistic, docs/validation.md), as `run` and `sweep` do; a dense model's does not.
+TEST(DiagnoseCommandTest, FineGrainedMoeDiagnosisSaysTheStepIsOptimistic) {
+  const nlohmann::json moe =
+      Json({"diagnose", "scenarios/validation/bridge_h100_qwen3_30b_a3b_fp8.textproto", "--json"});
+  ASSERT_TRUE(moe.contains("fidelity"));
+  EXPECT_NE(moe["fidelity"].get<std::string>().find("128 experts"), std::string::npos);
+  EXPECT_FALSE(Json({"diagnose", kLow, "--json"}).contains("fidelity"));
+}
+
 // low_utilisation reduces its gradients after the backward. With the default (Megatron-Core's)
 // buckets, overlapping them is proposed as it is, and is faster than the step as it is.
 TEST(DiagnoseCommandTest, GradientOverlapIsProposedAndFaster) {
