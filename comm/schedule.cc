@@ -403,6 +403,9 @@ namespace {
 ScheduleRoutes FlattenPaths(const Topology& topology, const TransferSchedule& s) {
   ScheduleRoutes f;
   f.offset.reserve(s.transfers.size() + 1);
+  // Room for four links a transfer (a tree's or a ring's mix of two-link NVLink hops and
+  // six-link network ones averages about four), so the largest array is rarely grown by copying.
+  f.local.reserve(s.transfers.size() * 4);
   std::vector<int32_t> index(static_cast<size_t>(topology.num_links()), -1);
   std::vector<LinkId> path;
   for (const PipelinedTransfer& t : s.transfers) {
@@ -666,6 +669,7 @@ void GroupClasses(const TransferSchedule& schedule, const PreparedSchedule& p,
     const std::vector<uint32_t>& idx = groups[key];
     if (idx.size() < 2) continue;
     members.clear();
+    members.reserve(idx.size());
     for (uint32_t i : idx) {
       members.emplace_back(p.Path(i));
       in_class[i] = 1;

@@ -98,16 +98,19 @@ TreeShape ShapeOfTree(int nodes, int t) {
   return ts;
 }
 
-// For the chain latency, per (channel, tree): each node's chain hops up and down, and the hop
-// between its head and its parent's head (both directions).
-struct NodeHops {
-  std::vector<Hop> chain_up, chain_down;
-  Hop to_parent, from_parent;
+// For the chain latency, per channel: each node's chain hops up and down (the same in both trees
+// of the channel), flat: node v's are up[begin[v] .. begin[v + 1]) and down[...] alike.
+struct ChannelChains {
+  std::vector<Hop> up, down;
+  std::vector<uint32_t> begin{0};
 };
+// Per (channel, tree): the tree's shape and the hop between each node's head and its parent's
+// (both directions).
 struct TreeHops {
   std::vector<int> parent;
   std::vector<int> deepest_first;  // nodes by decreasing depth
-  std::vector<NodeHops> nodes;
+  std::shared_ptr<const ChannelChains> chains;
+  std::vector<Hop> to_parent, from_parent;
 };
 
 // The slowest leaf → root → leaf path over every (channel, tree).
@@ -115,18 +118,19 @@ double TreeChainLatency(const std::vector<TreeHops>& trees, const ProtocolCosts&
   double worst = 0;
   std::vector<double> up, down;
   for (const TreeHops& th : trees) {
-    const size_t nodes = th.nodes.size();
+    const ChannelChains& ch = *th.chains;
+    const size_t nodes = th.parent.size();
     up.assign(nodes, 0.0);
     down.assign(nodes, 0.0);
     for (size_t v = 0; v < nodes; ++v) {
-      for (const Hop& h : th.nodes[v].chain_up) up[v] += HopLatency(costs, h);
+      for (uint32_t h = ch.begin[v]; h < ch.begin[v + 1]; ++h) up[v] += HopLatency(costs, ch.up[h]);
     }
     double root_ready = 0;
     for (int v : th.deepest_first) {  // children before parents
       const int p = th.parent[static_cast<size_t>(v)];
       if (p >= 0) {
-        const double arrive = up[static_cast<size_t>(v)] +
-                              HopLatency(costs, th.nodes[static_cast<size_t>(v)].to_parent);
+        const double arrive =
+            up[static_cast<size_t>(v)] + HopLatency(costs, th.to_parent[static_cast<size_t>(v)]);
         up[static_cast<size_t>(p)] = std::max(up[static_cast<size_t>(p)], arrive);
       } else {
         root_ready = up[static_cast<size_t>(v)];
@@ -136,10 +140,11 @@ double TreeChainLatency(const std::vector<TreeHops>& trees, const ProtocolCosts&
     for (auto it = th.deepest_first.rbegin(); it != th.deepest_first.rend(); ++it) {
       const size_t v = static_cast<size_t>(*it);
       const int p = th.parent[v];
-      down[v] = p < 0 ? root_ready
-                      : down[static_cast<size_t>(p)] + HopLatency(costs, th.nodes[v].from_parent);
+      down[v] =
+          p < 0 ? root_ready : down[static_cast<size_t>(p)] + HopLatency(costs, th.from_parent[v]);
       double chain = 0;
-      for (const Hop& h : th.nodes[v].chain_down) chain += HopLatency(costs, h);
+      for (uint32_t h = ch.begin[v]; h < ch.begin[v + 1]; ++h)
+        chain += HopLatency(costs, ch.down[h]);
       worst = std::max(worst, down[v] + chain);
     }
   }
@@ -196,14 +201,17 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
       pos += seg.size();
     }
     // The chains' hops, the same in both trees of the channel.
-    std::vector<NodeHops> chain_hops(static_cast<size_t>(nodes));
+    auto chain_hops = std::make_shared<ChannelChains>();
+    chain_hops->up.reserve(static_cast<size_t>(gpus.size()));
+    chain_hops->down.reserve(static_cast<size_t>(gpus.size()));
+    chain_hops->begin.reserve(static_cast<size_t>(nodes) + 1);
     for (int v = 0; v < nodes; ++v) {
       const auto& chain = chains[static_cast<size_t>(v)];
-      NodeHops& nh = chain_hops[static_cast<size_t>(v)];
       for (size_t j = 1; j < chain.size(); ++j) {
-        nh.chain_up.push_back(MakeHop(topology, chain[j], chain[j - 1]));
-        nh.chain_down.push_back(MakeHop(topology, chain[j - 1], chain[j]));
+        chain_hops->up.push_back(MakeHop(topology, chain[j], chain[j - 1]));
+        chain_hops->down.push_back(MakeHop(topology, chain[j - 1], chain[j]));
       }
+      chain_hops->begin.push_back(static_cast<uint32_t>(chain_hops->up.size()));
     }
     for (int t = 0; t < 2; ++t) {
       const TreeShape& ts = trees[t];
@@ -215,14 +223,17 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
       std::stable_sort(th.deepest_first.begin(), th.deepest_first.end(), [&](int a, int b) {
         return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
       });
-      th.nodes = chain_hops;
+      th.chains = chain_hops;
+      th.to_parent.resize(static_cast<size_t>(nodes));
+      th.from_parent.resize(static_cast<size_t>(nodes));
       for (int v = 0; v < nodes; ++v) {
         const auto& chain = chains[static_cast<size_t>(v)];
-        NodeHops& nh = th.nodes[static_cast<size_t>(v)];
         const int p = ts.parent[static_cast<size_t>(v)];
         if (p >= 0) {
-          nh.to_parent = MakeHop(topology, chain[0], chains[static_cast<size_t>(p)][0]);
-          nh.from_parent = MakeHop(topology, chains[static_cast<size_t>(p)][0], chain[0]);
+          th.to_parent[static_cast<size_t>(v)] =
+              MakeHop(topology, chain[0], chains[static_cast<size_t>(p)][0]);
+          th.from_parent[static_cast<size_t>(v)] =
+              MakeHop(topology, chains[static_cast<size_t>(p)][0], chain[0]);
         }
       }
       latency_trees->push_back(std::move(th));
