@@ -209,6 +209,7 @@ HtmlPage RunHtmlPage(const json& doc, const step::StepResult& step,
   page.subtitle = "One step (" + step.report_gpu_place + ") and the whole run with its " +
                   "checkpoints and failures.";
   page.report = doc;
+  if (doc.contains("fidelity")) page.notes.push_back(doc["fidelity"].get<std::string>());
   page.figures = {
       Fig("step_time_s", "step time", "/step/time_s", "duration"),
       Fig("mfu", "MFU", "/step/mfu", "pct"),

@@ -290,6 +290,19 @@ TEST(RunReportTest, FineGrainedMoeStepSaysItIsOptimisticOthersDoNot) {
   const json j = json::parse(js.out);
   ASSERT_TRUE(j.contains("fidelity"));
   EXPECT_TRUE(Contains(j["fidelity"].get<std::string>(), "optimistic"));
+  // The HTML report shows it as a note (where the web libraries are installed).
+  const fs::path html =
+      fs::temp_directory_path() / ("trainsim_fidelity_" + std::to_string(::getpid()) + ".html");
+  RunResult page = RunTrainsim({"run", qwen, "--html", html.string()});
+  if (page.exit_code == 0) {
+    std::ifstream in(html);
+    std::stringstream body;
+    body << in.rdbuf();
+    EXPECT_TRUE(Contains(body.str(), "<p class=\"note\">fine-grained MoE (128 experts)"));
+    fs::remove(html);
+  } else {
+    EXPECT_TRUE(Contains(page.err, "vega")) << page.err;  // only the libraries may be missing
+  }
   for (const std::string& other : {kDemo, mixtral}) {
     RunResult r = RunTrainsim({"run", other});
     ASSERT_EQ(r.exit_code, 0) << r.err;
