@@ -62,9 +62,9 @@ std::vector<int> DoubleBinaryTreeParents(int n, int which) {
 
 namespace {
 
-// Per tree: parent, depth, height.
+// Per tree: parent, depth, height, and the nodes by decreasing depth (children before parents).
 struct TreeShape {
-  std::vector<int> parent, depth, height;
+  std::vector<int> parent, depth, height, deepest_first;
   int root_height = 0, max_depth = 0;
 };
 
@@ -81,12 +81,12 @@ TreeShape ShapeOfTree(int nodes, int t) {
     ts.depth[static_cast<size_t>(v)] = d;
     ts.max_depth = std::max(ts.max_depth, d);
   }
-  std::vector<int> by_depth(static_cast<size_t>(nodes));
-  for (int v = 0; v < nodes; ++v) by_depth[static_cast<size_t>(v)] = v;
-  std::stable_sort(by_depth.begin(), by_depth.end(), [&](int a, int b) {
+  ts.deepest_first.resize(static_cast<size_t>(nodes));
+  for (int v = 0; v < nodes; ++v) ts.deepest_first[static_cast<size_t>(v)] = v;
+  std::stable_sort(ts.deepest_first.begin(), ts.deepest_first.end(), [&](int a, int b) {
     return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
   });
-  for (int v : by_depth) {
+  for (int v : ts.deepest_first) {
     const int p = ts.parent[static_cast<size_t>(v)];
     if (p >= 0) {
       ts.height[static_cast<size_t>(p)] =
@@ -104,11 +104,10 @@ struct ChannelChains {
   std::vector<Hop> up, down;
   std::vector<uint32_t> begin{0};
 };
-// Per (channel, tree): the tree's shape and the hop between each node's head and its parent's
-// (both directions).
+// Per (channel, tree): the tree's shape, the channel's chains, and the hop between each node's
+// head and its parent's (both directions).
 struct TreeHops {
-  std::vector<int> parent;
-  std::vector<int> deepest_first;  // nodes by decreasing depth
+  std::shared_ptr<const TreeShape> shape;
   std::shared_ptr<const ChannelChains> chains;
   std::vector<Hop> to_parent, from_parent;
 };
@@ -119,15 +118,17 @@ double TreeChainLatency(const std::vector<TreeHops>& trees, const ProtocolCosts&
   std::vector<double> up, down;
   for (const TreeHops& th : trees) {
     const ChannelChains& ch = *th.chains;
-    const size_t nodes = th.parent.size();
+    const std::vector<int>& parent = th.shape->parent;
+    const std::vector<int>& deepest_first = th.shape->deepest_first;
+    const size_t nodes = parent.size();
     up.assign(nodes, 0.0);
     down.assign(nodes, 0.0);
     for (size_t v = 0; v < nodes; ++v) {
       for (uint32_t h = ch.begin[v]; h < ch.begin[v + 1]; ++h) up[v] += HopLatency(costs, ch.up[h]);
     }
     double root_ready = 0;
-    for (int v : th.deepest_first) {  // children before parents
-      const int p = th.parent[static_cast<size_t>(v)];
+    for (int v : deepest_first) {  // children before parents
+      const int p = parent[static_cast<size_t>(v)];
       if (p >= 0) {
         const double arrive =
             up[static_cast<size_t>(v)] + HopLatency(costs, th.to_parent[static_cast<size_t>(v)]);
@@ -137,9 +138,9 @@ double TreeChainLatency(const std::vector<TreeHops>& trees, const ProtocolCosts&
       }
     }
     // Parents before children: reverse of deepest-first.
-    for (auto it = th.deepest_first.rbegin(); it != th.deepest_first.rend(); ++it) {
+    for (auto it = deepest_first.rbegin(); it != deepest_first.rend(); ++it) {
       const size_t v = static_cast<size_t>(*it);
-      const int p = th.parent[v];
+      const int p = parent[v];
       down[v] =
           p < 0 ? root_ready : down[static_cast<size_t>(p)] + HopLatency(costs, th.from_parent[v]);
       double chain = 0;
@@ -162,12 +163,14 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
   for (const auto& seg : segments)
     max_m = std::max<int64_t>(max_m, static_cast<int64_t>(seg.size()));
 
-  const TreeShape trees[2] = {ShapeOfTree(nodes, 0), ShapeOfTree(nodes, 1)};
+  const std::shared_ptr<const TreeShape> shapes[2] = {
+      std::make_shared<const TreeShape>(ShapeOfTree(nodes, 0)),
+      std::make_shared<const TreeShape>(ShapeOfTree(nodes, 1))};
   // Transfers per (channel, tree, chunk): 2(n−1) (up and down edges).
   const int64_t n = static_cast<int64_t>(gpus.size());
   const int64_t transfers = 2 * channels * 2 * (n - 1);
   const int depth_hops =
-      static_cast<int>(max_m - 1) + std::max(trees[0].max_depth, trees[1].max_depth);
+      static_cast<int>(max_m - 1) + std::max(shapes[0]->max_depth, shapes[1]->max_depth);
   const uint64_t per_tree = CeilDiv(bytes, 2 * static_cast<uint64_t>(channels));
   const int64_t chunks =
       PipelineChunks(per_tree, 512 * 1024, 128 * 1024, 8 * std::max(depth_hops, 1), transfers);
@@ -214,15 +217,10 @@ TransferSchedule BuildTreeSchedule(const Topology& topology, const std::vector<i
       chain_hops->begin.push_back(static_cast<uint32_t>(chain_hops->up.size()));
     }
     for (int t = 0; t < 2; ++t) {
-      const TreeShape& ts = trees[t];
+      const TreeShape& ts = *shapes[t];
       const int64_t down_start = (max_m - 1) + ts.root_height;
       TreeHops th;
-      th.parent = ts.parent;
-      th.deepest_first.resize(static_cast<size_t>(nodes));
-      for (int v = 0; v < nodes; ++v) th.deepest_first[static_cast<size_t>(v)] = v;
-      std::stable_sort(th.deepest_first.begin(), th.deepest_first.end(), [&](int a, int b) {
-        return ts.depth[static_cast<size_t>(a)] > ts.depth[static_cast<size_t>(b)];
-      });
+      th.shape = shapes[t];
       th.chains = chain_hops;
       th.to_parent.resize(static_cast<size_t>(nodes));
       th.from_parent.resize(static_cast<size_t>(nodes));
