@@ -20,8 +20,8 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
                              const step::StepConfig& config, const step::StepResult& result,
                              const std::optional<step::StepResult>& faulted);
 // The validation's warning for a model of the kind whose every published run trainsim predicts
-// on the same side (fine-grained MoE: too fast), or "" (docs/validation.md). `run` prints it as
-// its `fidelity` line, `sweep` with its context.
+// on the same side (fine-grained MoE: too fast), or "" (docs/validation.md). `run` and
+// `diagnose` print it as a `fidelity` line, `sweep` with its context, `run --html` as a note.
 std::string FidelityNote(const parallelism::ModelSpec& model);
 nlohmann::json StepJsonDocument(const scenarios::ResolvedScenario& resolved,
                                 const step::StepConfig& config, const step::StepResult& result,
