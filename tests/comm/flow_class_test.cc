@@ -135,6 +135,34 @@ TEST_F(FlowClassNetworkTest, ContendedClassSplitsAndEndsWithItsSlowestMember) {
   EXPECT_EQ(net.flows_started(), 4u);
 }
 
+TEST_F(FlowClassNetworkTest, SplitClassPartsThatDrainBeforeTheLastScheduleNoDelivery) {
+  // As above with a single of B/4: it and member 1 share c/2 until the single drains at
+  // B/(2c); members 0 and 2 drain at B/c, member 1 (3B/4 left at c) at 1.25 B/c. Events: the
+  // start's recompute; the single's drain, delivery and recompute; the part {0, 2}'s drain and
+  // recompute, with no delivery (it calls nothing back); member 1's drain, the class's delivery
+  // and the last recompute: 9. A delivery event for the early part would make it 10.
+  const Topology topo = Build(2);
+  sim::Engine engine;
+  FlowNetwork net(&engine, &topo);
+  const double c = topo.link(topo.nic_tx(0)).bandwidth_Bps;
+  const uint64_t bytes = 480'000'000;
+  const auto cls = ClassOf({{topo.nic_tx(0)}, {topo.nic_tx(1)}, {topo.nic_tx(2)}});
+  double class_done = -1, single_done = -1;
+  int class_calls = 0;
+  net.StartFlowClass(cls, bytes, [&] {
+    class_done = engine.now().seconds();
+    ++class_calls;
+  });
+  net.StartFlow(
+      std::vector<LinkId>{topo.nic_tx(1)}, bytes / 4, [&] { single_done = engine.now().seconds(); },
+      sim::Time::Zero(), false);
+  engine.Run();
+  EXPECT_NEAR(single_done, 0.5 * bytes / c, 2e-9);
+  EXPECT_NEAR(class_done, 1.25 * bytes / c, 2e-9);
+  EXPECT_EQ(class_calls, 1);
+  EXPECT_EQ(engine.events_processed(), 9u);
+}
+
 // Random flows on a 2-node DGX topology, grouped at random into classes of equal bytes: every
 // class ends when the last of its members would have, started one by one.
 TEST_F(FlowClassNetworkTest, RandomClassesEndWhenTheirMembersStartedOneByOneWould) {
