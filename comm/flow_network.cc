@@ -109,9 +109,37 @@ FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
   return Begin(path.empty() || bytes == 0, bytes, latency, std::move(on_done), path, nullptr);
 }
 
+FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
+                              std::shared_ptr<SharedDone> done, sim::Time extra_latency,
+                              bool charge_path_latency) {
+  assert(done != nullptr && done->pending > 0);
+  if (live_watches_ > 0 && bytes > 0) Touch(SetsOfPath(path) & watched_sets_);
+  ++flows_started_;
+  sim::Time latency = extra_latency;
+  if (charge_path_latency) {
+    for (LinkId l : path) latency += topology_->link(l).latency;
+  }
+  return Begin(path.empty() || bytes == 0, bytes, latency, nullptr, path, nullptr, std::move(done));
+}
+
+FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                                   std::shared_ptr<SharedDone> done, sim::Time extra_latency) {
+  assert(flow_class != nullptr && flow_class->size() > 0);
+  if (flow_class->size() == 1) {
+    return StartFlow(flow_class->member(0), bytes, std::move(done), extra_latency,
+                     /*charge_path_latency=*/false);
+  }
+  assert(done != nullptr && done->pending > 0);
+  if (live_watches_ > 0) Touch(SetsOfClass(flow_class) & watched_sets_);
+  flows_started_ += flow_class->size();
+  return Begin(bytes == 0, bytes, extra_latency, nullptr, {}, std::move(flow_class),
+               std::move(done));
+}
+
 FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time latency,
                           std::function<void()> on_done, std::span<const LinkId> path,
-                          std::shared_ptr<const FlowClass> flow_class) {
+                          std::shared_ptr<const FlowClass> flow_class,
+                          std::shared_ptr<SharedDone> shared) {
   const uint32_t slot = NewSlot();
   const FlowId id = MakeId(slot, ++generation_[slot]);
   if (nothing_to_share) {
@@ -119,7 +147,11 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
     flows_[slot] = Flow{};
     flows_[slot].id = id;
     free_slots_.push_back(slot);
-    engine_->Schedule(latency, std::move(on_done));
+    if (shared == nullptr) {
+      engine_->Schedule(latency, std::move(on_done));
+    } else if (--shared->pending == 0) {
+      engine_->Schedule(latency, std::move(shared->on_done));
+    }
     return id;
   }
   Flow& f = flows_[slot];
@@ -139,7 +171,7 @@ FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time laten
     f.cls = nullptr;
     f.number = InternPath(path);
   }
-  f.completion = nullptr;
+  f.completion = std::move(shared);
   f.lone = false;
   paths_[slot].assign(path.begin(), path.end());
   // A lone flow it shares a link with joins the solve (with the bytes it has left).

@@ -60,6 +60,19 @@ class FlowNetwork {
   // REQUIRES: every member path is non-empty. Counts as flow_class->size() flows started.
   FlowId StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
                         std::function<void()> on_done, sim::Time extra_latency = sim::Time::Zero());
+  // One callback for several flows (a schedule's segment): `on_done` runs once, through the
+  // engine, when the last of them has drained, after that flow's latency, where each flow's own
+  // callback would have run; the flows that drain before it schedule no event. Made with
+  // `pending` = the number of flows (or classes) that will be started with it.
+  struct SharedDone {
+    size_t pending = 0;
+    std::function<void()> on_done;
+  };
+  FlowId StartFlow(std::span<const LinkId> path, uint64_t bytes, std::shared_ptr<SharedDone> done,
+                   sim::Time extra_latency, bool charge_path_latency);
+  FlowId StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                        std::shared_ptr<SharedDone> done,
+                        sim::Time extra_latency = sim::Time::Zero());
 
   // Scales link bandwidth; factor >= 0 (0 = down). Takes effect at the current instant.
   void SetLinkBandwidthFactor(LinkId link, double factor);
@@ -126,12 +139,9 @@ class FlowNetwork {
     bool lone = false;
     int64_t lone_since_ns = 0;
     uint32_t big_at = 0;  // its index in big_, when it has more than kLoneLinks links
-    // A class split into parts (members that would get different rates): the parts share the
-    // callback, which runs after the last part.
-    struct Completion {
-      size_t pending = 0;
-      std::function<void()> on_done;
-    };
+    // A class split into parts (members that would get different rates), or flows started
+    // with a SharedDone: they share the callback, which runs after the last of them.
+    using Completion = SharedDone;
     std::shared_ptr<Completion> completion;
   };
 
@@ -158,7 +168,8 @@ class FlowNetwork {
   // after `latency` alone (nothing_to_share) or an active flow on `path` or of `flow_class`.
   FlowId Begin(bool nothing_to_share, uint64_t bytes, sim::Time latency,
                std::function<void()> on_done, std::span<const LinkId> path,
-               std::shared_ptr<const FlowClass> flow_class);
+               std::shared_ptr<const FlowClass> flow_class,
+               std::shared_ptr<SharedDone> shared = nullptr);
   // An interned class and its number: dense from 0 in order of interning, until the interned
   // classes are forgotten (ClearMemos); the solver caches which pairs of classes meet by number.
   struct Interned {

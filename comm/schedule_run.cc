@@ -107,29 +107,47 @@ class ScheduleRun {
     for (const auto& c : seg.classes) pending_ += bytes(k++, c.wire_bytes, &b) ? 1 : 0;
     for (uint32_t i : singles) pending_ += bytes(k++, p_->wire_bytes[i], &b) ? 1 : 0;
     k = 0;
-    FlowId id = 0;
     // The chain latency stands for every hop's latency, so flows add none of their own.
+    if (record_ == nullptr) {
+      // One callback for the segment, after its last flow: the flows that drain before it
+      // schedule no event (FlowNetwork::SharedDone).
+      auto done = std::make_shared<FlowNetwork::SharedDone>();
+      done->pending = pending_;
+      done->on_done = [this] {
+        ++segment_;
+        StartSegment(nullptr, 0);
+      };
+      for (const auto& c : seg.classes) {
+        if (bytes(k++, c.wire_bytes, &b)) network_->StartFlowClass(c.members, b, done);
+      }
+      for (uint32_t i : singles) {
+        if (!bytes(k++, p_->wire_bytes[i], &b)) continue;
+        network_->StartFlow(p_->Path(i), b, done, sim::Time::Zero(),
+                            /*charge_path_latency=*/false);
+      }
+      return;
+    }
     for (const auto& c : seg.classes) {
       const size_t at = k++;
       if (!bytes(at, c.wire_bytes, &b)) continue;
-      id = network_->StartFlowClass(c.members, b, [this, at] { OnDelivered(at); });
-      if (record_ != nullptr) record_->ids.back()[at] = id;
+      record_->ids.back()[at] =
+          network_->StartFlowClass(c.members, b, [this, at] { OnDelivered(at); });
     }
     for (uint32_t i : singles) {
       const size_t at = k++;
       if (!bytes(at, p_->wire_bytes[i], &b)) continue;
-      id = network_->StartFlow(
+      record_->ids.back()[at] = network_->StartFlow(
           p_->Path(i), b, [this, at] { OnDelivered(at); }, sim::Time::Zero(),
           /*charge_path_latency=*/false);
-      if (record_ != nullptr) record_->ids.back()[at] = id;
     }
-    if (record_ != nullptr) Probe();
+    Probe();
   }
 
+  // A recorded run's flow has drained (the others' rates may change now).
   void OnDelivered(size_t flow) {
-    if (record_ != nullptr) record_->timeline->drain_ns.back()[flow] = Now();
+    record_->timeline->drain_ns.back()[flow] = Now();
     if (--pending_ > 0) {
-      if (record_ != nullptr) Probe();  // the others' rates may change now
+      Probe();
       return;
     }
     ++segment_;

@@ -152,7 +152,52 @@ TEST_F(FlowNetworkTest, EmptyPathOrZeroBytesCompletesAfterLatencyOnly) {
   EXPECT_EQ(done, sim::Time::Micros(3));
 }
 
+// Three flows of a segment: B bytes over an NVLink, B over a NIC (slower), 0 bytes. With their
+// own callbacks: the first recompute, the 0-byte flow's callback, the NVLink flow's drain,
+// delivery and recompute, the NIC flow's drain, delivery and recompute: 8 events. With one
+// shared callback the 0-byte flow and the NVLink flow schedule nothing: 6, and the callback runs
+// once, when the NIC flow has drained. (Lone flows off: each end is then a recompute.)
+TEST_F(FlowNetworkTest, ASharedCallbackRunsOnceAfterTheLastFlowAndTheOthersScheduleNothing) {
+  const LinkId nvl = topology_.nvlink_up(0);
+  const LinkId nic = topology_.nic_tx(0);
+  const uint64_t bytes = 480'000'000;
+  const std::vector<std::vector<LinkId>> paths = {{nvl}, {nic}, {nvl}};
+  const std::vector<uint64_t> sizes = {bytes, bytes, 0};
+  const double want = bytes / Bw(nic);
+  for (const bool shared : {false, true}) {
+    sim::Engine engine;
+    FlowNetwork net(&engine, &topology_);
+    net.set_lone_flows(false);
+    int calls = 0;
+    double last = -1;
+    auto done = std::make_shared<FlowNetwork::SharedDone>();
+    done->pending = 3;
+    done->on_done = [&] {
+      ++calls;
+      last = engine.now().seconds();
+    };
+    int own = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      if (shared) {
+        net.StartFlow(paths[i], sizes[i], done, sim::Time::Zero(), false);
+      } else {
+        net.StartFlow(
+            paths[i], sizes[i],
+            [&] {
+              if (++own == 3) done->on_done();
+            },
+            sim::Time::Zero(), false);
+      }
+    }
+    engine.Run();
+    EXPECT_EQ(calls, 1) << "shared " << shared;
+    EXPECT_NEAR(last, want, 2e-9) << "shared " << shared;
+    EXPECT_EQ(engine.events_processed(), shared ? 6u : 8u);
+  }
+}
+
 // Every active flow's rate against a fresh per-flow solve of the active set (MaxMinFairRates:
+// no memo, no components), within rounding. `paths` by flow id.
 // no memo, no components), within rounding. `paths` by flow id.
 void ExpectFreshRates(const FlowNetwork& net, const Topology& t,
                       const std::vector<std::pair<FlowId, std::vector<LinkId>>>& flows,
