@@ -113,8 +113,9 @@ class MaxMinSolver {
  private:
   // Per class, for the capacities it was first seen with.
   struct ClassData {
-    std::vector<std::pair<double, uint32_t>> by_ratio;  // (capacity ÷ crossings, index) ascending
-    double bound = 0;                  // by_ratio's smallest ratio: the class's rate alone
+    std::vector<double> link_ratio;    // per entry of links: capacity ÷ crossings
+    double bound = 0;                  // the smallest link_ratio: the class's rate alone
+    std::vector<uint32_t> at_bound;    // the entries of links whose ratio is the bound
     bool members_at_bound = false;     // every member crosses a link at that ratio
     std::vector<double> member_ratio;  // per entry of member_links: its link's ratio
   };
@@ -127,6 +128,7 @@ class MaxMinSolver {
     size_t operator()(const std::pair<const FlowClass*, const FlowClass*>& p) const;
   };
   const ClassData& DataOf(const FlowClass* c, const std::vector<double>& capacity_Bps);
+  bool SmallestOwnRatio(const FlowClass* c, const ClassData& d, uint32_t tag, double* ratio) const;
   // The pair's Shared, and whether `a` is its first class.
   std::pair<const Shared*, bool> SharedLinks(const FlowClass* a, const FlowClass* b);
   // Counts, capacities and classes per link over `views` (links >= capacity_Bps.size() are
