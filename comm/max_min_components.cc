@@ -3,6 +3,7 @@
 // changed by a few unknowns), and which components are the last call's unchanged.
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "comm/max_min.h"
@@ -16,11 +17,27 @@ namespace {
 // single path's links looked up in a class's, or two paths compared link by link.
 bool LinksMeet(const ClassView& a, const ClassView& b) {
   if (a.members != nullptr && b.members != nullptr) {
+    // Disjoint ranges meet nowhere; else a merge that gallops past runs of one list (classes
+    // split at scale carry thousands of links, mostly in runs by node).
+    if (a.links.empty() || b.links.empty() || a.links.back() < b.links.front() ||
+        b.links.back() < a.links.front()) {
+      return false;
+    }
+    auto gallop = [](std::span<const LinkId> v, size_t i, LinkId key) {
+      size_t step = 1, hi = i;
+      while (hi < v.size() && v[hi] < key) {
+        i = hi + 1;
+        hi += step;
+        step *= 2;
+      }
+      return size_t(std::lower_bound(v.begin() + i, v.begin() + std::min(hi, v.size()), key) -
+                    v.begin());
+    };
     for (size_t i = 0, j = 0; i < a.links.size() && j < b.links.size();) {
       if (a.links[i] < b.links[j]) {
-        ++i;
+        i = gallop(a.links, i, b.links[j]);
       } else if (b.links[j] < a.links[i]) {
-        ++j;
+        j = gallop(b.links, j, a.links[i]);
       } else {
         return true;
       }
