@@ -87,53 +87,53 @@ uint32_t FlowNetwork::NewSlot() {
 
 FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
                                    std::function<void()> on_done, sim::Time extra_latency) {
-  assert(flow_class != nullptr && flow_class->size() > 0);
-  if (flow_class->size() == 1) {
-    return StartFlow(flow_class->member(0), bytes, std::move(on_done), extra_latency,
-                     /*charge_path_latency=*/false);
-  }
-  if (live_watches_ > 0) Touch(SetsOfClass(flow_class) & watched_sets_);
-  flows_started_ += flow_class->size();
-  return Begin(bytes == 0, bytes, extra_latency, std::move(on_done), {}, std::move(flow_class));
+  return StartOfClass(std::move(flow_class), bytes, std::move(on_done), nullptr, extra_latency);
+}
+
+FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                                   std::shared_ptr<SharedDone> done, sim::Time extra_latency) {
+  assert(done != nullptr && done->pending > 0);
+  return StartOfClass(std::move(flow_class), bytes, nullptr, std::move(done), extra_latency);
 }
 
 FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
                               std::function<void()> on_done, sim::Time extra_latency,
                               bool charge_path_latency) {
-  if (live_watches_ > 0 && bytes > 0) Touch(SetsOfPath(path) & watched_sets_);
-  ++flows_started_;
-  sim::Time latency = extra_latency;
-  if (charge_path_latency) {
-    for (LinkId l : path) latency += topology_->link(l).latency;
-  }
-  return Begin(path.empty() || bytes == 0, bytes, latency, std::move(on_done), path, nullptr);
+  return StartOnPath(path, bytes, std::move(on_done), nullptr, extra_latency, charge_path_latency);
 }
 
 FlowId FlowNetwork::StartFlow(std::span<const LinkId> path, uint64_t bytes,
                               std::shared_ptr<SharedDone> done, sim::Time extra_latency,
                               bool charge_path_latency) {
   assert(done != nullptr && done->pending > 0);
+  return StartOnPath(path, bytes, nullptr, std::move(done), extra_latency, charge_path_latency);
+}
+
+FlowId FlowNetwork::StartOfClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                                 std::function<void()> on_done, std::shared_ptr<SharedDone> shared,
+                                 sim::Time extra_latency) {
+  assert(flow_class != nullptr && flow_class->size() > 0);
+  if (flow_class->size() == 1) {
+    return StartOnPath(flow_class->member(0), bytes, std::move(on_done), std::move(shared),
+                       extra_latency, /*charge_path_latency=*/false);
+  }
+  if (live_watches_ > 0) Touch(SetsOfClass(flow_class) & watched_sets_);
+  flows_started_ += flow_class->size();
+  return Begin(bytes == 0, bytes, extra_latency, std::move(on_done), {}, std::move(flow_class),
+               std::move(shared));
+}
+
+FlowId FlowNetwork::StartOnPath(std::span<const LinkId> path, uint64_t bytes,
+                                std::function<void()> on_done, std::shared_ptr<SharedDone> shared,
+                                sim::Time extra_latency, bool charge_path_latency) {
   if (live_watches_ > 0 && bytes > 0) Touch(SetsOfPath(path) & watched_sets_);
   ++flows_started_;
   sim::Time latency = extra_latency;
   if (charge_path_latency) {
     for (LinkId l : path) latency += topology_->link(l).latency;
   }
-  return Begin(path.empty() || bytes == 0, bytes, latency, nullptr, path, nullptr, std::move(done));
-}
-
-FlowId FlowNetwork::StartFlowClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
-                                   std::shared_ptr<SharedDone> done, sim::Time extra_latency) {
-  assert(flow_class != nullptr && flow_class->size() > 0);
-  if (flow_class->size() == 1) {
-    return StartFlow(flow_class->member(0), bytes, std::move(done), extra_latency,
-                     /*charge_path_latency=*/false);
-  }
-  assert(done != nullptr && done->pending > 0);
-  if (live_watches_ > 0) Touch(SetsOfClass(flow_class) & watched_sets_);
-  flows_started_ += flow_class->size();
-  return Begin(bytes == 0, bytes, extra_latency, nullptr, {}, std::move(flow_class),
-               std::move(done));
+  return Begin(path.empty() || bytes == 0, bytes, latency, std::move(on_done), path, nullptr,
+               std::move(shared));
 }
 
 FlowId FlowNetwork::Begin(bool nothing_to_share, uint64_t bytes, sim::Time latency,

@@ -164,12 +164,19 @@ class FlowNetwork {
   void Advance(int64_t now_ns);
   void ScheduleNextDrain();
   uint32_t NewSlot();
-  // StartFlow and StartFlowClass after their own bookkeeping: a slot, and either a delivery
+  // StartFlow and StartFlowClass, with either their own callback or a shared one (the other
+  // empty): watches touched, flows counted, the path's latency.
+  FlowId StartOnPath(std::span<const LinkId> path, uint64_t bytes, std::function<void()> on_done,
+                     std::shared_ptr<SharedDone> shared, sim::Time extra_latency,
+                     bool charge_path_latency);
+  FlowId StartOfClass(std::shared_ptr<const FlowClass> flow_class, uint64_t bytes,
+                      std::function<void()> on_done, std::shared_ptr<SharedDone> shared,
+                      sim::Time extra_latency);
+  // StartOnPath and StartOfClass after their own bookkeeping: a slot, and either a delivery
   // after `latency` alone (nothing_to_share) or an active flow on `path` or of `flow_class`.
   FlowId Begin(bool nothing_to_share, uint64_t bytes, sim::Time latency,
                std::function<void()> on_done, std::span<const LinkId> path,
-               std::shared_ptr<const FlowClass> flow_class,
-               std::shared_ptr<SharedDone> shared = nullptr);
+               std::shared_ptr<const FlowClass> flow_class, std::shared_ptr<SharedDone> shared);
   // An interned class and its number: dense from 0 in order of interning, until the interned
   // classes are forgotten (ClearMemos); the solver caches which pairs of classes meet by number.
   struct Interned {

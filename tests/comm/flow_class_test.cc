@@ -112,27 +112,44 @@ class FlowClassNetworkTest : public ::testing::Test {
     spec.nodes = nodes;
     return Topology::Build(spec).value();
   }
+  // A class with members on NICs 0, 1 and 2 of a 2-node DGX topology, `bytes` each, and a single
+  // flow of `single` bytes on member 1's NIC: when each ended, the NIC's bandwidth c, how many
+  // times the class called back, the flows started and the events run.
+  struct Contended {
+    double c = 0, class_done = -1, single_done = -1;
+    int class_calls = 0;
+    uint64_t flows = 0, events = 0;
+  };
+  static Contended RunContended(uint64_t bytes, uint64_t single) {
+    const Topology topo = Build(2);
+    sim::Engine engine;
+    FlowNetwork net(&engine, &topo);
+    Contended r;
+    r.c = topo.link(topo.nic_tx(0)).bandwidth_Bps;
+    const auto cls = ClassOf({{topo.nic_tx(0)}, {topo.nic_tx(1)}, {topo.nic_tx(2)}});
+    net.StartFlowClass(cls, bytes, [&] {
+      r.class_done = engine.now().seconds();
+      ++r.class_calls;
+    });
+    net.StartFlow(
+        std::vector<LinkId>{topo.nic_tx(1)}, single,
+        [&] { r.single_done = engine.now().seconds(); }, sim::Time::Zero(), false);
+    engine.Run();
+    r.flows = net.flows_started();
+    r.events = engine.events_processed();
+    return r;
+  }
 };
 
 TEST_F(FlowClassNetworkTest, ContendedClassSplitsAndEndsWithItsSlowestMember) {
   // Members on three NICs (bandwidth c), bytes B each; a single flow of B/2 on member 1's NIC.
   // Per flow: member 1 and the single share c/2 until the single drains at B/c; member 1 then
   // has B/2 left at c: the class ends at 1.5 B/c, the single at B/c.
-  const Topology topo = Build(2);
-  sim::Engine engine;
-  FlowNetwork net(&engine, &topo);
-  const double c = topo.link(topo.nic_tx(0)).bandwidth_Bps;
   const uint64_t bytes = 480'000'000;
-  const auto cls = ClassOf({{topo.nic_tx(0)}, {topo.nic_tx(1)}, {topo.nic_tx(2)}});
-  double class_done = -1, single_done = -1;
-  net.StartFlowClass(cls, bytes, [&] { class_done = engine.now().seconds(); });
-  net.StartFlow(
-      std::vector<LinkId>{topo.nic_tx(1)}, bytes / 2, [&] { single_done = engine.now().seconds(); },
-      sim::Time::Zero(), false);
-  engine.Run();
-  EXPECT_NEAR(single_done, bytes / c, 2e-9);
-  EXPECT_NEAR(class_done, 1.5 * bytes / c, 2e-9);
-  EXPECT_EQ(net.flows_started(), 4u);
+  const Contended r = RunContended(bytes, bytes / 2);
+  EXPECT_NEAR(r.single_done, bytes / r.c, 2e-9);
+  EXPECT_NEAR(r.class_done, 1.5 * bytes / r.c, 2e-9);
+  EXPECT_EQ(r.flows, 4u);
 }
 
 TEST_F(FlowClassNetworkTest, SplitClassPartsThatDrainBeforeTheLastScheduleNoDelivery) {
@@ -141,26 +158,12 @@ TEST_F(FlowClassNetworkTest, SplitClassPartsThatDrainBeforeTheLastScheduleNoDeli
   // start's recompute; the single's drain, delivery and recompute; the part {0, 2}'s drain and
   // recompute, with no delivery (it calls nothing back); member 1's drain, the class's delivery
   // and the last recompute: 9. A delivery event for the early part would make it 10.
-  const Topology topo = Build(2);
-  sim::Engine engine;
-  FlowNetwork net(&engine, &topo);
-  const double c = topo.link(topo.nic_tx(0)).bandwidth_Bps;
   const uint64_t bytes = 480'000'000;
-  const auto cls = ClassOf({{topo.nic_tx(0)}, {topo.nic_tx(1)}, {topo.nic_tx(2)}});
-  double class_done = -1, single_done = -1;
-  int class_calls = 0;
-  net.StartFlowClass(cls, bytes, [&] {
-    class_done = engine.now().seconds();
-    ++class_calls;
-  });
-  net.StartFlow(
-      std::vector<LinkId>{topo.nic_tx(1)}, bytes / 4, [&] { single_done = engine.now().seconds(); },
-      sim::Time::Zero(), false);
-  engine.Run();
-  EXPECT_NEAR(single_done, 0.5 * bytes / c, 2e-9);
-  EXPECT_NEAR(class_done, 1.25 * bytes / c, 2e-9);
-  EXPECT_EQ(class_calls, 1);
-  EXPECT_EQ(engine.events_processed(), 9u);
+  const Contended r = RunContended(bytes, bytes / 4);
+  EXPECT_NEAR(r.single_done, 0.5 * bytes / r.c, 2e-9);
+  EXPECT_NEAR(r.class_done, 1.25 * bytes / r.c, 2e-9);
+  EXPECT_EQ(r.class_calls, 1);
+  EXPECT_EQ(r.events, 9u);
 }
 
 // Random flows on a 2-node DGX topology, grouped at random into classes of equal bytes: every
