@@ -411,6 +411,7 @@ class FlowNetwork {
     Interned kept, split;  // (not a ClassParts: std::pair of a type still being defined)
   };
   std::unordered_multimap<uint64_t, Split> splits_;
+  std::vector<uint32_t> split_crossings_;  // SplitFlowClass's scratch, zero between calls
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

@@ -325,17 +325,8 @@ FlowNetwork::ClassParts FlowNetwork::SplitClass(const FlowClass& whole, uint32_t
 
 FlowNetwork::ClassParts FlowNetwork::SplitWhole(const FlowClass& whole,
                                                 const std::vector<uint32_t>& loose) {
-  std::vector<std::span<const LinkId>> kept, split;
-  size_t j = 0;
-  for (size_t m = 0; m < whole.size(); ++m) {
-    if (j < loose.size() && loose[j] == m) {
-      split.push_back(whole.member(m));
-      ++j;
-    } else {
-      kept.push_back(whole.member(m));
-    }
-  }
-  return {Intern(MakeFlowClass(kept)), Intern(MakeFlowClass(split))};
+  auto [kept, split] = SplitFlowClass(whole, loose, &split_crossings_);
+  return {Intern(std::move(kept)), Intern(std::move(split))};
 }
 
 }  // namespace trainsim::comm

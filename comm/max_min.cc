@@ -135,6 +135,28 @@ void SortLinkIds(std::vector<LinkId>* ids) {
 
 }  // namespace
 
+namespace {
+
+// FNV-1a over the class's member_begin, then over its member_links in four interleaved lanes
+// (one multiply chain per lane: a single chain's latency bound the splitting of classes with
+// tens of thousands of member links), folded into one. Only interning compares hashes.
+uint64_t HashMembers(const FlowClass& c) {
+  constexpr uint64_t kPrime = 1099511628211ull;
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t b : c.member_begin) h = (h ^ b) * kPrime;
+  uint64_t lane[4] = {h, h ^ 1, h ^ 2, h ^ 3};
+  const std::vector<LinkId>& v = c.member_links;
+  size_t i = 0;
+  for (; i + 4 <= v.size(); i += 4) {
+    for (size_t k = 0; k < 4; ++k) lane[k] = (lane[k] ^ static_cast<uint32_t>(v[i + k])) * kPrime;
+  }
+  for (; i < v.size(); ++i) lane[0] = (lane[0] ^ static_cast<uint32_t>(v[i])) * kPrime;
+  for (size_t k = 1; k < 4; ++k) lane[0] = (lane[0] ^ lane[k]) * kPrime;
+  return lane[0];
+}
+
+}  // namespace
+
 std::shared_ptr<const FlowClass> MakeFlowClass(
     const std::vector<std::span<const LinkId>>& members) {
   auto c = std::make_shared<FlowClass>();
@@ -147,10 +169,7 @@ std::shared_ptr<const FlowClass> MakeFlowClass(
     c->member_links.insert(c->member_links.end(), path.begin(), path.end());
     c->member_begin.push_back(static_cast<uint32_t>(c->member_links.size()));
   }
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t b : c->member_begin) h = (h ^ b) * 1099511628211ull;
-  for (LinkId l : c->member_links) h = (h ^ static_cast<uint32_t>(l)) * 1099511628211ull;
-  c->hash = h;
+  c->hash = HashMembers(*c);
   std::vector<LinkId> sorted = c->member_links;
   SortLinkIds(&sorted);
   for (size_t i = 0; i < sorted.size();) {
@@ -161,6 +180,54 @@ std::shared_ptr<const FlowClass> MakeFlowClass(
     i = j;
   }
   return c;
+}
+
+std::pair<std::shared_ptr<const FlowClass>, std::shared_ptr<const FlowClass>> SplitFlowClass(
+    const FlowClass& whole, std::span<const uint32_t> loose, std::vector<uint32_t>* scratch) {
+  auto kept = std::make_shared<FlowClass>();
+  auto split = std::make_shared<FlowClass>();
+  size_t split_links = 0;
+  for (uint32_t m : loose) split_links += whole.member_begin[m + 1] - whole.member_begin[m];
+  kept->member_begin.reserve(whole.size() - loose.size() + 1);
+  split->member_begin.reserve(loose.size() + 1);
+  kept->member_links.reserve(whole.member_links.size() - split_links);
+  split->member_links.reserve(split_links);
+  kept->member_begin.push_back(0);
+  split->member_begin.push_back(0);
+  if (!whole.links.empty() && scratch->size() <= static_cast<size_t>(whole.links.back())) {
+    scratch->resize(static_cast<size_t>(whole.links.back()) + 1, 0);
+  }
+  // Per link: the crossings of the part with fewer member links (the other's are the rest).
+  std::vector<uint32_t>& crossings = *scratch;
+  const bool count_split = 2 * split_links <= whole.member_links.size();
+  size_t j = 0;
+  for (size_t m = 0; m < whole.size(); ++m) {
+    const std::span<const LinkId> path = whole.member(m);
+    const bool is_loose = j < loose.size() && loose[j] == m;
+    j += is_loose ? 1 : 0;
+    FlowClass& part = is_loose ? *split : *kept;
+    part.member_links.insert(part.member_links.end(), path.begin(), path.end());
+    part.member_begin.push_back(static_cast<uint32_t>(part.member_links.size()));
+    if (is_loose != count_split) continue;
+    for (LinkId l : path) ++crossings[static_cast<size_t>(l)];
+  }
+  // The whole's links are ascending and unique, so each part's come out so too.
+  for (size_t i = 0; i < whole.links.size(); ++i) {
+    uint32_t& counted = crossings[static_cast<size_t>(whole.links[i])];
+    const uint32_t in_split = count_split ? counted : whole.counts[i] - counted;
+    if (in_split > 0) {
+      split->links.push_back(whole.links[i]);
+      split->counts.push_back(in_split);
+    }
+    if (whole.counts[i] > in_split) {
+      kept->links.push_back(whole.links[i]);
+      kept->counts.push_back(whole.counts[i] - in_split);
+    }
+    counted = 0;
+  }
+  kept->hash = HashMembers(*kept);
+  split->hash = HashMembers(*split);
+  return {std::move(kept), std::move(split)};
 }
 
 namespace {

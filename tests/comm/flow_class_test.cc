@@ -61,6 +61,44 @@ TEST(MaxMinClassesTest, LargeClassesListEachLinkOnceInOrderWithItsCrossings) {
   EXPECT_EQ(c->counts[0], 3000u);
 }
 
+TEST(MaxMinClassesTest, SplittingAClassGivesThePartsBuiltFromTheirMembers) {
+  // 2,000 members of 1 to 6 links (ids below 50,000, so links repeat within and across
+  // members), split by loose sets from one member to all but one: each part must equal
+  // MakeFlowClass of its members (paths, links, crossings, hash), and the scratch be left zero.
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<LinkId> link(0, 49'999);
+  std::uniform_int_distribution<int> length(1, 6);
+  std::vector<std::vector<LinkId>> paths(2000);
+  for (auto& p : paths) {
+    for (int i = length(rng); i > 0; --i) p.push_back(link(rng));
+  }
+  const auto whole = ClassOf(paths);
+  std::vector<uint32_t> scratch;
+  // -1: member 1,234 alone; -2: all but member 5; else each member loose with that chance.
+  for (double share : {-1.0, 0.3, 0.7, -2.0}) {
+    std::vector<uint32_t> loose;
+    std::vector<std::vector<LinkId>> kept_paths, loose_paths;
+    std::bernoulli_distribution pick(std::max(share, 0.0));
+    for (uint32_t m = 0; m < paths.size(); ++m) {
+      const bool is_loose = share == -1 ? m == 1234 : share == -2 ? m != 5 : pick(rng);
+      if (is_loose) loose.push_back(m);
+      (is_loose ? loose_paths : kept_paths).push_back(paths[m]);
+    }
+    ASSERT_FALSE(loose.empty());
+    ASSERT_LT(loose.size(), paths.size());
+    const auto [kept, split] = SplitFlowClass(*whole, loose, &scratch);
+    for (const auto& [got, want] :
+         {std::pair{kept, ClassOf(kept_paths)}, std::pair{split, ClassOf(loose_paths)}}) {
+      EXPECT_EQ(got->member_links, want->member_links);
+      EXPECT_EQ(got->member_begin, want->member_begin);
+      EXPECT_EQ(got->links, want->links);
+      EXPECT_EQ(got->counts, want->counts);
+      EXPECT_EQ(got->hash, want->hash);
+    }
+    EXPECT_EQ(std::count(scratch.begin(), scratch.end(), 0u), std::ptrdiff_t(scratch.size()));
+  }
+}
+
 TEST(MaxMinClassesTest, SymmetricClassGetsThePerFlowRateAndNoLooseMember) {
   // Four members, each on its own 10 B/s link, all through one 100 B/s link: each is held by its
   // own link at 10 (4 × 10 <= 100), as per-flow filling gives.
