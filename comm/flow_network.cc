@@ -38,10 +38,13 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 constexpr size_t kMemoMaxLinks = size_t{1} << 22;
 // The interned classes' bound, in member path entries. Each entry costs ~40 bytes with the
 // class's link list and the solver's per-class data (MaxMinSolver::ClassData, ~24 bytes per
-// link): 4 M entries ≈ 160 MiB at most. The 16,384-GPU step (GPT-3 175B, TP 4 × PP 8 × DP 512,
-// every DP collective as flows) interns ~1,300 classes of ~1,300 links; a bigger set of classes
-// starts afresh (forgetting the solver's per-class data with them).
-constexpr size_t kInternMaxLinks = size_t{1} << 22;
+// link): 16 M entries ≈ 640 MiB at most. The 16,384-GPU step (GPT-3 175B, TP 4 × PP 8 × DP 512,
+// every DP collective as flows) interns ~1,300 classes of ~1,300 links; at 131,072 GPUs a
+// ZeRO-2 step with CP 16 (TP 1 × CP 16 × PP 32 × DP 256) cycles through between 8 M and 16 M
+// entries of split DP classes (~37 K each): under 4 M or 8 M it started afresh 500 or 250 times
+// a step and rebuilt the same splits, 14× the step's CPU (bench/README.md, session 33). A bigger
+// set of classes starts afresh (forgetting the solver's per-class data with them).
+constexpr size_t kInternMaxLinks = size_t{1} << 24;
 // Component labels handed out before they are numbered from 0 again (4 MiB of marks).
 constexpr uint32_t kMaxLabels = uint32_t{1} << 20;
 
