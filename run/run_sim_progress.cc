@@ -281,10 +281,11 @@ void RunSim::OnBackgroundDone(int id) {
     host_memory_lost_list_.clear();
   }
   CountCompleted(op.snap);
-  Log(op.persistent ? RunEventKind::kCheckpointCompleted : RunEventKind::kPeerCopyCompleted,
-      std::string(op.persistent ? "checkpoint #" : "in-memory checkpoint #") + Str(op.snap.index) +
-          " completed (step " + Str(op.snap.step) + ")",
-      {.step = op.snap.step, .checkpoint = op.snap.index, .duration = op.length});
+  if (c_.record_events)
+    Log(op.persistent ? RunEventKind::kCheckpointCompleted : RunEventKind::kPeerCopyCompleted,
+        std::string(op.persistent ? "checkpoint #" : "in-memory checkpoint #") +
+            Str(op.snap.index) + " completed (step " + Str(op.snap.step) + ")",
+        {.step = op.snap.step, .checkpoint = op.snap.index, .duration = op.length});
   if (op.persistent && EvictPending()) return;
   if (rejoin_pending_ && bg_.empty()) {
     InterruptProgress();
