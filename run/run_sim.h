@@ -89,7 +89,12 @@ class RunSim {
         interval_(interval),
         cache_(cache),
         trial_(trial),
-        stochastic_(stochastic) {}
+        stochastic_(stochastic) {
+    TakeSpareStorage();
+  }
+  ~RunSim();
+  RunSim(const RunSim&) = delete;
+  RunSim& operator=(const RunSim&) = delete;
 
   Result<RunReport> Run();
 
@@ -141,6 +146,11 @@ class RunSim {
   void OnSlowdownStart(const ScheduledFault& f, int token);
   void OnSlowdownEnd(int token, bool straggler);
   void KeepPersistent(const Snapshot& s);
+  // retained_ starts from the storage the thread's previous RunSim left (its capacity only) and
+  // leaves its own for the next: with keep_last 0 a history keeps every persistent checkpoint
+  // (~819 K at 131,072 GPUs), and a fresh vector per history faulted in its pages anew each
+  // time, most of a 131,072-GPU whatif's time (bench/README.md, session 33).
+  void TakeSpareStorage();
   void Evict(ActiveFactor a);  // by value: eviction edits stragglers_
   bool EvictPending();
   void OnDetected();

@@ -57,6 +57,22 @@ void RunSim::Rollback(const Snapshot& s) {
   }
 }
 
+namespace {
+thread_local std::vector<Snapshot> spare_retained;  // RunSim::TakeSpareStorage's
+}  // namespace
+
+void RunSim::TakeSpareStorage() {
+  retained_.swap(spare_retained);
+  retained_.clear();
+}
+
+RunSim::~RunSim() {
+  if (retained_.capacity() > spare_retained.capacity()) {
+    retained_.clear();
+    spare_retained.swap(retained_);
+  }
+}
+
 void RunSim::KeepPersistent(const Snapshot& s) {
   last_persistent_ = s;
   ++report_.persistent_checkpoints;
