@@ -187,7 +187,6 @@ class FlowNetwork {
   using ClassParts = std::pair<Interned, Interned>;
   ClassParts SplitClass(const FlowClass& whole, uint32_t number,
                         const std::vector<uint32_t>& loose);
-  ClassParts SplitWhole(const FlowClass& whole, const std::vector<uint32_t>& loose);  // uncached
   // Replaces each class of active_[i] that has parts[i] by the two parts (the second right after
   // the first in active_), sharing one completion.
   void SplitLoose(const std::vector<ClassParts>& parts);
@@ -411,7 +410,7 @@ class FlowNetwork {
     Interned kept, split;  // (not a ClassParts: std::pair of a type still being defined)
   };
   std::unordered_multimap<uint64_t, Split> splits_;
-  std::vector<uint32_t> split_crossings_;  // SplitFlowClass's scratch, zero between calls
+  std::vector<uint32_t> split_crossings_;  // SplitClass's scratch for SplitFlowClass (zeroed)
 };
 
 // Max-min fair rates (bytes/s) of a static set of flows, all present at once, over the

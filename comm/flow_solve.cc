@@ -318,15 +318,10 @@ FlowNetwork::ClassParts FlowNetwork::SplitClass(const FlowClass& whole, uint32_t
     const Split& known = it->second;
     if (known.number == number && known.loose == loose) return {known.kept, known.split};
   }
-  const ClassParts parts = SplitWhole(whole, loose);
+  auto [kept, split] = SplitFlowClass(whole, loose, &split_crossings_);
+  const ClassParts parts{Intern(std::move(kept)), Intern(std::move(split))};
   splits_.emplace(h, Split{number, loose, parts.first, parts.second});
   return parts;
-}
-
-FlowNetwork::ClassParts FlowNetwork::SplitWhole(const FlowClass& whole,
-                                                const std::vector<uint32_t>& loose) {
-  auto [kept, split] = SplitFlowClass(whole, loose, &split_crossings_);
-  return {Intern(std::move(kept)), Intern(std::move(split))};
 }
 
 }  // namespace trainsim::comm

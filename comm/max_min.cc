@@ -133,10 +133,6 @@ void SortLinkIds(std::vector<LinkId>* ids) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // FNV-1a over the class's member_begin, then over its member_links in four interleaved lanes
 // (one multiply chain per lane: a single chain's latency bound the splitting of classes with
 // tens of thousands of member links), folded into one. Only interning compares hashes.
