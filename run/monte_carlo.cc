@@ -15,8 +15,6 @@
 
 namespace trainsim::run {
 
-namespace {
-
 // A trial allocates and frees the same few hundred KB (failure records, retained checkpoints,
 // the event queue). glibc returns a free heap top above M_TRIM_THRESHOLD (128 KiB by default) to
 // the kernel at once, so every trial paid a brk() and a TLB shootdown for it: half of a 30-day
@@ -33,8 +31,6 @@ void KeepFreedHeapForTrials() {
   });
 #endif
 }
-
-}  // namespace
 
 Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCache& step_times,
                                             int64_t begin, int64_t end, int threads) {

@@ -45,6 +45,11 @@ struct TrialOutcome {
 Result<std::vector<TrialOutcome>> RunTrials(const RunConfig& config, StepTimeCache& step_times,
                                             int64_t begin, int64_t end, int threads = 1);
 
+// Keeps up to 64 MiB of freed heap in the process (glibc's trim threshold and top pad), so that
+// trials that allocate and free the same memory do not return it to the kernel and fault it in
+// again each time. Process-wide, once; RunTrials and SimulateWhatIfTrials call it.
+void KeepFreedHeapForTrials();
+
 struct Stat {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
   double p10 = 0, p1 = 0;  // the low tail: the worse one of ETTR and the useful compute

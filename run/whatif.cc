@@ -1,6 +1,10 @@
 #include "run/whatif.h"
 
+#include <algorithm>
 #include <string>
+
+#include "run/monte_carlo.h"
+#include "sim/parallel.h"
 
 namespace trainsim::run {
 
@@ -60,6 +64,32 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
   w.baseline = std::move(baseline).value();
   w.whatif = std::move(whatif).value();
   return w;
+}
+
+Result<WhatIfSamples> SimulateWhatIfTrials(const RunConfig& config,
+                                           const std::vector<ScheduledFault>& added,
+                                           StepTimeCache& step_times, int64_t trials, int threads) {
+  RunConfig quiet = config;
+  quiet.record_events = false;
+  KeepFreedHeapForTrials();
+  const size_t n = static_cast<size_t>(std::max<int64_t>(0, trials));
+  WhatIfSamples s;
+  s.delta_wall_time_s.resize(n);
+  s.delta_cost_usd.resize(n);
+  s.delta_lost_work_s.resize(n);
+  s.delta_downtime_s.resize(n);
+  // Trial k writes only slot k (sim/parallel.h), so the samples are one thread's, in order.
+  TRAINSIM_RETURN_IF_ERROR(
+      sim::ParallelFor(int64_t(n), std::max(1, threads), [&](int64_t k) -> Status {
+        Result<WhatIfReport> w = SimulateWhatIf(quiet, added, step_times, k);
+        if (!w.ok()) return w.status().WithPrefix("trial " + std::to_string(k));
+        s.delta_wall_time_s[size_t(k)] = w->delta_wall_time_s;
+        s.delta_cost_usd[size_t(k)] = w->delta_cost_usd;
+        s.delta_lost_work_s[size_t(k)] = w->delta_lost_work_s;
+        s.delta_downtime_s[size_t(k)] = w->delta_downtime_s;
+        return Status::Ok();
+      }));
+  return s;
 }
 
 }  // namespace trainsim::run

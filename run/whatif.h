@@ -39,6 +39,18 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
                                     const std::vector<ScheduledFault>& added,
                                     StepTimeCache& step_times, int64_t trial = 0);
 
+// SimulateWhatIf's four differences over failure histories [0, trials): sample k is trial k's
+// whatever `threads` (≥ 1) run them, and an error is the lowest failing trial's, prefixed
+// "trial k". The runs keep no event log or phases (RunConfig::record_events off): the
+// differences do not use them, and at 131,072 GPUs a history logs ~10^6 checkpoint events.
+struct WhatIfSamples {
+  std::vector<double> delta_wall_time_s, delta_cost_usd, delta_lost_work_s, delta_downtime_s;
+};
+Result<WhatIfSamples> SimulateWhatIfTrials(const RunConfig& config,
+                                           const std::vector<ScheduledFault>& added,
+                                           StepTimeCache& step_times, int64_t trials,
+                                           int threads = 1);
+
 }  // namespace trainsim::run
 
 #endif  // TRAINSIM_RUN_WHATIF_H_

@@ -209,19 +209,13 @@ Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
   WhatIfOutcome out;
   out.report = std::move(w.value());
   // Monte Carlo over failure histories: the same comparison for trials [0, N).
-  // Trial k writes only slot k (sim/parallel.h), so the samples are one thread's, in order.
-  const size_t n = static_cast<size_t>(std::max<int64_t>(0, trials));
-  std::vector<double> d_wall(n), d_cost(n), d_lost(n), d_down(n);
-  TRAINSIM_RETURN_IF_ERROR(
-      sim::ParallelFor(int64_t(n), std::max(1, threads), [&](int64_t k) -> Status {
-        Result<run::WhatIfReport> wk = run::SimulateWhatIf(config.value(), added, cache, k);
-        if (!wk.ok()) return wk.status().WithPrefix("trial " + std::to_string(k));
-        d_wall[size_t(k)] = wk->delta_wall_time_s;
-        d_cost[size_t(k)] = wk->delta_cost_usd;
-        d_lost[size_t(k)] = wk->delta_lost_work_s;
-        d_down[size_t(k)] = wk->delta_downtime_s;
-        return Status::Ok();
-      }));
+  Result<run::WhatIfSamples> samples =
+      run::SimulateWhatIfTrials(config.value(), added, cache, trials, threads);
+  if (!samples.ok()) return samples.status();
+  const std::vector<double>& d_wall = samples->delta_wall_time_s;
+  const std::vector<double>& d_cost = samples->delta_cost_usd;
+  const std::vector<double>& d_lost = samples->delta_lost_work_s;
+  const std::vector<double>& d_down = samples->delta_downtime_s;
   out.delta_wall_time_samples_s = d_wall;
   out.delta_cost_samples_usd = d_cost;
   out.delta_wall_time_s = run::StatOf(d_wall);

@@ -35,5 +35,62 @@ TEST(WhatIfTest, WallClockGoalComparesTheSameTrainingWithAndWithoutTheFault) {
   EXPECT_EQ(w->whatif.failure_records.at(0).restored_checkpoint, 15);
 }
 
+// The trials' samples are each trial's SimulateWhatIf with its event log kept: leaving the log
+// out changes no difference. Sample k is trial k's at any thread count.
+TEST(WhatIfTest, TrialSamplesAreEachTrialsComparisonWithOrWithoutTheEventLog) {
+  RunConfig c = DemoLikeConfig();
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 0.1;  // ~1.6 interruptions a day on 16 nodes: histories differ
+  ASSERT_TRUE(c.record_events);
+  const std::vector<ScheduledFault> added = {
+      Fault(ScheduledFault::Kind::kGpu, 37, Time::Hours(16))};
+  constexpr int64_t kTrials = 12;
+  StepTimeCache one_cache(SimpleStep());
+  Result<WhatIfSamples> one = SimulateWhatIfTrials(c, added, one_cache, kTrials, 1);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_EQ(one->delta_wall_time_s.size(), size_t(kTrials));
+  bool differ = false;
+  for (int64_t k = 0; k < kTrials; ++k) {
+    StepTimeCache cache(SimpleStep());
+    Result<WhatIfReport> w = SimulateWhatIf(c, added, cache, k);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    EXPECT_FALSE(w->baseline.events.empty());  // this side kept its log
+    const size_t i = size_t(k);
+    EXPECT_EQ(one->delta_wall_time_s[i], w->delta_wall_time_s) << "trial " << k;
+    EXPECT_EQ(one->delta_cost_usd[i], w->delta_cost_usd) << "trial " << k;
+    EXPECT_EQ(one->delta_lost_work_s[i], w->delta_lost_work_s) << "trial " << k;
+    EXPECT_EQ(one->delta_downtime_s[i], w->delta_downtime_s) << "trial " << k;
+    differ = differ || one->delta_wall_time_s[i] != one->delta_wall_time_s[0];
+  }
+  EXPECT_TRUE(differ) << "every history gave the same difference: the test compares nothing";
+  StepTimeCache three_cache(SimpleStep());
+  Result<WhatIfSamples> three = SimulateWhatIfTrials(c, added, three_cache, kTrials, 3);
+  ASSERT_TRUE(three.ok()) << three.status().message();
+  EXPECT_EQ(three->delta_wall_time_s, one->delta_wall_time_s);
+  EXPECT_EQ(three->delta_cost_usd, one->delta_cost_usd);
+  EXPECT_EQ(three->delta_lost_work_s, one->delta_lost_work_s);
+  EXPECT_EQ(three->delta_downtime_s, one->delta_downtime_s);
+}
+
+// An error is the lowest failing trial's, named, at any thread count.
+TEST(WhatIfTest, TrialsReportTheLowestFailingTrialByIndex) {
+  RunConfig c = DemoLikeConfig();
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 0.1;
+  auto failing = [](const RunState& s) -> Result<StepTiming> {
+    if (s.live_dp_replicas > 0 && !s.gpu_slowdown.empty()) return StepTiming{};
+    return Status::Internal("no step time");
+  };
+  StepTimeCache a(failing), b(failing);
+  const std::vector<ScheduledFault> added = {
+      Fault(ScheduledFault::Kind::kGpu, 37, Time::Hours(16))};
+  Result<WhatIfSamples> one = SimulateWhatIfTrials(c, added, a, 6, 1);
+  Result<WhatIfSamples> four = SimulateWhatIfTrials(c, added, b, 6, 4);
+  ASSERT_FALSE(one.ok());
+  ASSERT_FALSE(four.ok());
+  EXPECT_EQ(one.status().message().rfind("trial 0", 0), 0u) << one.status().message();
+  EXPECT_EQ(one.status().message(), four.status().message());
+}
+
 }  // namespace
 }  // namespace trainsim::run
