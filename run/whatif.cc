@@ -8,13 +8,27 @@
 
 namespace trainsim::run {
 
-Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
-                                    const std::vector<ScheduledFault>& added,
-                                    StepTimeCache& step_times, int64_t trial) {
+namespace {
+
+// Checked once for all trials: the config, and the scenario's own faults against the fault-free
+// end as `trainsim run` checks them. Not the added faults against it: one after the baseline's
+// end (which failures move) has no effect, one before it is simulated (CompareTrial).
+Status CheckWhatIf(const RunConfig& config, StepTimeCache& step_times) {
+  TRAINSIM_RETURN_IF_ERROR(ValidateRunConfig(config));
+  return detail::CheckFaultsBeforeEnd(config, step_times);
+}
+
+Result<RunReport> RunTrial(const RunConfig& config, StepTimeCache& step_times, int64_t trial) {
+  return detail::SimulateRunUnchecked(config, step_times, trial, /*stochastic=*/true);
+}
+
+// SimulateWhatIf past CheckWhatIf.
+Result<WhatIfReport> CompareTrial(const RunConfig& config, const std::vector<ScheduledFault>& added,
+                                  StepTimeCache& step_times, int64_t trial) {
   RunConfig base = config;
   if (base.wall_time_limit) {
     // Fix the amount of training: what the baseline trains in the given wall time.
-    Result<RunReport> bounded = SimulateRun(base, step_times, trial);
+    Result<RunReport> bounded = RunTrial(base, step_times, trial);
     if (!bounded.ok()) return bounded.status();
     if (bounded->total_steps == 0) {
       return Status::FailedPrecondition(
@@ -24,7 +38,7 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
     base.total_steps = bounded->total_steps;
     base.wall_time_limit.reset();
   }
-  Result<RunReport> baseline = SimulateRun(base, step_times, trial);
+  Result<RunReport> baseline = RunTrial(base, step_times, trial);
   if (!baseline.ok()) return baseline.status();
   WhatIfReport w;
   RunConfig with = base;
@@ -51,7 +65,8 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
     }
     if (!after_end && !duplicate) with.faults.push_back(added[i]);
   }
-  Result<RunReport> whatif = SimulateRun(with, step_times, trial);
+  TRAINSIM_RETURN_IF_ERROR(ValidateRunConfig(with));  // the added faults that are simulated
+  Result<RunReport> whatif = RunTrial(with, step_times, trial);
   if (!whatif.ok()) return whatif.status();
   w.steps = base.total_steps;
   w.delta_wall_time_s = (whatif->wall_time - baseline->wall_time).seconds();
@@ -66,9 +81,19 @@ Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
   return w;
 }
 
+}  // namespace
+
+Result<WhatIfReport> SimulateWhatIf(const RunConfig& config,
+                                    const std::vector<ScheduledFault>& added,
+                                    StepTimeCache& step_times, int64_t trial) {
+  TRAINSIM_RETURN_IF_ERROR(CheckWhatIf(config, step_times));
+  return CompareTrial(config, added, step_times, trial);
+}
+
 Result<WhatIfSamples> SimulateWhatIfTrials(const RunConfig& config,
                                            const std::vector<ScheduledFault>& added,
                                            StepTimeCache& step_times, int64_t trials, int threads) {
+  TRAINSIM_RETURN_IF_ERROR(CheckWhatIf(config, step_times));
   RunConfig quiet = config;
   quiet.record_events = false;
   KeepFreedHeapForTrials();
@@ -81,7 +106,7 @@ Result<WhatIfSamples> SimulateWhatIfTrials(const RunConfig& config,
   // Trial k writes only slot k (sim/parallel.h), so the samples are one thread's, in order.
   TRAINSIM_RETURN_IF_ERROR(
       sim::ParallelFor(int64_t(n), std::max(1, threads), [&](int64_t k) -> Status {
-        Result<WhatIfReport> w = SimulateWhatIf(quiet, added, step_times, k);
+        Result<WhatIfReport> w = CompareTrial(quiet, added, step_times, k);
         if (!w.ok()) return w.status().WithPrefix("trial " + std::to_string(k));
         s.delta_wall_time_s[size_t(k)] = w->delta_wall_time_s;
         s.delta_cost_usd[size_t(k)] = w->delta_cost_usd;

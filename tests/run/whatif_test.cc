@@ -35,6 +35,31 @@ TEST(WhatIfTest, WallClockGoalComparesTheSameTrainingWithAndWithoutTheFault) {
   EXPECT_EQ(w->whatif.failure_records.at(0).restored_checkpoint, 15);
 }
 
+// Failures make the baseline of a wall-clock goal train its steps later than the fault-free run
+// would, so a fault can lie before the baseline's end and after the fault-free end. It is
+// simulated, not rejected (it was, as a fault "after the end of training"), in the shown
+// trial and in every Monte Carlo trial.
+TEST(WhatIfTest, FaultBeforeTheBaselinesEndButAfterTheFaultFreeEndIsSimulated) {
+  RunConfig c = DemoLikeConfig();
+  c.total_steps = 0;
+  c.wall_time_limit = Time::Days(3);
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 0.1;  // ~5 interruptions over 3 days on 16 nodes
+  // A minute before the 3-day end: before the end of the baseline's last 20-s step.
+  const std::vector<ScheduledFault> added = {
+      Fault(ScheduledFault::Kind::kGpu, 37, Time::Days(3) - Time::Minutes(1))};
+  StepTimeCache cache(SimpleStep());
+  Result<WhatIfReport> w = SimulateWhatIf(c, added, cache, 0);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  ASSERT_GT(w->baseline.failures, 0);  // else the fault-free run would end as late
+  EXPECT_FALSE(w->no_effect.at(0));
+  EXPECT_GT(w->delta_wall_time_s, 0);
+  EXPECT_EQ(w->whatif.failures, w->baseline.failures + 1);
+  Result<WhatIfSamples> trials = SimulateWhatIfTrials(c, added, cache, 8, 2);
+  ASSERT_TRUE(trials.ok()) << trials.status().message();
+  EXPECT_EQ(trials->delta_wall_time_s.at(0), w->delta_wall_time_s);
+}
+
 // The trials' samples are each trial's SimulateWhatIf with its event log kept: leaving the log
 // out changes no difference. Sample k is trial k's at any thread count.
 TEST(WhatIfTest, TrialSamplesAreEachTrialsComparisonWithOrWithoutTheEventLog) {
