@@ -151,6 +151,11 @@ class RunSim {
   // (~819 K at 131,072 GPUs), and a fresh vector per history faulted in its pages anew each
   // time, most of a 131,072-GPU whatif's time (bench/README.md, session 33).
   void TakeSpareStorage();
+  // The step time of `s`: from the last kRecentStates states this run looked up, else from the
+  // shared cache. An ASYNC run's state changes twice per checkpoint; taking the cache's lock
+  // each time made two threads of trials slower than one (bench/README.md, session 34).
+  Result<StepTiming> StepTime(const RunState& s);
+  static constexpr size_t kRecentStates = 8;
   void Evict(ActiveFactor a);  // by value: eviction edits stragglers_
   bool EvictPending();
   void OnDetected();
@@ -198,6 +203,7 @@ class RunSim {
   int64_t block_n_ = 0;
   sim::EventId block_event_ = 0;
   StepTiming timing_;
+  std::vector<std::pair<RunState, StepTiming>> recent_;  // StepTime's, oldest first
   StepTiming kept_;  // the split of a kept step: the healthy step's (no slowdowns)
   sim::Time extra_;  // tau_ - kept_.total(): what slowdowns add to each step
   sim::Time tau_;

@@ -105,6 +105,17 @@ void RunSim::ResetInterval() {
   next_ckpt_step_ = step_ + interval_.steps;
 }
 
+Result<StepTiming> RunSim::StepTime(const RunState& s) {
+  for (const auto& [state, timing] : recent_) {
+    if (state == s) return timing;
+  }
+  Result<StepTiming> t = cache_->Get(s);
+  if (!t.ok()) return t;
+  if (recent_.size() == kRecentStates) recent_.erase(recent_.begin());
+  recent_.emplace_back(s, t.value());
+  return t;
+}
+
 void RunSim::PlanBlock() {
   if (step_ >= StepGoal()) {
     phase_ = Phase::kDone;
@@ -128,7 +139,7 @@ void RunSim::PlanBlock() {
     double share = 0;
     for (const BackgroundOp& op : bg_) share += op.share;
     s.checkpoint_traffic_share = std::min(1.0, share);
-    Result<StepTiming> t = cache_->Get(s);
+    Result<StepTiming> t = StepTime(s);
     if (!t.ok()) return Fail(t.status());
     timing_ = t.value();
     tau_ = timing_.total();
@@ -139,7 +150,7 @@ void RunSim::PlanBlock() {
       RunState healthy = s;
       healthy.gpu_slowdown.clear();
       healthy.nic_link_factor.clear();
-      Result<StepTiming> h = cache_->Get(healthy);
+      Result<StepTiming> h = StepTime(healthy);
       if (!h.ok()) return Fail(h.status());
       if (h->total() < tau_) {
         kept_ = h.value();

@@ -32,6 +32,7 @@ struct RunState {
   // Fraction of each node's network bandwidth used by a background checkpoint write (0 = none).
   double checkpoint_traffic_share = 0;
 
+  bool operator==(const RunState&) const = default;
   // Canonical encoding, used as the memo key; equal states give equal keys.
   std::string Key() const;
   // For messages: "N data-parallel replicas live, GPU g slowed 1.5x, NIC n at 50%, ...".
