@@ -13,7 +13,6 @@
 #include "scenarios/run_config.h"
 #include "scenarios/step_config.h"
 #include "sim/engine.h"
-#include "sim/parallel.h"
 #include "sim/progress.h"
 #include "sim/time.h"
 #include "step/pass_costs.h"
@@ -212,16 +211,12 @@ Result<WhatIfOutcome> SimulateScenarioWhatIf(const ResolvedScenario& resolved,
   Result<run::WhatIfSamples> samples =
       run::SimulateWhatIfTrials(config.value(), added, cache, trials, threads);
   if (!samples.ok()) return samples.status();
-  const std::vector<double>& d_wall = samples->delta_wall_time_s;
-  const std::vector<double>& d_cost = samples->delta_cost_usd;
-  const std::vector<double>& d_lost = samples->delta_lost_work_s;
-  const std::vector<double>& d_down = samples->delta_downtime_s;
-  out.delta_wall_time_samples_s = d_wall;
-  out.delta_cost_samples_usd = d_cost;
-  out.delta_wall_time_s = run::StatOf(d_wall);
-  out.delta_cost_usd = run::StatOf(d_cost);
-  out.delta_lost_work_s = run::StatOf(d_lost);
-  out.delta_downtime_s = run::StatOf(d_down);
+  out.delta_wall_time_s = run::StatOf(samples->delta_wall_time_s);
+  out.delta_cost_usd = run::StatOf(samples->delta_cost_usd);
+  out.delta_lost_work_s = run::StatOf(samples->delta_lost_work_s);
+  out.delta_downtime_s = run::StatOf(samples->delta_downtime_s);
+  out.delta_wall_time_samples_s = std::move(samples->delta_wall_time_s);
+  out.delta_cost_samples_usd = std::move(samples->delta_cost_usd);
   return out;
 }
 
