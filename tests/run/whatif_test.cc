@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "tests/run/run_test_util.h"
 
 namespace trainsim::run {
@@ -52,6 +55,15 @@ TEST(WhatIfTest, FaultBeforeTheBaselinesEndButAfterTheFaultFreeEndIsSimulated) {
   Result<WhatIfReport> w = SimulateWhatIf(c, added, cache, 0);
   ASSERT_TRUE(w.ok()) << w.status().message();
   ASSERT_GT(w->baseline.failures, 0);  // else the fault-free run would end as late
+  // The premise: without failures the baseline's steps end before the added fault.
+  RunConfig clean = c;
+  clean.wall_time_limit.reset();
+  clean.total_steps = w->steps;
+  clean.failures.enabled = false;
+  StepTimeCache clean_cache(SimpleStep());
+  Result<RunReport> fault_free = SimulateRun(clean, clean_cache);
+  ASSERT_TRUE(fault_free.ok()) << fault_free.status().message();
+  ASSERT_LT(fault_free->wall_time, added[0].at);
   EXPECT_FALSE(w->no_effect.at(0));
   EXPECT_GT(w->delta_wall_time_s, 0);
   EXPECT_EQ(w->whatif.failures, w->baseline.failures + 1);
@@ -97,24 +109,59 @@ TEST(WhatIfTest, TrialSamplesAreEachTrialsComparisonWithOrWithoutTheEventLog) {
   EXPECT_EQ(three->delta_downtime_s, one->delta_downtime_s);
 }
 
-// An error is the lowest failing trial's, named, at any thread count.
+// An error is the lowest failing trial's, named, at any thread count. Only histories in which a
+// node fails reach the failing state (elastic recovery drops a replica), so trial 0 succeeds
+// and the error names a later trial, whichever thread finished first.
 TEST(WhatIfTest, TrialsReportTheLowestFailingTrialByIndex) {
   RunConfig c = DemoLikeConfig();
   c.failures.enabled = true;
-  c.failures.node_day_rate = 0.1;
-  auto failing = [](const RunState& s) -> Result<StepTiming> {
-    if (s.live_dp_replicas > 0 && !s.gpu_slowdown.empty()) return StepTiming{};
-    return Status::Internal("no step time");
+  c.failures.node_day_rate = 0.03;  // ~0.6 failures in the run's ~1.2 days on 16 nodes
+  c.recovery.policy = checkpoint::RecoveryPolicy::kElastic;
+  c.recovery.min_dp = 1;
+  auto fails_shrunk = [](const RunState& s) -> Result<StepTiming> {
+    if (s.live_dp_replicas < 2) return Status::Internal("no step time for a shrunk job");
+    return StepTiming{Time::Seconds(14), Time::Seconds(2), Time::Seconds(4)};
   };
-  StepTimeCache a(failing), b(failing);
+  // A straggler: no node leaves, so the added fault alone shrinks no history.
   const std::vector<ScheduledFault> added = {
-      Fault(ScheduledFault::Kind::kGpu, 37, Time::Hours(16))};
-  Result<WhatIfSamples> one = SimulateWhatIfTrials(c, added, a, 6, 1);
-  Result<WhatIfSamples> four = SimulateWhatIfTrials(c, added, b, 6, 4);
+      Fault(ScheduledFault::Kind::kStraggler, 37, Time::Hours(16), Time::Hours(2), 1.5)};
+  StepTimeCache a(fails_shrunk), b(fails_shrunk);
+  Result<WhatIfSamples> one = SimulateWhatIfTrials(c, added, a, 16, 1);
+  Result<WhatIfSamples> four = SimulateWhatIfTrials(c, added, b, 16, 4);
   ASSERT_FALSE(one.ok());
   ASSERT_FALSE(four.ok());
-  EXPECT_EQ(one.status().message().rfind("trial 0", 0), 0u) << one.status().message();
-  EXPECT_EQ(one.status().message(), four.status().message());
+  const std::string& m = one.status().message();
+  ASSERT_EQ(m.rfind("trial ", 0), 0u) << m;
+  const int first = std::stoi(m.substr(6));
+  EXPECT_GT(first, 0) << m;  // else the test would not tell the lowest trial from the first
+  EXPECT_NE(m.find("shrunk"), std::string::npos) << m;
+  // The trials below `first` succeed on their own.
+  StepTimeCache c0(fails_shrunk);
+  EXPECT_TRUE(SimulateWhatIfTrials(c, added, c0, first, 1).ok());
+  EXPECT_EQ(four.status().message(), m);
+}
+
+// A scenario's own fault late in a wall-clock goal, checked as `trainsim run` checks it (not
+// against the fault-free end of the baseline's steps, which refused it). The bounded run meets
+// it 0.25 s before the end and rolls back to checkpoint 71, so both sides train 71 hours' steps;
+// the baseline ends before the fault, and the what-if side, delayed by its added fault, meets it.
+TEST(WhatIfTest, AScenarioFaultNearAWallClockGoalsEndIsSimulatedWhereTheRunReachesIt) {
+  RunConfig c = DemoLikeConfig();
+  c.total_steps = 0;
+  c.wall_time_limit = Time::Days(3);
+  const Time late = Time::Days(3) - Time::Millis(250);
+  c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 3, late));
+  StepTimeCache cache(SimpleStep());
+  Result<WhatIfReport> w =
+      SimulateWhatIf(c, {Fault(ScheduledFault::Kind::kGpu, 37, Time::Hours(16))}, cache);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->steps, 71 * 180);  // hourly checkpoints of 180 steps (WallClockGoal... above)
+  EXPECT_LT(w->baseline.wall_time, late);
+  EXPECT_EQ(w->baseline.failures, 0);
+  EXPECT_GT(w->whatif.wall_time, late);
+  EXPECT_EQ(w->whatif.failures, 2);
+  const Time lost = Time::Hours(16) - (Time::Hours(1) + Time::Millis(24500)) * 15;
+  EXPECT_GT(w->delta_lost_work_s, lost.seconds());  // the added fault's, and the late one's
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
+#include <stdexcept>
+#include <streambuf>
 #include <string>
 
 namespace trainsim {
@@ -45,6 +48,48 @@ TEST(ReadAtMostTest, ASmallStreamDoesNotAllocateTheLimit) {
   const BoundedRead r = ReadAtMost(in, size_t{16} << 20);
   EXPECT_EQ(r.body.size(), 3000u);
   EXPECT_LE(r.body.capacity(), size_t{256} << 10);
+}
+
+// A stream whose source fails after `good` bytes (a disk error part-way through a file).
+class FailingBuf : public std::streambuf {
+ public:
+  explicit FailingBuf(size_t good) : left_(good) {}
+
+ protected:
+  int_type underflow() override {
+    if (left_ == 0) throw std::runtime_error("read error");
+    const size_t n = std::min(left_, sizeof buf_);
+    std::fill(buf_, buf_ + n, 'x');
+    left_ -= n;
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(buf_[0]);
+  }
+
+ private:
+  size_t left_;
+  char buf_[4096];
+};
+
+// Reported as failed, the body a prefix of what the source gave (iostreams may drop the chunk
+// that failed: libstdc++ counts nothing of a read its buffer threw in).
+TEST(ReadAtMostTest, AStreamFailingAfterSeveralChunksIsReported) {
+  FailingBuf buf(100'000);
+  std::istream in(&buf);
+  const BoundedRead r = ReadAtMost(in, size_t{1} << 20);
+  EXPECT_TRUE(r.failed);
+  EXPECT_FALSE(r.too_large);
+  EXPECT_GE(r.body.size(), size_t{64} << 10);  // the first chunk, read whole
+  EXPECT_LE(r.body.size(), 100'000u);
+  EXPECT_EQ(r.body.find_first_not_of('x'), std::string::npos);
+}
+
+// The largest limit a size_t holds: the read past it must not wrap to a read of nothing, again
+// and again.
+TEST(ReadAtMostTest, TheLargestLimitReadsTheWholeStream) {
+  std::istringstream in(Pattern(70'000));
+  const BoundedRead r = ReadAtMost(in, SIZE_MAX);
+  EXPECT_FALSE(r.too_large);
+  EXPECT_EQ(r.body, Pattern(70'000));
 }
 
 TEST(ReadAtMostTest, AFailedStreamIsReported) {
