@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "tests/run/run_test_util.h"
 
@@ -88,21 +90,30 @@ TEST(MonteCarloTest, ThreadsGiveIdenticalOutcomesInTrialOrder) {
 }
 
 // A failing step-time callback fails the run the same way at any thread count: the error is
-// the lowest trial's, as one thread running in order would report it.
+// the lowest trial's, as one thread running in order would report it. Only histories in which
+// a node fails reach the failing state (elastic recovery drops a replica), so the lowest failing
+// trial is not trial 0 and not necessarily the one a thread finishes first.
 TEST(MonteCarloTest, ThreadsReportTheLowestFailingTrialsError) {
   RunConfig c = testing::DemoLikeConfig();
   c.failures.enabled = true;
-  c.failures.node_day_rate = 0.1;
+  c.failures.node_day_rate = 0.03;  // ~0.6 failures in the run's ~1.2 days on 16 nodes
+  c.recovery.policy = checkpoint::RecoveryPolicy::kElastic;
+  c.recovery.min_dp = 1;
   auto failing = [](const RunState& s) -> Result<StepTiming> {
-    if (s.live_dp_replicas > 0 && !s.gpu_slowdown.empty()) return StepTiming{};
-    return Status::Internal("no step time");
+    if (s.live_dp_replicas < 2) return Status::Internal("no step time for a shrunk job");
+    return StepTiming{Time::Seconds(14), Time::Seconds(2), Time::Seconds(4)};
   };
-  StepTimeCache a(failing), b(failing);
-  Result<std::vector<TrialOutcome>> one = RunTrials(c, a, 0, 8, 1);
-  Result<std::vector<TrialOutcome>> four = RunTrials(c, b, 0, 8, 4);
+  StepTimeCache a(failing), b(failing), below(failing);
+  Result<std::vector<TrialOutcome>> one = RunTrials(c, a, 0, 16, 1);
+  Result<std::vector<TrialOutcome>> four = RunTrials(c, b, 0, 16, 4);
   ASSERT_FALSE(one.ok());
   ASSERT_FALSE(four.ok());
-  EXPECT_EQ(one.status().message(), four.status().message());
+  const std::string& m = one.status().message();
+  ASSERT_EQ(m.rfind("trial ", 0), 0u) << m;
+  const int first = std::stoi(m.substr(6));
+  EXPECT_GT(first, 0) << m;
+  EXPECT_TRUE(RunTrials(c, below, 0, first, 1).ok());
+  EXPECT_EQ(four.status().message(), m);
 }
 
 // The memo is keyed by the state's fields: equal states (built separately) call the function
