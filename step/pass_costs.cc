@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <tuple>
 
 #include "parallelism/memory.h"
 #include "parallelism/model.h"
@@ -686,34 +684,6 @@ GradientBuckets PlanGradientBuckets(const StepConfig& cfg, int stage, int nic_sh
   const int64_t rounds = c.zero_stage >= 2 ? c.num_micro_batches() : 1;
   b.count = (dense_ranks == 1 && expert_ranks == 1) ? 0 : rounds * v * b.per_chunk;
   return b;
-}
-
-Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& topo, comm::Op op,
-                                 const std::vector<int>& group, double bytes) {
-  if (group.size() <= 1 || bytes <= 0) return 0.0;
-  // The tuner's choice costs as much as timing the collective (every algorithm over the
-  // group), and a sweep asks for the same DP groups across thousands of layouts: memoised per
-  // thread on the topology's shape and the group (its size and ends: the layout's DP and shard
-  // groups are arithmetic progressions), op and size.
-  using Key = std::tuple<const comm::Topology*, int, int, int, int, size_t, int, int, uint64_t>;
-  struct Chosen {
-    comm::Algo algo;
-    comm::Protocol protocol;
-    int nodes;
-  };
-  thread_local std::map<Key, Chosen> chosen;
-  const Key key{&topo,          topo.num_gpus(), topo.gpus_per_node(), cfg.topology.nics_per_node,
-                int(op),        group.size(),    group.front(),        group.back(),
-                uint64_t(bytes)};
-  auto it = chosen.find(key);
-  if (it == chosen.end()) {
-    const comm::CollectiveSpec spec{op, comm::Algo::kAuto, group, uint64_t(bytes)};
-    Result<comm::CollectiveEstimate> how = comm::EstimateCollective(topo, spec);
-    if (!how.ok()) return how.status();
-    it = chosen.emplace(key, Chosen{how->algo, how->protocol, topo.NodesSpanned(group)}).first;
-  }
-  return CollectiveSmShare(cfg, op, it->second.algo, it->second.protocol, int(group.size()),
-                           it->second.nodes, bytes);
 }
 
 double CollectiveSmShare(const StepConfig& cfg, comm::Op op, comm::Algo algo,

@@ -174,11 +174,6 @@ Zero3Gather Zero3PassGather(const StepConfig& cfg, int stage, int nic_share);
 // hybrid sharding the ranks holding the same shard in the other groups (else empty).
 std::vector<int> DenseShardGroup(const parallelism::Layout& layout, int gpu);
 std::vector<int> ShardReplicaGroup(const parallelism::Layout& layout, int gpu);
-// The SM share a data-parallel collective of `bytes` over `group` takes from the compute beside
-// it (step/comm_sm_share.h), with the algorithm comm's tuner picks on the idle topology: what
-// the step simulation charges, for the sweep's closed-form estimator. 0 for a group of one.
-Result<double> DpCollectiveShare(const StepConfig& cfg, const comm::Topology& topo, comm::Op op,
-                                 const std::vector<int>& group, double bytes);
 // The SM share of a collective as NCCL would run it (step/comm_sm_share.h), with the scenario's
 // CTA limits: the algorithm and protocol comm chose, its ranks, the nodes they span, its size.
 double CollectiveSmShare(const StepConfig& cfg, comm::Op op, comm::Algo algo,

@@ -61,17 +61,21 @@ Result<const comm::Topology*> EstimatorCache::TopologyFor(const comm::TopologySp
   return raw;
 }
 
-Result<double> EstimatorCache::CollectiveSeconds(const comm::Topology& topo, comm::Op op,
-                                                 const std::vector<int>& gpus, double bytes) {
-  if (gpus.size() <= 1 || bytes <= 0) return 0.0;
+template <typename Use>
+auto EstimatorCache::WithEntry(const comm::Topology& topo, comm::Op op,
+                               const std::vector<int>& gpus, double bytes, Use use) {
   const int stride = gpus[1] - gpus[0];
   bool arithmetic = true;
   for (size_t i = 1; i < gpus.size(); ++i) arithmetic &= gpus[i] - gpus[i - 1] == stride;
   const comm::CollectiveSpec spec{op, comm::Algo::kAuto, gpus, uint64_t(bytes)};
-  auto compute = [&](Status* status, double* seconds) {
+  auto compute = [&](Entry* e) {
     Result<comm::CollectiveEstimate> est = comm::EstimateCollective(topo, spec);
-    *status = est.ok() ? Status::Ok() : est.status();
-    *seconds = est.ok() ? est->time.seconds() : 0.0;
+    e->status = est.ok() ? Status::Ok() : est.status();
+    if (!est.ok()) return;
+    e->seconds = est->time.seconds();
+    e->algo = est->algo;
+    e->protocol = est->protocol;
+    e->nodes = topo.NodesSpanned(gpus);
   };
   Entry uncached;
   Entry* entry = &uncached;
@@ -84,9 +88,27 @@ Result<double> EstimatorCache::CollectiveSeconds(const comm::Topology& topo, com
     entry = slot.get();  // entries are never erased, so the pointer outlives the lock
   }
   // The first caller computes; one that comes while it does waits for its value.
-  std::call_once(entry->once, compute, &entry->status, &entry->seconds);
-  if (!entry->status.ok()) return entry->status;
-  return entry->seconds;
+  std::call_once(entry->once, compute, entry);
+  return use(static_cast<const Entry&>(*entry));
+}
+
+Result<double> EstimatorCache::CollectiveSeconds(const comm::Topology& topo, comm::Op op,
+                                                 const std::vector<int>& gpus, double bytes) {
+  if (gpus.size() <= 1 || bytes <= 0) return 0.0;
+  return WithEntry(topo, op, gpus, bytes, [](const Entry& e) -> Result<double> {
+    if (!e.status.ok()) return e.status;
+    return e.seconds;
+  });
+}
+
+Result<double> EstimatorCache::CollectiveShare(const step::StepConfig& cfg,
+                                               const comm::Topology& topo, comm::Op op,
+                                               const std::vector<int>& gpus, double bytes) {
+  if (gpus.size() <= 1 || bytes <= 0) return 0.0;
+  return WithEntry(topo, op, gpus, bytes, [&](const Entry& e) -> Result<double> {
+    if (!e.status.ok()) return e.status;
+    return step::CollectiveSmShare(cfg, op, e.algo, e.protocol, int(gpus.size()), e.nodes, bytes);
+  });
 }
 
 namespace {
@@ -169,7 +191,7 @@ Status EstimatePasses(Estimate& e) {
       const std::vector<int>& g = i == 0 ? group : i == 1 ? replicas : experts;
       Result<double> t = e.cache->CollectiveSeconds(e.topo, parts[i].first, g, parts[i].second);
       Result<double> share =
-          step::DpCollectiveShare(cfg, e.topo, parts[i].first, g, parts[i].second);
+          e.cache->CollectiveShare(cfg, e.topo, parts[i].first, g, parts[i].second);
       if (!t.ok() || !share.ok()) return !t.ok() ? t.status() : share.status();
       bucket_s[size_t(s)] += *t * b.per_chunk;
       lost += *t * b.per_chunk * *share;
@@ -199,7 +221,7 @@ Status EstimatePasses(Estimate& e) {
       gather_first[size_t(s)] = *first;
       gather_rest[size_t(s)] = *rest + *experts;
       Result<double> share =
-          step::DpCollectiveShare(cfg, e.topo, comm::Op::kAllGather, group, bytes.dense / layers);
+          e.cache->CollectiveShare(cfg, e.topo, comm::Op::kAllGather, group, bytes.dense / layers);
       if (!share.ok()) return share.status();
       gather_share[size_t(s)] = *share;
     }
@@ -339,7 +361,7 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
     const std::vector<int> group = step::DenseShardGroup(e.layout, e.layout.GpuOf({0, s, 0}));
     const step::GradientBuckets b = step::PlanGradientBuckets(e.cfg, s, e.nic_share);
     Result<double> t = e.cache->CollectiveSeconds(e.topo, b.op, group, b.bytes);
-    Result<double> share = step::DpCollectiveShare(e.cfg, e.topo, b.op, group, b.bytes);
+    Result<double> share = e.cache->CollectiveShare(e.cfg, e.topo, b.op, group, b.bytes);
     if (!t.ok() || !share.ok()) return !t.ok() ? t.status() : share.status();
     const double under = e.v * e.passes[size_t(s)].bwd_compute_s;
     slowed[size_t(s)] =
@@ -388,8 +410,8 @@ Status EstimateDataParallel(const Estimate& e, StepEstimate* est) {
         double fwd = 0;
         for (int j = s; j < e.vstages; j += e.p) fwd += e.passes[size_t(j)].fwd_s;
         Result<double> share =
-            step::DpCollectiveShare(e.cfg, e.topo, comm::Op::kAllGather, dp_group,
-                                    step::ZeroWeightGatherBytes(e.cfg, s, e.nic_share));
+            e.cache->CollectiveShare(e.cfg, e.topo, comm::Op::kAllGather, dp_group,
+                                     step::ZeroWeightGatherBytes(e.cfg, s, e.nic_share));
         if (!share.ok()) return share.status();
         const step::OverlapCost o = step::OverlapBeside(gather, fwd, *share);
         gather = o.slowed + o.exposed;

@@ -55,13 +55,26 @@ class EstimatorCache {
   // arithmetic progression of GPU ids, as TP, DP and PP groups are).
   Result<double> CollectiveSeconds(const comm::Topology& topo, comm::Op op,
                                    const std::vector<int>& gpus, double bytes);
+  // The SM share the same collective takes from the compute beside it
+  // (step::CollectiveSmShare, with the algorithm and protocol its closed form chose): what the
+  // step simulation charges for a data-parallel collective. From the same memoised entry.
+  Result<double> CollectiveShare(const step::StepConfig& cfg, const comm::Topology& topo,
+                                 comm::Op op, const std::vector<int>& gpus, double bytes);
 
  private:
   struct Entry {
     std::once_flag once;
     Status status;
     double seconds = 0;
+    comm::Algo algo = comm::Algo::kRing;
+    comm::Protocol protocol = comm::Protocol::kSimple;
+    int nodes = 0;
   };
+  // Calls `use` with the entry of the collective, filled on first use (an uncached one for a
+  // group that is not an arithmetic progression).
+  template <typename Use>
+  auto WithEntry(const comm::Topology& topo, comm::Op op, const std::vector<int>& gpus,
+                 double bytes, Use use);
   std::mutex mu_;  // guards the two maps (entries are filled once, outside it)
   std::map<int, std::unique_ptr<comm::Topology>> topologies_;
   std::map<std::tuple<const comm::Topology*, int, int, int, int, uint64_t>, std::unique_ptr<Entry>>

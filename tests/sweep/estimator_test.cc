@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/collective.h"
+#include "step/pass_costs.h"
 #include "step/step_simulation.h"
 
 namespace trainsim::sweep {
@@ -428,6 +430,44 @@ TEST(EstimatorTest, PipelineBubbleFollowsTheClosedForm) {
   // Bubble of 1F1B ≈ (p − 1)/m of the work = 7/64 ≈ 11%; interleaved halves it.
   const double work = one->pipeline_s / (1 + 7.0 / 64);
   EXPECT_NEAR(one->pipeline_s - two->pipeline_s, work * 7.0 / 64 / 2, 0.02 * one->pipeline_s);
+}
+
+// The SM share of a data-parallel collective comes from the algorithm and protocol its closed
+// form chose, from the same memoised entry as its time: for a group that is an arithmetic
+// progression (memoised) and one that is not (computed each time), the cache's share equals
+// step::CollectiveSmShare of comm::EstimateCollective's choice. A group of one takes none.
+TEST(EstimatorCacheTest, CollectiveShareIsTheSmShareOfTheAlgorithmTheClosedFormChose) {
+  EstimatorCache cache;
+  const step::StepConfig c = Base(48, 8192, 64, 8, 64);
+  Result<const comm::Topology*> topo = cache.TopologyFor(c.topology);
+  ASSERT_TRUE(topo.ok()) << topo.status().message();
+  const std::vector<std::vector<int>> groups = {
+      {0, 8, 16, 24, 32, 40, 48, 56}, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 9, 18, 40}};
+  bool some_share = false;
+  for (const std::vector<int>& g : groups) {
+    for (comm::Op op : {comm::Op::kAllReduce, comm::Op::kReduceScatter, comm::Op::kAllGather}) {
+      for (double bytes : {1048576.0, 268435456.0}) {
+        Result<comm::CollectiveEstimate> est =
+            comm::EstimateCollective(**topo, {op, comm::Algo::kAuto, g, uint64_t(bytes)});
+        ASSERT_TRUE(est.ok()) << est.status().message();
+        const double expected = step::CollectiveSmShare(
+            c, op, est->algo, est->protocol, int(g.size()), (*topo)->NodesSpanned(g), bytes);
+        for (int twice = 0; twice < 2; ++twice) {  // the second from the memo
+          Result<double> share = cache.CollectiveShare(c, **topo, op, g, bytes);
+          ASSERT_TRUE(share.ok()) << share.status().message();
+          EXPECT_EQ(*share, expected) << g.size() << " ranks, " << bytes << " B";
+          Result<double> seconds = cache.CollectiveSeconds(**topo, op, g, bytes);
+          ASSERT_TRUE(seconds.ok());
+          EXPECT_EQ(*seconds, est->time.seconds());
+        }
+        some_share = some_share || expected > 0;
+      }
+    }
+  }
+  EXPECT_TRUE(some_share);
+  Result<double> alone = cache.CollectiveShare(c, **topo, comm::Op::kAllReduce, {3}, 1048576.0);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(*alone, 0.0);
 }
 
 }  // namespace
