@@ -94,23 +94,15 @@ TEST(MonteCarloTest, ThreadsGiveIdenticalOutcomesInTrialOrder) {
 // a node fails reach the failing state (elastic recovery drops a replica), so the lowest failing
 // trial is not trial 0 and not necessarily the one a thread finishes first.
 TEST(MonteCarloTest, ThreadsReportTheLowestFailingTrialsError) {
-  RunConfig c = testing::DemoLikeConfig();
-  c.failures.enabled = true;
-  c.failures.node_day_rate = 0.03;  // ~0.6 failures in the run's ~1.2 days on 16 nodes
-  c.recovery.policy = checkpoint::RecoveryPolicy::kElastic;
-  c.recovery.min_dp = 1;
-  auto failing = [](const RunState& s) -> Result<StepTiming> {
-    if (s.live_dp_replicas < 2) return Status::Internal("no step time for a shrunk job");
-    return StepTiming{Time::Seconds(14), Time::Seconds(2), Time::Seconds(4)};
-  };
-  StepTimeCache a(failing), b(failing), below(failing);
+  const RunConfig c = testing::ElasticRareFailuresConfig();
+  StepTimeCache a(testing::FailsOnceShrunk()), b(testing::FailsOnceShrunk()),
+      below(testing::FailsOnceShrunk());
   Result<std::vector<TrialOutcome>> one = RunTrials(c, a, 0, 16, 1);
   Result<std::vector<TrialOutcome>> four = RunTrials(c, b, 0, 16, 4);
   ASSERT_FALSE(one.ok());
   ASSERT_FALSE(four.ok());
   const std::string& m = one.status().message();
-  ASSERT_EQ(m.rfind("trial ", 0), 0u) << m;
-  const int first = std::stoi(m.substr(6));
+  const int first = testing::FailingTrial(m);
   EXPECT_GT(first, 0) << m;
   EXPECT_TRUE(RunTrials(c, below, 0, first, 1).ok());
   EXPECT_EQ(four.status().message(), m);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ostream>
 #include <string>
 
@@ -55,6 +56,32 @@ inline StepTimeFn SimpleStep(sim::Time useful = sim::Time::Seconds(14),
     t.bubble += sim::Time::FromSeconds(total.seconds() * (f - 1.0));
     return t;
   };
+}
+
+// DemoLikeConfig with rare stochastic node failures (~0.6 in the run's ~1.2 days on 16 nodes)
+// and elastic recovery: only the histories in which a node fails shrink below DP 2.
+inline RunConfig ElasticRareFailuresConfig() {
+  RunConfig c = DemoLikeConfig();
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 0.03;
+  c.recovery.policy = checkpoint::RecoveryPolicy::kElastic;
+  c.recovery.min_dp = 1;
+  return c;
+}
+
+// SimpleStep, except that a job shrunk below two replicas has no step time (an error), so that
+// only some histories of ElasticRareFailuresConfig fail.
+inline StepTimeFn FailsOnceShrunk() {
+  return [healthy = SimpleStep()](const RunState& s) -> Result<StepTiming> {
+    if (s.live_dp_replicas < 2) return Status::Internal("no step time for a shrunk job");
+    return healthy(s);
+  };
+}
+
+// The trial K an error message "trial K: ..." names; -1 if it names none.
+inline int FailingTrial(const std::string& message) {
+  if (message.rfind("trial ", 0) != 0) return -1;
+  return std::atoi(message.c_str() + 6);
 }
 
 inline ScheduledFault Fault(ScheduledFault::Kind kind, int id, sim::Time at,

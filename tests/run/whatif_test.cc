@@ -12,6 +12,9 @@ namespace {
 
 using sim::Time;
 using testing::DemoLikeConfig;
+using testing::ElasticRareFailuresConfig;
+using testing::FailingTrial;
+using testing::FailsOnceShrunk;
 using testing::Fault;
 using testing::SimpleStep;
 
@@ -113,31 +116,21 @@ TEST(WhatIfTest, TrialSamplesAreEachTrialsComparisonWithOrWithoutTheEventLog) {
 // node fails reach the failing state (elastic recovery drops a replica), so trial 0 succeeds
 // and the error names a later trial, whichever thread finished first.
 TEST(WhatIfTest, TrialsReportTheLowestFailingTrialByIndex) {
-  RunConfig c = DemoLikeConfig();
-  c.failures.enabled = true;
-  c.failures.node_day_rate = 0.03;  // ~0.6 failures in the run's ~1.2 days on 16 nodes
-  c.recovery.policy = checkpoint::RecoveryPolicy::kElastic;
-  c.recovery.min_dp = 1;
-  auto fails_shrunk = [](const RunState& s) -> Result<StepTiming> {
-    if (s.live_dp_replicas < 2) return Status::Internal("no step time for a shrunk job");
-    return StepTiming{Time::Seconds(14), Time::Seconds(2), Time::Seconds(4)};
-  };
+  const RunConfig c = ElasticRareFailuresConfig();
   // A straggler: no node leaves, so the added fault alone shrinks no history.
   const std::vector<ScheduledFault> added = {
       Fault(ScheduledFault::Kind::kStraggler, 37, Time::Hours(16), Time::Hours(2), 1.5)};
-  StepTimeCache a(fails_shrunk), b(fails_shrunk);
+  StepTimeCache a(FailsOnceShrunk()), b(FailsOnceShrunk()), below(FailsOnceShrunk());
   Result<WhatIfSamples> one = SimulateWhatIfTrials(c, added, a, 16, 1);
   Result<WhatIfSamples> four = SimulateWhatIfTrials(c, added, b, 16, 4);
   ASSERT_FALSE(one.ok());
   ASSERT_FALSE(four.ok());
   const std::string& m = one.status().message();
-  ASSERT_EQ(m.rfind("trial ", 0), 0u) << m;
-  const int first = std::stoi(m.substr(6));
+  const int first = FailingTrial(m);
   EXPECT_GT(first, 0) << m;  // else the test would not tell the lowest trial from the first
   EXPECT_NE(m.find("shrunk"), std::string::npos) << m;
   // The trials below `first` succeed on their own.
-  StepTimeCache c0(fails_shrunk);
-  EXPECT_TRUE(SimulateWhatIfTrials(c, added, c0, first, 1).ok());
+  EXPECT_TRUE(SimulateWhatIfTrials(c, added, below, first, 1).ok());
   EXPECT_EQ(four.status().message(), m);
 }
 
