@@ -67,6 +67,7 @@ scenarios::RunRequest RunRequestOf(const RunOptions& options) {
   request.trials = options.trials;
   request.optimize_interval = options.optimize_interval;
   request.progress = options.progress;
+  request.keep_log = options.keep_log || options.events;
   // An out-of-range count is refused by Run (and by the option's own check) before this is used.
   Result<int> threads = sim::ResolveThreads(options.threads);
   request.threads = threads.ok() ? threads.value() : 1;

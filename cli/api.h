@@ -64,6 +64,9 @@ struct RunOptions {
   // Threads for the Monte Carlo trials and the interval scan: 0 = all cores
   // (sim::ResolveThreads); the output is byte-identical at any count.
   int threads = 0;
+  // Keep the run's event log and phases in the outcome (scenarios::RunRequest::keep_log): on
+  // for `events`, a trace or an HTML report; the command turns it off when it shows none.
+  bool keep_log = true;
 };
 struct RunOutcome {
   scenarios::ResolvedScenario resolved;

@@ -75,6 +75,7 @@ std::string Run(const std::string& path, const std::string& text, const std::str
   options.allow_oom = allow_oom;
   options.gpu = gpu;
   options.events = events;
+  options.keep_log = events;  // the document carries the log only with events
   options.trials = trials;
   options.seed = seed;
   options.optimize_interval = optimize_interval;

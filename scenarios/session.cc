@@ -108,6 +108,7 @@ Result<RunOutcome> SimulateScenarioRun(const ResolvedScenario& resolved,
   run::StepTimeCache cache(MakeStepTimeFn(step, request.healthy_step));
   RunOutcome out;
   out.config = config.value();
+  out.config.record_events = request.keep_log;
   Result<run::RunReport> report = run::SimulateRun(out.config, cache, 0);
   if (!report.ok()) return report.status();
   out.run = std::move(report.value());

@@ -57,6 +57,34 @@ TEST(SessionTest, RunOutcomeCarriesTheTypedRunAndItsPhases) {
   EXPECT_EQ(o->run.phases.back().end, o->run.wall_time);
 }
 
+// A caller that shows no log turns it off; the run it simulates is the same one. The demo has
+// stochastic failures on, so the comparison covers failures, restarts and checkpoints.
+TEST(SessionTest, RunWithoutItsLogKeepsEveryNumber) {
+  const ResolvedScenario r = Demo();
+  Result<step::StepConfig> step = MakeStepConfig(r);
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  Result<RunOutcome> with = SimulateScenarioRun(r, *step, RunRequest{});
+  RunRequest quiet;
+  quiet.keep_log = false;
+  Result<RunOutcome> without = SimulateScenarioRun(r, *step, quiet);
+  ASSERT_TRUE(with.ok()) << with.status().message();
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_FALSE(with->run.events.empty());
+  EXPECT_TRUE(without->run.events.empty());
+  EXPECT_TRUE(without->run.phases.empty());
+  EXPECT_FALSE(without->config.record_events);  // the config as simulated
+  ASSERT_GT(with->run.failure_records.size(), 0u);
+  EXPECT_EQ(without->run.failure_records.size(), with->run.failure_records.size());
+  EXPECT_EQ(without->run.wall_time, with->run.wall_time);
+  EXPECT_EQ(without->run.total_steps, with->run.total_steps);
+  EXPECT_EQ(without->run.steps_executed, with->run.steps_executed);
+  EXPECT_EQ(without->run.steps_rolled_back, with->run.steps_rolled_back);
+  EXPECT_EQ(without->run.persistent_checkpoints, with->run.persistent_checkpoints);
+  EXPECT_EQ(without->run.breakdown.useful, with->run.breakdown.useful);
+  EXPECT_EQ(without->run.breakdown.lost, with->run.breakdown.lost);
+  EXPECT_EQ(without->run.breakdown.restart, with->run.breakdown.restart);
+}
+
 TEST(SessionTest, GpuGroupForms) {
   EXPECT_EQ(ParseGpuGroup("4", 16).value(), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(ParseGpuGroup("2/8", 16).value(), (std::vector<int>{0, 8}));
