@@ -146,6 +146,14 @@ class RunSim {
   void OnSlowdownStart(const ScheduledFault& f, int token);
   void OnSlowdownEnd(int token, bool straggler);
   void KeepPersistent(const Snapshot& s);
+  // With checkpoint.keep_last 0 storage keeps every checkpoint, but a restore takes the newest
+  // one at or below a cap: an undetected corruption's clean_max_index, a future corruption's
+  // (taken_ then, at least taken_ now), or restore_cap_ (a detected one's, consumed at once by
+  // OnFailure, which stops every background write first; counted all the same). Every entry older
+  // than the newest at or below the least of these can never be chosen again, and is dropped: the
+  // list stays a few entries long instead of one per checkpoint (~838,000 at 16,384 GPUs with a
+  // checkpoint after nearly every step, where its growth was a third of `trainsim run`).
+  void PruneRetained();
   // retained_ starts from the storage the thread's previous RunSim left (its capacity only) and
   // leaves its own for the next: with keep_last 0 a history keeps every persistent checkpoint
   // (~819 K at 131,072 GPUs), and a fresh vector per history faulted in its pages anew each
@@ -217,7 +225,9 @@ class RunSim {
   int last_counted_ = 0;
   Snapshot pending_snap_;  // the checkpoint whose stall is in progress
   Snapshot last_persistent_;
-  std::vector<Snapshot> retained_;  // persistent checkpoints still in storage, oldest first
+  // Persistent checkpoints in storage that a restore may still choose, oldest first (index
+  // ascending; PruneRetained).
+  std::vector<Snapshot> retained_;
   int restore_cap_ = std::numeric_limits<int>::max();  // SDC: newest restorable index
   std::optional<Snapshot> last_inmem_;
   std::vector<BackgroundOp> bg_;
@@ -233,6 +243,7 @@ class RunSim {
   std::vector<size_t> incident_records_;
   sim::Time detect_end_;  // when the current detection phase ends
   std::vector<Corruption> corruptions_;
+  int active_corruptions_ = 0;     // of corruptions_
   std::vector<int> evict_tokens_;  // detected stragglers to evict once a checkpoint completes
   int pool_ = 0;
   // Elastic.

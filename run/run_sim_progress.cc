@@ -53,7 +53,10 @@ void RunSim::Rollback(const Snapshot& s) {
   }
   // A corruption after `s` is wiped by the rollback.
   for (Corruption& k : corruptions_) {
-    if (k.active && s.index <= k.clean_max_index) k.active = false;
+    if (k.active && s.index <= k.clean_max_index) {
+      k.active = false;
+      --active_corruptions_;
+    }
   }
 }
 
@@ -78,6 +81,7 @@ void RunSim::KeepPersistent(const Snapshot& s) {
   ++report_.persistent_checkpoints;
   retained_.push_back(s);
   const int keep = c_.checkpoint.keep_last;
+  if (keep == 0) PruneRetained();
   while (keep > 0 && static_cast<int>(retained_.size()) > keep) {
     const Snapshot old = retained_.front();
     retained_.erase(retained_.begin());
@@ -86,6 +90,21 @@ void RunSim::KeepPersistent(const Snapshot& s) {
           "checkpoint #" + Str(old.index) + " deleted (checkpoint.keep_last " + Str(keep) + ")",
           {.step = old.step, .checkpoint = old.index});
   }
+}
+
+void RunSim::PruneRetained() {
+  if (retained_.size() < 2) return;
+  int floor = std::min(taken_, restore_cap_);
+  if (active_corruptions_ > 0) {
+    for (const Corruption& k : corruptions_) {
+      if (k.active) floor = std::min(floor, k.clean_max_index);
+    }
+  }
+  // The first entry above the floor; the one before it is the newest a restore may still take.
+  const auto above =
+      std::upper_bound(retained_.begin(), retained_.end(), floor,
+                       [](int index, const Snapshot& snap) { return index < snap.index; });
+  if (above - retained_.begin() > 1) retained_.erase(retained_.begin(), above - 1);
 }
 
 bool RunSim::CheckpointDue() const {

@@ -151,6 +151,7 @@ void RunSim::OnCorruption(const FailureInput& f) {
   // A checkpoint whose snapshot started before now is clean (taken_ counts started ones).
   k.clean_max_index = taken_;
   corruptions_.push_back(k);
+  ++active_corruptions_;
   const size_t i = corruptions_.size() - 1;
   if (c_.record_events)
     Log(RunEventKind::kCorruption, f.what + " silently corrupts training state (" + f.cause_name +
@@ -164,6 +165,7 @@ void RunSim::OnCorruptionDetected(size_t i) {
   if (phase_ == Phase::kDone || !corruptions_[i].active) return;
   Corruption k = corruptions_[i];
   corruptions_[i].active = false;
+  --active_corruptions_;
   restore_cap_ = std::min(restore_cap_, k.clean_max_index);
   FailureInput f = k.input;
   if (f.node >= 0 && !NodeInService(f.node)) {
