@@ -186,8 +186,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     // The step and the run, before anything is written: bad input leaves stdout and the trace
     // files empty.
     opts->record_trace = tracing;
-    // The log is read by --events, the run trace and the HTML report's timeline only.
-    opts->keep_log = opts->events || tracing || web.has_value();
+    opts->keep_log = opts->events || tracing || web.has_value();  // the log's only readers
     Result<api::RunOutcome> outcome = api::Run(std::move(*resolved), *opts);
     if (!outcome.ok()) {
       *exit_code = ReportError(outcome.status());
