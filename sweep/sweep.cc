@@ -239,7 +239,9 @@ Status RunMonteCarlo(const std::vector<SweepProblem>& problems, const SweepOptio
     run::RunConfig run = problem.run;
     run.nodes = e.layout.gpus / gpn;
     run.gpus_per_node = gpn;
-    run.tp = e.layout.parallel.tp;
+    // A replica's stage is tp × cp GPUs, as scenarios::MakeRunConfig counts it (its CP ranks
+    // share its weights and fail with it).
+    run.tp = e.layout.parallel.tp * e.layout.parallel.cp;
     run.pp = e.layout.parallel.pp;
     run.dp = e.layout.parallel.dp;
     run.cluster_nodes = 0;

@@ -156,6 +156,23 @@ TEST(SweepCommandTest, CpAndZeroListsRestrictTheSweep) {
   }
 }
 
+// A replica of a CP layout is tp × cp × pp GPUs; the Monte Carlo trials of a confirmed layout
+// counted tp × pp × dp only and refused every layout with CP > 1 (a bug a new user found).
+TEST(SweepCommandTest, MonteCarloTrialsRunOnContextParallelLayouts) {
+  RunResult r =
+      RunCommand({}, {"sweep", kSmall, "--top", "2", "--json", "--cp", "2", "--trials", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["top"].empty());
+  for (const auto& row : j["top"]) {
+    EXPECT_EQ(row["cp"].get<int>(), 2);
+    ASSERT_TRUE(row.contains("mc_ettr")) << row.dump();
+    const double ettr = row["mc_ettr"].get<double>();
+    EXPECT_GT(ettr, 0.0);
+    EXPECT_LE(ettr, 1.0);
+  }
+}
+
 TEST(SweepCommandTest, BadInputExitsTwoWithOneMessage) {
   struct Case {
     std::vector<std::string> args;
