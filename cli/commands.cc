@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <stdexcept>
@@ -39,11 +40,15 @@ Result<scenarios::ResolvedScenario> LoadResolvedScenario(const ScenarioOptions& 
 }
 
 Result<std::optional<report::WebLibraries>> PrepareHtml(const std::string& path,
-                                                        const std::vector<InputFile>& inputs) {
+                                                        const std::vector<InputFile>& inputs,
+                                                        const std::vector<InputFile>& outputs) {
   if (path.empty()) return std::optional<report::WebLibraries>();
   Result<report::WebLibraries> libs = report::LoadWebLibraries();
   if (!libs.ok()) return libs.status();
   TRAINSIM_RETURN_IF_ERROR(CheckOutput("--html", path, inputs));
+  std::vector<InputFile> all = outputs;
+  all.push_back({"--html", path});
+  TRAINSIM_RETURN_IF_ERROR(CheckDistinctOutputs(all));
   return std::optional<report::WebLibraries>(std::move(*libs));
 }
 
@@ -120,6 +125,29 @@ Status CheckOutput(const std::string& option, const std::string& path,
     if (st.st_dev == out.st_dev && st.st_ino == out.st_ino && S_ISREG(st.st_mode)) {
       return Status::InvalidArgument(option + " names " + in.what + " (" + path +
                                      "); write the output to another file");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckDistinctOutputs(const std::vector<InputFile>& outputs) {
+  namespace fs = std::filesystem;
+  auto same = [](const std::string& a, const std::string& b) {
+    struct stat sa, sb;
+    const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && S_ISREG(sa.st_mode);
+    if (ea != eb) return false;  // one exists, the other does not: not one file
+    std::error_code ca, cb;
+    const fs::path pa = fs::weakly_canonical(a, ca), pb = fs::weakly_canonical(b, cb);
+    return !ca && !cb && pa == pb;
+  };
+  for (size_t j = 1; j < outputs.size(); ++j) {
+    for (size_t i = 0; i < j; ++i) {
+      if (outputs[i].path.empty() || outputs[j].path.empty()) continue;
+      if (!same(outputs[i].path, outputs[j].path)) continue;
+      return Status::InvalidArgument(outputs[j].what + " names the same file as " +
+                                     outputs[i].what + " (" + outputs[j].path +
+                                     "); write each output to its own file");
     }
   }
   return Status::Ok();

@@ -75,11 +75,18 @@ Status CheckOutput(const std::string& option, const std::string& path,
 Status OpenOutput(const std::string& option, const std::string& path,
                   const std::vector<InputFile>& inputs, sim::AtomicFileWriter* writer);
 
+// Refuses two output options that name the same file (by path, or by device and inode where both
+// exist): the one written last would replace the other. Devices and FIFOs (/dev/null) may take
+// several. `outputs`' `what` is the option ("--trace"); empty paths are options not given.
+Status CheckDistinctOutputs(const std::vector<InputFile>& outputs);
+
 // --html FILE, before any work: the plotting libraries loaded (report::LoadWebLibraries) and FILE
 // checked as an output (CheckOutput), so a missing library or an unwritable path fails at once.
-// nullopt when `path` is empty (no --html).
+// nullopt when `path` is empty (no --html). `outputs`: the command's other output files
+// (CheckDistinctOutputs), so that the report never replaces one of them.
 Result<std::optional<report::WebLibraries>> PrepareHtml(const std::string& path,
-                                                        const std::vector<InputFile>& inputs);
+                                                        const std::vector<InputFile>& inputs,
+                                                        const std::vector<InputFile>& outputs = {});
 
 // Everything main() does after registering the commands runs inside this: an exception that
 // escapes (std::bad_alloc, std::length_error, a library's exception) becomes one

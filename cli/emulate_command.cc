@@ -310,8 +310,8 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    Result<std::optional<report::WebLibraries>> html =
-        PrepareHtml(opts->html, {{"the input scenario", opts->scenario.path}});
+    Result<std::optional<report::WebLibraries>> html = PrepareHtml(
+        opts->html, {{"the input scenario", opts->scenario.path}}, {{"--trace", opts->trace}});
     if (!html.ok()) {
       *exit_code = ReportError(html.status());
       return;

@@ -37,6 +37,21 @@ Status OpenTraces(const std::string& path, const std::vector<InputFile>& inputs,
   return OpenOutput("--trace", report::RunTracePath(path), inputs, &files->run);
 }
 
+// --html: checked against the inputs, and against --trace's two files (when tracing), which
+// the report must not replace.
+Result<std::optional<report::WebLibraries>> PrepareRunHtml(const std::string& html,
+                                                           const std::string& scenario,
+                                                           const std::string& calibration,
+                                                           const CLI::Option* trace_option,
+                                                           const std::string& trace) {
+  std::vector<InputFile> outputs;
+  if (trace_option->count() > 0) {
+    outputs = {{"--trace", trace}, {"--trace (its run trace)", report::RunTracePath(trace)}};
+  }
+  return PrepareHtml(
+      html, {{"the input scenario", scenario}, {"the calibration file", calibration}}, outputs);
+}
+
 // Both are written out completely before either is renamed into place: an error while writing
 // the second (a full disk, the file-size limit) leaves the first file as it was.
 Status WriteTraces(TraceFiles* files, const step::StepResult& step_result,
@@ -154,9 +169,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
       ->type_name("FILE");
   cmd->callback([opts, exit_code] {
-    Result<std::optional<report::WebLibraries>> html = PrepareHtml(
-        opts->html,
-        {{"the input scenario", opts->scenario.path}, {"the calibration file", opts->calibration}});
+    Result<std::optional<report::WebLibraries>> html = PrepareRunHtml(
+        opts->html, opts->scenario.path, opts->calibration, opts->trace_option, opts->trace);
     if (!html.ok()) {
       *exit_code = ReportError(html.status());
       return;

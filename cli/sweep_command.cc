@@ -54,8 +54,10 @@ int RunSweepCommand(const SweepOptions& opts) {
   std::optional<api::SweepPlan> plan;
   sim::AtomicFileWriter csv;
   auto prepare = [&]() -> Status {
-    Result<std::optional<report::WebLibraries>> html =
-        PrepareHtml(opts.html, {{"the input scenario", opts.scenario.path}});
+    Result<std::optional<report::WebLibraries>> html = PrepareHtml(
+        opts.html, {{"the input scenario", opts.scenario.path}},
+        {{"--csv",
+          opts.csv_option != nullptr && opts.csv_option->count() > 0 ? opts.csv : std::string()}});
     if (!html.ok()) return html.status();
     web = std::move(*html);
     TRAINSIM_RETURN_IF_ERROR(api::CheckSweepOptions(opts));

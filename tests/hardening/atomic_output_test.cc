@@ -216,6 +216,50 @@ TEST(AtomicOutputTest, CsvNamingTheInputScenarioIsRefusedEvenThroughALink) {
   fs::remove_all(d);
 }
 
+// Two outputs of one command naming one file: the one written last replaced the other (a new
+// user's `run --trace X.json --html X.json` left X.json an HTML page, exit 0). Refused, whether
+// the file exists or not, and nothing is written; different files and devices are fine.
+TEST(AtomicOutputTest, TwoOutputsNamingOneFileAreRefused) {
+  fs::path d = ScratchDir("twice");
+  const fs::path ck = ScratchDir("twice_ck");  // emulate's checkpoint directory
+  const std::string x = (d / "x.json").string();
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"run", kSmall, "--trace", x, "--html", x}, "--html names the same file as --trace"},
+      {{"run", kSmall, "--trace", x, "--html", (d / "x.run.json").string()},
+       "--html names the same file as --trace (its run trace)"},
+      {{"run", kSmall, "--trace", x, "--html", (d / "sub/../x.json").string()},
+       "--html names the same file as --trace"},
+      {{"sweep", kSmall, "--top", "1", "--csv", x, "--html", x},
+       "--html names the same file as --csv"},
+      {{"emulate", kSmall, "--no-spawn", "--dir", (ck / "ck").string(), "--trace", x, "--html", x},
+       "--html names the same file as --trace"},
+  };
+  fs::create_directories(d / "sub");
+  for (bool exists : {false, true}) {
+    if (exists) {
+      std::ofstream(x) << "kept";
+    }
+    for (const Case& c : cases) {
+      RunResult r = RunTrainsim(c.args);
+      EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << c.message << ": " << r.err;
+      EXPECT_TRUE(Contains(r.err, c.message)) << r.err;
+      EXPECT_EQ(Entries(d), exists ? (std::vector<std::string>{"sub", "x.json"})
+                                   : std::vector<std::string>{"sub"});
+      if (exists) {
+        EXPECT_EQ(ReadFileOrEmpty(x), "kept");
+      }
+    }
+  }
+  RunResult ok = RunTrainsim({"run", kSmall, "--trace", "/dev/null", "--html", "/dev/null"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  fs::remove_all(d);
+  fs::remove_all(ck);
+}
+
 // The demo sweep takes seconds to minutes; an unwritable --csv must not wait for it.
 TEST(AtomicOutputTest, UnwritableCsvFailsBeforeTheSweepStarts) {
   fs::path d = ScratchDir("early");
