@@ -212,7 +212,9 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
   };
   row("useful compute", b.useful);
   row("exposed comm", b.exposed_comm);
-  row("pipeline bubble", b.bubble);
+  // StepTiming::bubble: the pipeline bubble and the GPUs' other idle time in a step (the data
+  // loader, the host, offloading's copies; scenarios::ToStepTiming).
+  row("bubble and stalls", b.bubble);
   row("straggler slowdown", b.slowdown);  // stragglers and degraded links
   row("checkpoint stall", b.checkpoint_stall);
   row("lost work", b.lost);

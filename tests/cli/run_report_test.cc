@@ -150,6 +150,21 @@ TEST(RunReportTest, HumanReportShowsTheRunAndItsAccounting) {
   }
 }
 
+// The run's "bubble" holds every idle share of a step, not only the pipeline's: a PP 1 job held
+// back by its data loader showed "pipeline bubble 53.49%" in the run table while its step
+// report gave the pipeline bubble as 0 (a new user's report). The row says what it holds.
+TEST(RunReportTest, RunTableCallsAnInputBoundStepsIdleTimeBubbleAndStalls) {
+  const std::string low = (kSource / "scenarios/examples/low_utilisation.textproto").string();
+  RunResult r = RunTrainsim({"run", low});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t run_table = r.out.find("where the run's wall time went");
+  ASSERT_NE(run_table, std::string::npos) << r.out;
+  const std::string table = r.out.substr(run_table);
+  EXPECT_FALSE(Contains(table, "pipeline bubble")) << table;
+  EXPECT_TRUE(Contains(table, "bubble and stalls")) << table;
+  EXPECT_TRUE(Contains(r.out.substr(0, run_table), "input stall")) << r.out;
+}
+
 // A planner reads the bad tail of each quantity: the text's "worst" columns are the low
 // percentiles of ETTR and the useful compute (more is better) and the high ones of the rest.
 TEST(RunReportTest, MonteCarloWorstColumnsAreTheBadTailOfEachQuantity) {
