@@ -11,8 +11,9 @@
 // prefetch queue full: workers × prefetch batches (DataLoader's prefetch_factor per worker),
 // shared by the node's replicas, i.e. q = ⌊workers · prefetch / replicas⌋ micro-batches of the
 // whole node; micro-batch i ≥ q is ready (i − q + 1) · t after the step starts, t the loader's
-// time per micro-batch of the node. In the steady state this makes the step take at least
-// (m − queue) · t: a loader slower than the GPUs sets the pace.
+// time per micro-batch of the node. Over many steps the loader loads all m micro-batches of
+// each and the queue refills no faster than it runs, so a loader slower than the GPUs sets the
+// step at m · t (SimulateStep adds what a step from a full queue leaves as input stall).
 //
 // Promises: deterministic; the default spec (no CPU time, no bytes) never binds: every
 // micro-batch is ready at time 0.

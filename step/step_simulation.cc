@@ -135,6 +135,14 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
   TRAINSIM_RETURN_IF_ERROR(pipeline.Run());
 
   res.time_s = st.step_end();
+  // The step above starts with the loader's prefetch queue full. Over many steps the loader
+  // loads all m micro-batches of each, so one slower than the GPUs sets the step at m · t
+  // (not (m − queue) · t: the queue refills only as fast as the loader runs); the GPUs idle the
+  // difference waiting for input (docs/diagnose.md, "Input pipeline").
+  const double loader_step_s = st.loader_s_per_micro_batch *
+                               double(micro_batches > 0 ? micro_batches : c.num_micro_batches());
+  const double loader_wait_s = std::max(0.0, loader_step_s - res.time_s);
+  res.time_s += loader_wait_s;
   const std::vector<int>& replicas = plan->replicas;
   const RankCoord rc = layout.CoordOf(cfg.report_gpu);
   const bool simulated = std::count(replicas.begin(), replicas.end(), rc.dp) > 0;
@@ -142,12 +150,22 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
   const int rep_index = int(std::find(replicas.begin(), replicas.end(), rep_dp) - replicas.begin());
   res.report_gpu = cfg.report_gpu;
   res.report_gpu_place = layout.Describe(cfg.report_gpu);
-  for (int s = 0; s < c.pp; ++s) res.stage_breakdown.push_back(st.Breakdown(rep_index, s));
+  for (int s = 0; s < c.pp; ++s) {
+    res.stage_breakdown.push_back(st.Breakdown(rep_index, s));
+    res.stage_breakdown.back().input_stall_s += loader_wait_s;
+  }
   res.breakdown = res.stage_breakdown[size_t(rc.pp)];
   FillMetrics(cfg, layout.num_gpus(), &res);
 
   res.simulated_replicas = int(replicas.size());
   res.simulation_note = plan->Describe(c.dp) + "; each stage's TP ranks run as one (the slowest)";
+  if (loader_wait_s > 0) {
+    res.simulation_note +=
+        "; the data loader sets the step: " + FormatNumber("%.3f", loader_step_s) +
+        " s to load its micro-batches, the GPUs' work done in " +
+        FormatNumber("%.3f", res.time_s - loader_wait_s) +
+        " s from a full prefetch queue (the rest is input stall)";
+  }
   res.closed_form_collectives = sync.closed_form_collectives();
   res.closed_form_max_nodes = sync.closed_form_max_nodes();
   if (res.closed_form_collectives > 0) {
