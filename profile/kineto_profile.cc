@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -292,6 +293,10 @@ Result<Profile> ParseKinetoTrace(const std::string& text, const std::string& pat
 Result<Profile> ReadKinetoTrace(const std::string& path) {
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
     return Bad(path, "a gzip file: gunzip it first (trainsim reads the JSON text)");
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Bad(path, "a directory; give one rank's trace file (torch.profiler's .json)");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("--profile " + path + ": cannot open the file");

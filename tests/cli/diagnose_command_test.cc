@@ -305,6 +305,28 @@ TEST(DiagnoseCommandTest, HandWrittenGpuProfileFindsTheIdleGpu) {
   EXPECT_TRUE(idle_named) << p["findings"].dump();
 }
 
+// Bad measurements and profile paths found by a new user: "nan" passed CLI::Range (every
+// comparison with it is false) and printed "measured step nan ms"; a directory as the profile
+// was called "larger than 2 GiB". Each is now one message naming the option, exit 2.
+TEST(DiagnoseCommandTest, NonFiniteMeasurementsAndADirectoryProfileAreBadInput) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--measured-step", "nan"}, "--measured-step: must be a step time in seconds above 0"},
+      {{"--measured-step", "inf"}, "--measured-step: must be a step time in seconds above 0"},
+      {{"--measured-mfu", "nan"}, "--measured-mfu: must be an MFU as a fraction above 0"},
+      {{"--measured-mfu", "0"},
+       "--measured-mfu: must be an MFU as a fraction above 0 and at most 1"},
+      {{"--profile", "scenarios"}, "--profile scenarios: a directory"},
+  };
+  for (const auto& [extra, message] : cases) {
+    std::vector<std::string> args = {"diagnose", kLow, "--no-run"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    test_util::RunResult r = test_util::RunTrainsim(args);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << " " << extra[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
 TEST(DiagnoseCommandTest, SameInputGivesIdenticalOutput) {
   test_util::RunResult a = test_util::RunTrainsim({"diagnose", kLow, "--no-run"});
   test_util::RunResult b = test_util::RunTrainsim({"diagnose", kLow, "--no-run"});
