@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "checkpoint/failure_model.h"
+#include "run/run_config.h"
 #include "scenarios/internal.h"
 #include "scenarios/scenario.h"
 #include "scenarios/step_config.h"
@@ -350,6 +351,12 @@ Error ValidateExpertAndContext(const pb::Scenario& s) {
     return Err("parallelism.cp", "seq_len " + Str(m.seq_len()) + " must split into 2 x cp = " +
                                      Str(2 * p.cp()) + " equal chunks for causal load balancing");
   }
+  // Megatron's sequence parallelism splits the sequence over TP (parallelism::ValidateLayout).
+  if (p.sequence_parallel() && p.tp() > 1 && m.seq_len() % p.tp() != 0) {
+    return Err("parallelism.sequence_parallel",
+               "sequence parallelism needs tp " + Str(p.tp()) + " to divide model.seq_len " +
+                   Str(m.seq_len()) + "; turn it off, or use a tp that divides seq_len");
+  }
   if (p.cp() > 1 && p.cp_comm() == pb::Parallelism::A2A &&
       (m.heads() % (static_cast<int64_t>(p.tp()) * p.cp()) != 0 || m.kv_heads() % p.cp() != 0)) {
     return Err("parallelism.cp_comm", "A2A (Ulysses) needs tp x cp = " + Str(p.tp() * p.cp()) +
@@ -563,6 +570,13 @@ Error ValidateTraining(const pb::Scenario& s, std::optional<sim::Time>* end) {
     case pb::Training::kDuration: {
       sim::Time d;
       if (auto e = Duration("training.duration", t.duration(), true, &d)) return e;
+      // The run simulation covers up to RunConfig::max_wall_time; `run` refused a longer one
+      // only after simulating that far.
+      if (const sim::Time most = run::RunConfig{}.max_wall_time; d > most) {
+        return Err("training.duration", "must be at most " + sim::FormatDuration(most) +
+                                            " (the span the run simulation covers), got " +
+                                            t.duration());
+      }
       *end = d;
       return std::nullopt;
     }
@@ -657,85 +671,6 @@ Error ValidateFailures(const pb::Scenario& s) {
 }
 
 }  // namespace
-
-std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f, int64_t nodes,
-                                                              int64_t gpus_per_node,
-                                                              int64_t nics_per_node,
-                                                              std::optional<sim::Time> end) {
-  using P = std::pair<std::string, std::string>;
-  if (f.kind() == pb::Fault::KIND_UNSPECIFIED) {
-    return P{"kind",
-             "every fault needs a kind: GPU, NODE, NIC, LINK, STRAGGLER, HANG, SOFTWARE or SDC"};
-  }
-  if (f.at().empty()) return P{"at", "every fault needs a time, e.g. at: \"16h\""};
-  auto at = sim::ParseDuration(f.at());
-  if (!at.ok()) return P{"at", at.status().message()};
-  if (end && *at >= *end) {
-    return P{"at", "\"" + f.at() + "\" is at or after the end of training (" +
-                       sim::FormatDuration(*end) + ")"};
-  }
-  int64_t limit = 0;
-  std::string what;
-  switch (f.kind()) {
-    case pb::Fault::GPU:
-    case pb::Fault::STRAGGLER:
-    case pb::Fault::HANG:
-    case pb::Fault::SDC:
-      limit = nodes * gpus_per_node;
-      what = "GPU";
-      break;
-    case pb::Fault::NODE:
-      limit = nodes;
-      what = "node";
-      break;
-    case pb::Fault::NIC:
-    case pb::Fault::LINK:
-      limit = nodes * nics_per_node;
-      what = f.kind() == pb::Fault::LINK ? "a link is named by the NIC at its end, and NIC" : "NIC";
-      break;
-    default:
-      break;
-  }
-  if (limit > 0) {
-    if (!f.has_id()) return P{"id", "a " + pb::Fault::Kind_Name(f.kind()) + " fault needs an id"};
-    if (f.id() < 0 || f.id() >= limit) {
-      return P{"id", pb::Fault::Kind_Name(f.kind()) + " id " + Str(f.id()) +
-                         " does not exist: " + what + " ids are 0.." + Str(limit - 1)};
-    }
-  }
-  if (!f.duration().empty()) {
-    auto d = sim::ParseDuration(f.duration());
-    if (!d.ok()) return P{"duration", d.status().message()};
-    if (*d == sim::Time::Zero()) return P{"duration", "must be longer than 0"};
-    // A failure lasts until recovery brings the job back (recovery.repair_time for the node);
-    // only a slowdown and a link fault have a length of their own.
-    if (f.kind() != pb::Fault::STRAGGLER && f.kind() != pb::Fault::LINK) {
-      return P{"duration", "a " + pb::Fault::Kind_Name(f.kind()) +
-                               " fault has no duration (its repair time comes from recovery); "
-                               "duration applies to STRAGGLER and LINK faults"};
-    }
-  }
-  if (f.has_slowdown() && f.kind() != pb::Fault::STRAGGLER) {
-    return P{"slowdown",
-             "slowdown applies to STRAGGLER faults only, not " + pb::Fault::Kind_Name(f.kind())};
-  }
-  if (f.has_degrade() && f.kind() != pb::Fault::LINK) {
-    return P{"degrade",
-             "degrade applies to LINK faults only, not " + pb::Fault::Kind_Name(f.kind())};
-  }
-  if (f.kind() == pb::Fault::STRAGGLER &&
-      (!std::isfinite(f.slowdown()) || f.slowdown() <= 1.0 || f.slowdown() > 1000)) {
-    return P{"slowdown", Num(f.slowdown()) +
-                             " is not a slowdown: a straggler's step-time factor is > 1 and "
-                             "<= 1000 (e.g. 1.3)"};
-  }
-  if (f.kind() == pb::Fault::LINK &&
-      (!std::isfinite(f.degrade()) || f.degrade() <= 0 || f.degrade() > 1)) {
-    return P{"degrade",
-             Num(f.degrade()) + " is not a fraction of bandwidth lost: use (0, 1], 1 = link down"};
-  }
-  return std::nullopt;
-}
 
 Error ValidateInputAndHost(const pb::Scenario& s) {
   const pb::Input& in = s.input();
