@@ -54,8 +54,9 @@ Status FillDefaults(pb::Scenario* scenario);
 Status ValidateScenario(const pb::Scenario& scenario);
 
 // Parses a command-line fault: KIND:ID@AT, optionally xSLOWDOWN (straggler) and +DURATION:
-//   "gpu:37@16h", "node:3@2d", "nic:12@1h", "link:5@2h+30m", "gpu:5x1.3@1h+4h" (straggler),
-//   "hang:9@3h", "straggler:5x1.3@1h+4h". Not range-checked: see ValidateFault.
+//   "gpu:37@16h", "node:3@2d", "nic:12@1h", "link:5@2h", "link:5x0.5@2h+30m" (degraded),
+//   "gpu:5x1.3@1h+4h" (straggler), "hang:9@3h", "straggler:5x1.3@1h+4h". Not range-checked: see
+//   ValidateFault.
 Result<pb::Fault> ParseFaultSpec(std::string_view spec);
 
 // A scheduled fault with its times parsed.

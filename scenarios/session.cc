@@ -149,7 +149,7 @@ Result<run::ScheduledFault> ParseAddedFault(const ResolvedScenario& r, const std
     return Status::InvalidArgument(
         "--slow " + spec +
         ": a link's x is the fraction of its bandwidth lost, in (0, 1) (0.5 = half); a link "
-        "that loses all of it is a failure: give link:ID@TIME+DURATION with --fail");
+        "that loses all of it is a failure: give link:ID@TIME with --fail");
   }
   if (flag == "--slow" && f->kind() != pb::Fault::STRAGGLER &&
       !(f->kind() == pb::Fault::LINK && f->has_degrade() && f->degrade() < 1)) {

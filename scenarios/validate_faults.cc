@@ -78,6 +78,13 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
                                " fault has no duration (its repair time comes from recovery); "
                                "duration applies to STRAGGLER and LINK faults"};
     }
+    // A link that goes down takes its node out of the job (as a NIC failure) until recovery;
+    // a duration was dropped without a word.
+    if (f.kind() == pb::Fault::LINK && (!f.has_degrade() || f.degrade() >= 1)) {
+      return P{"duration",
+               "a LINK fault that takes the link down has no duration (its node leaves the job "
+               "until recovery); duration applies to a degraded link (degrade below 1)"};
+    }
   }
   if (f.has_slowdown() && f.kind() != pb::Fault::STRAGGLER) {
     return P{"slowdown",

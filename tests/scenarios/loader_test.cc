@@ -425,8 +425,14 @@ TEST(LoaderTest, FaultFieldsOfAnotherKindAreRefused) {
   EXPECT_TRUE(Contains(msg, "faults[0].degrade: degrade applies to LINK faults only")) << msg;
   msg = ErrorOf(std::string(kMinimal) + "faults { kind: NODE id: 0 at: \"1h\" slowdown: 2 }\n");
   EXPECT_TRUE(Contains(msg, "faults[0].slowdown: slowdown applies to STRAGGLER")) << msg;
-  // What each kind takes is still accepted.
-  MustParse(std::string(kMinimal) + "faults { kind: LINK id: 1 at: \"1h\" duration: \"1h\" }\n");
+  // A link that goes down takes its node out until recovery, as a NIC failure: its duration
+  // was dropped without a word (a new user's whatif --fail link:5@3h+30m).
+  msg =
+      ErrorOf(std::string(kMinimal) + "faults { kind: LINK id: 1 at: \"1h\" duration: \"1h\" }\n");
+  EXPECT_TRUE(Contains(msg, "faults[0].duration: a LINK fault that takes the link down")) << msg;
+  // What each kind takes is still accepted: a degraded link lasts its duration.
+  MustParse(std::string(kMinimal) +
+            "faults { kind: LINK id: 1 at: \"1h\" duration: \"1h\" degrade: 0.5 }\n");
 }
 
 // 2^19 GPUs: run ~5.1 KB per node, collective ~6.3 KB per GPU (measured), under 4 GiB.
