@@ -488,6 +488,11 @@ Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
+    if (fs::exists(dir, ec)) {
+      return Status::InvalidArgument("validation directory '" + dir +
+                                     "' is a file; give the folder of validation scenarios "
+                                     "(default scenarios/validation)");
+    }
     return Status::NotFound("validation directory '" + dir + "' does not exist");
   }
   std::vector<fs::path> files;
@@ -565,6 +570,14 @@ Result<std::vector<ValidationRow>> RunValidation(const std::string& dir,
   std::vector<ValidationRow> rows;
   for (std::optional<ValidationRow>& row : slots) {
     if (row) rows.push_back(std::move(*row));
+  }
+  // A MAPE over no rows (printed as 0.0%) would read as a perfect fit.
+  if (rows.empty()) {
+    return Status::InvalidArgument(
+        "no scenario in '" + dir + "' (" + std::to_string(files.size()) +
+        (files.size() == 1 ? " file" : " files") +
+        ") has a published measurement to compare with (published { tflops_per_gpu | "
+        "iteration_time_s }, or a row of the folder's published.csv)");
   }
   return rows;
 }
