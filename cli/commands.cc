@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/report/format.h"
 #include "sweep/distributed.h"
 
 namespace trainsim::cli {
@@ -128,6 +130,20 @@ Status CheckOutput(const std::string& option, const std::string& path,
     }
   }
   return Status::Ok();
+}
+
+CLI::Validator NumberAbove(double lo, double hi, const std::string& what) {
+  return CLI::Validator(
+      [lo, hi, what](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || !(v > lo && v <= hi)) {
+          return "must be " + what + " above " + report::Fmt("%g", lo) + " and at most " +
+                 report::Fmt("%g", hi) + ", got '" + text + "'";
+        }
+        return "";
+      },
+      "NUMBER");
 }
 
 Status CheckDistinctOutputs(const std::vector<InputFile>& outputs) {

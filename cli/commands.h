@@ -75,6 +75,11 @@ Status CheckOutput(const std::string& option, const std::string& path,
 Status OpenOutput(const std::string& option, const std::string& path,
                   const std::vector<InputFile>& inputs, sim::AtomicFileWriter* writer);
 
+// A number option's check: finite, above `lo` and at most `hi`, or the message "must be WHAT
+// above LO and at most HI, got 'TEXT'". (CLI::Range lets "nan" through, as every comparison
+// with it is false, and prints a lower bound of 1e-9 as 0.000000.)
+CLI::Validator NumberAbove(double lo, double hi, const std::string& what);
+
 // Refuses two output options that name the same file (by path, or by device and inode where both
 // exist): the one written last would replace the other. Devices and FIFOs (/dev/null) may take
 // several. `outputs`' `what` is the option ("--trace"); empty paths are options not given.

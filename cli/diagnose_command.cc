@@ -556,23 +556,6 @@ void CompareProfile(const Sim& sim, report::Diagnosis* d) {
 
 }  // namespace
 
-// A number in (lo, hi]: finite (CLI::Range lets "nan" through, as every comparison with it is
-// false) and said in the option's own terms ("Value 0 not in range 0.000000 to 1.000000" was
-// CLI::Range's message for a lower bound of 1e-9).
-static CLI::Validator Above(double lo, double hi, const std::string& what) {
-  return CLI::Validator(
-      [lo, hi, what](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || !(v > lo && v <= hi)) {
-          return "must be " + what + " above " + report::Fmt("%g", lo) + " and at most " +
-                 report::Fmt("%g", hi) + ", got '" + text + "'";
-        }
-        return "";
-      },
-      "NUMBER");
-}
-
 void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
   struct Options {
     ScenarioOptions scenario;
@@ -593,10 +576,10 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
   auto* step_opt = cmd->add_option("--measured-step", opts->measured_step,
                                    "Measured step time in seconds: the share the model does not "
                                    "explain")
-                       ->check(Above(0, 1e9, "a step time in seconds"));
+                       ->check(NumberAbove(0, 1e9, "a step time in seconds"));
   cmd->add_option("--measured-mfu", opts->measured_mfu,
                   "Measured MFU (fraction, 0..1]: the share the model does not explain")
-      ->check(Above(0, 1, "an MFU as a fraction"))
+      ->check(NumberAbove(0, 1, "an MFU as a fraction"))
       ->excludes(step_opt);
   cmd->add_option("--profile", opts->profile,
                   "PyTorch profiler (Kineto) Chrome trace of one rank: kernel groups and idle "

@@ -254,13 +254,19 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
       "with the run simulation (docs/emulate.md)");
   AddScenarioOptions(cmd, &opts->scenario);
   auto& e = opts->emu;
-  cmd->add_option("--workers", e.workers, "Worker processes (default min(8, nodes))");
-  cmd->add_option("--steps", e.steps, "Training steps (default min(the scenario's, 1000))");
-  cmd->add_option("--duration", e.duration_s, "Fault-free wall seconds (sets --steps)");
+  // 0 stands for the default inside EmulateOptions; given on the command line it is refused.
+  cmd->add_option("--workers", e.workers, "Worker processes (default min(8, nodes))")
+      ->check(CLI::Range(2, 64));
+  cmd->add_option("--steps", e.steps, "Training steps (default min(the scenario's, 1000))")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--duration", e.duration_s, "Fault-free wall seconds (sets --steps)")
+      ->check(NumberAbove(0, 1e7, "wall seconds"));
   cmd->add_option("--time-scale", e.time_scale,
-                  "Scenario seconds per wall second (default: a 25 ms step)");
+                  "Scenario seconds per wall second (default: a 25 ms step)")
+      ->check(NumberAbove(0, 1e12, "scenario seconds per wall second"));
   cmd->add_option("--state-bytes", e.state_bytes,
-                  "Bytes of model state each worker all-reduces per step (default 1 MiB)");
+                  "Bytes of model state each worker all-reduces per step (default 1 MiB)")
+      ->check(CLI::Range(int64_t{1}, int64_t{256} << 20));
   cmd->add_option("--dir", e.dir, "Checkpoint directory (required unless --resume)")
       ->type_name("DIR");
   cmd->add_option("--resume", opts->resume,
