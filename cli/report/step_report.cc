@@ -213,8 +213,11 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
 
   const step::StepBreakdown& b = r.breakdown;
   out << "\nwhere " << r.report_gpu_place << " spends the step\n";
+  // In the unit of the step, so that a step under a millisecond does not print "0.000 s" rows.
+  const double unit = r.time_s >= 1 ? 1 : r.time_s >= 1e-3 ? 1e-3 : 1e-6;
+  const char* format = unit == 1 ? "%10.3f s" : unit == 1e-3 ? "%9.3f ms" : "%9.3f us";
   auto row = [&](const char* label, double v) {
-    out << ShareRow(label, Fmt("%10.3f s", v), v, r.time_s, "  %5.1f%%");
+    out << ShareRow(label, Fmt(format, v / unit), v, r.time_s, "  %5.1f%%");
   };
   row("compute", b.compute_s);
   if (b.compute_slowed_s > 0) row("comm-slowed compute", b.compute_slowed_s);

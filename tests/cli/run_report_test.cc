@@ -165,6 +165,21 @@ TEST(RunReportTest, RunTableCallsAnInputBoundStepsIdleTimeBubbleAndStalls) {
   EXPECT_TRUE(Contains(r.out.substr(0, run_table), "input stall")) << r.out;
 }
 
+// A step of milliseconds printed every breakdown row as "0.000 s" beside non-zero shares (a new
+// user's report); the rows now take the step's unit.
+TEST(RunReportTest, AStepUnderASecondShowsItsBreakdownInMilliseconds) {
+  const std::string small = (kSource / "scenarios/examples/small.json").string();
+  RunResult r = RunTrainsim({"run", small, "--set", "model.layers=2", "--set", "model.hidden=256",
+                             "--set", "model.heads=8", "--set", "model.seq_len=128", "--set",
+                             "training.steps=10000000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.out.find("spends the step");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string rows = r.out.substr(at, r.out.find("\n\n", at) - at);
+  EXPECT_TRUE(Contains(rows, " ms ")) << rows;
+  EXPECT_FALSE(Contains(rows, " s ")) << rows;
+}
+
 // A planner reads the bad tail of each quantity: the text's "worst" columns are the low
 // percentiles of ETTR and the useful compute (more is better) and the high ones of the rest.
 TEST(RunReportTest, MonteCarloWorstColumnsAreTheBadTailOfEachQuantity) {
