@@ -272,6 +272,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const ParallelConfig& c, double 
   r.per_stage = PerStage(m, c, p);
   r.peak_bytes = Peak(r.per_stage, &r.peak_stage);
   r.capacity_bytes = capacity;
+  r.headroom_bytes = p.headroom_bytes;
   const double usable = capacity - p.headroom_bytes;
   r.fits = r.peak_bytes <= usable;
   const double host = r.per_stage[0].host_activations;

@@ -142,6 +142,7 @@ struct MemoryReport {
   int peak_stage = 0;
   double peak_bytes = 0;
   double capacity_bytes = 0;
+  double headroom_bytes = 0;  // MemoryParams::headroom_bytes: fits = peak <= capacity - headroom
   bool fits = true;
   std::string reason;                    // empty when it fits
   std::vector<std::string> suggestions;  // changes that would fit, each checked

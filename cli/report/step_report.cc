@@ -17,6 +17,7 @@ nlohmann::json MemoryJson(const par::MemoryReport& m) {
   const par::MemoryBreakdown& w = m.per_stage[size_t(m.peak_stage)];
   j["peak_bytes_per_gpu"] = m.peak_bytes;
   j["capacity_bytes"] = m.capacity_bytes;
+  j["headroom_bytes"] = m.headroom_bytes;
   j["fits"] = m.fits;
   j["peak_stage"] = m.peak_stage;
   j["by_category_bytes"] = {{"weights", w.weights},
@@ -205,7 +206,10 @@ std::string FormatStepReport(const scenarios::ResolvedScenario& resolved,
   }
   out << Line("framework", Gb(w.overhead));
   out << Line("total", Gb(m.peak_bytes) + " of " + Gb(m.capacity_bytes) + " = " +
-                           Gibibytes(m.capacity_bytes) + (m.fits ? " (fits)" : " (DOES NOT FIT)"));
+                           Gibibytes(m.capacity_bytes) +
+                           (m.headroom_bytes > 0 ? ", less " + Gb(m.headroom_bytes) + " of headroom"
+                                                 : std::string()) +
+                           (m.fits ? " (fits)" : " (DOES NOT FIT)"));
   if (!m.fits) {
     out << Line("why", m.reason);
     for (const std::string& fix : m.suggestions) out << Line("would fit", fix);

@@ -180,6 +180,20 @@ TEST(RunReportTest, AStepUnderASecondShowsItsBreakdownInMilliseconds) {
   EXPECT_FALSE(Contains(rows, " s ")) << rows;
 }
 
+// The memory total named the GPU's capacity only: with --memory-headroom a peak well under it
+// read "46.1 GB of 85.9 GB (DOES NOT FIT)" (a new user's report). It names the headroom too.
+TEST(RunReportTest, MemoryTotalNamesTheHeadroomItIsJudgedAgainst) {
+  RunResult r = RunTrainsim({"run", kDemo, "--memory-headroom", "40GB", "--allow-oom"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "less 40.0 GB of headroom (DOES NOT FIT)")) << r.out;
+  RunResult j = RunTrainsim({"run", kDemo, "--memory-headroom", "40GB", "--allow-oom", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  EXPECT_DOUBLE_EQ(doc["step"]["memory"]["headroom_bytes"].get<double>(), 40e9);
+  RunResult plain = RunTrainsim({"run", kDemo});
+  EXPECT_FALSE(Contains(plain.out, "headroom")) << plain.out;
+}
+
 // A planner reads the bad tail of each quantity: the text's "worst" columns are the low
 // percentiles of ETTR and the useful compute (more is better) and the high ones of the rest.
 TEST(RunReportTest, MonteCarloWorstColumnsAreTheBadTailOfEachQuantity) {
