@@ -48,6 +48,11 @@ int ByteColumn(std::string_view text, int line, int column);
 std::string ExplainBadValue(std::string_view text, int line, int column,
                             const std::string& protobuf_message,
                             const google::protobuf::Descriptor& root);
+// The field whose value starts at byte `at` of a text scenario, by the sections open there, and
+// its dotted path ("checkpoint.policy") in *path; null when it cannot be found.
+const google::protobuf::FieldDescriptor* FieldAtOffset(std::string_view text, size_t at,
+                                                       const google::protobuf::Descriptor& root,
+                                                       std::string* path);
 
 // Where fields are in the source text, for pointing semantic errors at a line and column.
 // Paths are dotted proto field names with indexes for repeated fields: "faults[2].id".

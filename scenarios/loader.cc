@@ -154,6 +154,14 @@ std::string SectionPath(const gp::Descriptor& d, const gp::Descriptor& target,
   return "";
 }
 
+// The value of protobuf's "Unknown enumeration value of "X" for field ..." message, or "".
+std::string UnknownEnumValue(const std::string& msg) {
+  static const std::string kEnum = "Unknown enumeration value of \"";
+  if (msg.rfind(kEnum, 0) != 0) return "";
+  const size_t end = msg.find('"', kEnum.size());
+  return end == std::string::npos ? "" : msg.substr(kEnum.size(), end - kEnum.size());
+}
+
 // Turns protobuf's text-format messages into ones that say what would be valid.
 std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descriptor& root) {
   static const std::string kNoField = "\" has no field named \"";
@@ -545,6 +553,20 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
         errors.column_ = detail::ByteColumn(text, errors.line_, errors.column_);
       }
       PointAtTheMistake(text, msg, &errors);
+      // An enum value: the enum of the field at the value (now pointed at), not every field of
+      // that name (checkpoint.policy and recovery.policy are different enums).
+      if (const std::string bad = UnknownEnumValue(errors.message_); !bad.empty()) {
+        std::string path;
+        const size_t line_start = LineStart(text, errors.line_);
+        const gp::FieldDescriptor* f =
+            line_start == std::string_view::npos
+                ? nullptr
+                : detail::FieldAtOffset(text, line_start + size_t(std::max(errors.column_, 0)),
+                                        root, &path);
+        if (f != nullptr && f->enum_type() != nullptr) {
+          msg = UnknownEnumMessage(bad, *f->enum_type(), path);
+        }
+      }
       return Status::InvalidArgument(At(name_for_errors, {errors.line_ + 1, errors.column_ + 1}) +
                                      ": " + msg);
     }

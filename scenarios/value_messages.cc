@@ -124,6 +124,25 @@ int ByteColumn(std::string_view text, int line, int column) {
   return int(at - (start == std::string_view::npos || at == 0 ? 0 : start + 1));
 }
 
+const gp::FieldDescriptor* FieldAtOffset(std::string_view text, size_t at,
+                                         const gp::Descriptor& root, std::string* path) {
+  if (at == std::string_view::npos || at > text.size()) return nullptr;
+  std::vector<std::string> sections;
+  std::string field;
+  if (!FieldAt(text, at, &sections, &field)) return nullptr;
+  const gp::Descriptor* d = &root;
+  path->clear();
+  for (const std::string& s : sections) {
+    const gp::FieldDescriptor* f = d->FindFieldByName(s);
+    if (f == nullptr || f->message_type() == nullptr) return nullptr;
+    d = f->message_type();
+    *path += s + ".";
+  }
+  const gp::FieldDescriptor* f = d->FindFieldByName(field);
+  if (f != nullptr) *path += field;
+  return f;
+}
+
 std::string ExplainBadValue(std::string_view text, int line, int column,
                             const std::string& protobuf_message, const gp::Descriptor& root) {
   static const char* const kAbout[] = {
@@ -132,21 +151,11 @@ std::string ExplainBadValue(std::string_view text, int line, int column,
   bool about_value = false;
   for (const char* a : kAbout) about_value |= protobuf_message.rfind(a, 0) == 0;
   if (!about_value) return "";
-  const size_t at = OffsetOf(text, line, column);
-  if (at == std::string_view::npos) return "";
-  std::vector<std::string> sections;
-  std::string field;
-  if (!FieldAt(text, at, &sections, &field)) return "";
-  const gp::Descriptor* d = &root;
   std::string path;
-  for (const std::string& s : sections) {
-    const gp::FieldDescriptor* f = d->FindFieldByName(s);
-    if (f == nullptr || f->message_type() == nullptr) return "";
-    d = f->message_type();
-    path += s + ".";
-  }
-  const gp::FieldDescriptor* f = d->FindFieldByName(field);
+  const size_t at = OffsetOf(text, line, column);
+  const gp::FieldDescriptor* f = FieldAtOffset(text, at, root, &path);
   if (f == nullptr) return "";
+  const std::string& field = f->name();
   // The value as written: from the reported token to the next space, brace or comment; a
   // quoted one to its closing quote (past escaped ones).
   size_t end = at;
@@ -169,7 +178,7 @@ std::string ExplainBadValue(std::string_view text, int line, int column,
   std::string value(text.substr(at, end - at));
   if (value.size() > 40)
     value = value.substr(0, 20) + "...(" + std::to_string(value.size()) + " characters)";
-  return path + field + ": " + (value.empty() ? std::string("no value") : value) +
+  return path + ": " + (value.empty() ? std::string("no value") : value) +
          (range ? " is out of range: " : " is not valid here: ") + field + " takes " +
          Takes(*f, range);
 }
