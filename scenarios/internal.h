@@ -48,6 +48,10 @@ int ByteColumn(std::string_view text, int line, int column);
 std::string ExplainBadValue(std::string_view text, int line, int column,
                             const std::string& protobuf_message,
                             const google::protobuf::Descriptor& root);
+// The value X of protobuf's "Unknown enumeration value of "X" ..." and of its "Invalid value for
+// boolean field ... Value: "X"" messages; "" for any other message.
+std::string UnknownEnumValue(const std::string& protobuf_message);
+std::string BadBoolValue(const std::string& protobuf_message);
 // The field whose value starts at byte `at` of a text scenario, by the sections open there, and
 // its dotted path ("checkpoint.policy") in *path; null when it cannot be found.
 const google::protobuf::FieldDescriptor* FieldAtOffset(std::string_view text, size_t at,

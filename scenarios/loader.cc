@@ -154,14 +154,6 @@ std::string SectionPath(const gp::Descriptor& d, const gp::Descriptor& target,
   return "";
 }
 
-// The value of protobuf's "Unknown enumeration value of "X" for field ..." message, or "".
-std::string UnknownEnumValue(const std::string& msg) {
-  static const std::string kEnum = "Unknown enumeration value of \"";
-  if (msg.rfind(kEnum, 0) != 0) return "";
-  const size_t end = msg.find('"', kEnum.size());
-  return end == std::string::npos ? "" : msg.substr(kEnum.size(), end - kEnum.size());
-}
-
 // Turns protobuf's text-format messages into ones that say what would be valid.
 std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descriptor& root) {
   static const std::string kNoField = "\" has no field named \"";
@@ -200,6 +192,20 @@ std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descripto
         return "unknown value " + Quote(value) + " for " + field + " (valid: " + valid + ")";
       }
     }
+  }
+  // A field given twice, where ParseMessage cannot find its path (a section given twice).
+  static const std::string kTwice = "Non-repeated field \"";
+  if (msg.rfind(kTwice, 0) == 0) {
+    const size_t end = msg.find('"', kTwice.size());
+    if (end != std::string::npos) {
+      return msg.substr(kTwice.size(), end - kTwice.size()) +
+             " is given twice (it is not a list: give it once)";
+    }
+  }
+  // A byte outside ASCII where a name or a number was expected ("nödes").
+  if (msg.rfind("Interpreting non ascii codepoint", 0) == 0) {
+    return "a character outside ASCII where a field name or value was expected: names are ASCII "
+           "letters, digits and '_' (is a name mistyped, or a string missing its quotes?)";
   }
   // At the end of the input the tokenizer reports "Expected identifier, got: " (nothing).
   if (msg.size() >= 7 && msg.compare(msg.size() - 7, 7, ", got: ") == 0) {
@@ -507,13 +513,11 @@ void PointAtTheMistake(std::string_view text, const std::string& msg, FirstError
       if (at != std::string_view::npos) errors.column_ = static_cast<int>(at);
     }
   }
-  // And an unknown enum value at the token after the value (often on the next line): point
-  // at the value, the last whole-word occurrence before the reported position.
-  static const std::string kEnumValue = "Unknown enumeration value of \"";
-  if (errors.message_.rfind(kEnumValue, 0) == 0) {
-    const size_t start = kEnumValue.size();
-    const std::string value =
-        errors.message_.substr(start, errors.message_.find('"', start) - start);
+  // And an unknown enum value or a bad boolean at the token after the value (often on the next
+  // line): point at the value, the last whole-word occurrence before the reported position.
+  std::string value = detail::UnknownEnumValue(errors.message_);
+  if (value.empty()) value = detail::BadBoolValue(errors.message_);
+  if (!value.empty()) {
     size_t offset = LineStart(text, errors.line_);
     if (offset != std::string_view::npos && !value.empty()) {
       offset = std::min(text.size(), offset + size_t(std::max(errors.column_, 0)));
@@ -530,6 +534,48 @@ void PointAtTheMistake(std::string_view text, const std::string& msg, FirstError
       }
     }
   }
+}
+
+// After PointAtTheMistake: the field at the value, for the messages protobuf words by the
+// field's name alone. `msg` when none applies.
+std::string ExplainAtTheValue(std::string_view text, const gp::Descriptor& root,
+                              const FirstErrorCollector& errors, std::string msg) {
+  // An enum value: the enum of the field at the value (now pointed at), not every field of
+  // that name (checkpoint.policy and recovery.policy are different enums). A boolean: the
+  // field's path and what it takes.
+  const std::string bad_enum = detail::UnknownEnumValue(errors.message_);
+  const std::string bad_bool = detail::BadBoolValue(errors.message_);
+  if (!bad_enum.empty() || !bad_bool.empty()) {
+    std::string path;
+    const size_t line_start = LineStart(text, errors.line_);
+    const gp::FieldDescriptor* f =
+        line_start == std::string_view::npos
+            ? nullptr
+            : detail::FieldAtOffset(text, line_start + size_t(std::max(errors.column_, 0)), root,
+                                    &path);
+    if (f != nullptr && f->enum_type() != nullptr && !bad_enum.empty()) {
+      msg = UnknownEnumMessage(bad_enum, *f->enum_type(), path);
+    } else if (f != nullptr && !bad_bool.empty()) {
+      msg = path + ": " + bad_bool + " is not valid here: " + f->name() + " takes true or false";
+    }
+  }
+  // A field given twice: its path, as the JSON reader says it.
+  if (errors.message_.rfind("Non-repeated field \"", 0) == 0) {
+    std::string path;
+    // Protobuf points at the ':' after the second name (or a space before it): the value
+    // starts past both.
+    size_t at = LineStart(text, errors.line_);
+    if (at != std::string_view::npos) {
+      at = std::min(text.size(), at + size_t(std::max(errors.column_, 0)));
+      while (at < text.size() && (text[at] == ':' || text[at] == ' ' || text[at] == '\t')) {
+        ++at;
+      }
+      if (detail::FieldAtOffset(text, at, root, &path) != nullptr) {
+        msg = path + " is given twice (it is not a list: give it once)";
+      }
+    }
+  }
+  return msg;
 }
 
 Status ParseMessage(std::string_view text, const std::string& name_for_errors, bool json,
@@ -553,20 +599,7 @@ Status ParseMessage(std::string_view text, const std::string& name_for_errors, b
         errors.column_ = detail::ByteColumn(text, errors.line_, errors.column_);
       }
       PointAtTheMistake(text, msg, &errors);
-      // An enum value: the enum of the field at the value (now pointed at), not every field of
-      // that name (checkpoint.policy and recovery.policy are different enums).
-      if (const std::string bad = UnknownEnumValue(errors.message_); !bad.empty()) {
-        std::string path;
-        const size_t line_start = LineStart(text, errors.line_);
-        const gp::FieldDescriptor* f =
-            line_start == std::string_view::npos
-                ? nullptr
-                : detail::FieldAtOffset(text, line_start + size_t(std::max(errors.column_, 0)),
-                                        root, &path);
-        if (f != nullptr && f->enum_type() != nullptr) {
-          msg = UnknownEnumMessage(bad, *f->enum_type(), path);
-        }
-      }
+      msg = ExplainAtTheValue(text, root, errors, msg);
       return Status::InvalidArgument(At(name_for_errors, {errors.line_ + 1, errors.column_ + 1}) +
                                      ": " + msg);
     }

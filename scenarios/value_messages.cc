@@ -117,6 +117,26 @@ std::string Takes(const gp::FieldDescriptor& f, bool range) {
 
 }  // namespace
 
+// The value of protobuf's "Unknown enumeration value of "X" for field ..." message, or "".
+std::string UnknownEnumValue(const std::string& msg) {
+  static const std::string kEnum = "Unknown enumeration value of \"";
+  if (msg.rfind(kEnum, 0) != 0) return "";
+  const size_t end = msg.find('"', kEnum.size());
+  return end == std::string::npos ? "" : msg.substr(kEnum.size(), end - kEnum.size());
+}
+
+// The value of protobuf's "Invalid value for boolean field "F". Value: "X"." message, or "".
+std::string BadBoolValue(const std::string& msg) {
+  static const std::string kBool = "Invalid value for boolean field \"";
+  static const std::string kValue = "Value: \"";
+  if (msg.rfind(kBool, 0) != 0) return "";
+  const size_t start = msg.find(kValue);
+  if (start == std::string::npos) return "";
+  const size_t end = msg.find('"', start + kValue.size());
+  return end == std::string::npos ? ""
+                                  : msg.substr(start + kValue.size(), end - start - kValue.size());
+}
+
 int ByteColumn(std::string_view text, int line, int column) {
   const size_t at = OffsetOf(text, line, column);
   if (at == std::string_view::npos) return column;
