@@ -146,7 +146,13 @@ Error ValidateCluster(const pb::Scenario& s) {
   if (node == nullptr || nic == nullptr || FindGpu(c.gpu()) == nullptr) {
     return Err("cluster", "catalogue names do not resolve (run FillDefaults first)");
   }
-  if (auto e = Range("cluster.nodes", c.nodes(), 1, 1000000, "nodes")) return e;
+  // The upper bound is kMaxGpus below (its message says why); the range quoted is the real one
+  // for this node type (65,536 DGX nodes of 8 GPUs), not a looser sanity bound.
+  if (c.nodes() < 1) {
+    return Err("cluster.nodes", Str(c.nodes()) + " is out of range: nodes must be between 1 and " +
+                                    Str((int64_t{1} << 19) / node->gpus_per_node()) +
+                                    " (nodes of " + Str(node->gpus_per_node()) + " GPUs)");
+  }
   if (c.gpus_per_node() < 1 || c.gpus_per_node() > node->gpus_per_node()) {
     return Err("cluster.gpus_per_node", Str(c.gpus_per_node()) + " GPUs per node: a " +
                                             node->name() + " node holds 1 to " +
@@ -159,7 +165,7 @@ Error ValidateCluster(const pb::Scenario& s) {
   // still above the largest clusters announced (~200,000 GPUs). At 10^6 nodes x 8, `run` took
   // 4-6 GB and `collective` over 12 GB and died with bad_alloc while `check` accepted it.
   constexpr int64_t kMaxGpus = int64_t{1} << 19;
-  if (const int64_t gpus = c.nodes() * c.gpus_per_node(); gpus > kMaxGpus) {
+  if (const int64_t gpus = int64_t{c.nodes()} * c.gpus_per_node(); gpus > kMaxGpus) {
     return Err("cluster.nodes",
                Str(c.nodes()) + " nodes x " + Str(c.gpus_per_node()) + " GPUs = " + Str(gpus) +
                    " GPUs is above the limit of " + Str(kMaxGpus) +

@@ -58,7 +58,14 @@ TEST(LimitsTest, MoreNodesThanSupportedIsAClearError) {
                            "cluster.nodes=2000000", "--set", "parallelism.dp=250000"},
                           30, 2 * kGiB);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(Contains(r.err, "nodes must be between 1 and 1000000")) << r.err;
+  // The real bound for 8-GPU nodes (the working-memory limit), not a looser sanity range (a new
+  // user's --set cluster.nodes=-1 was told "between 1 and 1000000").
+  EXPECT_TRUE(Contains(r.err, "above the limit of 524288 GPUs")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "use at most 65536 nodes")) << r.err;
+  RunResult low = RunWithin({"check", kLimits + "gpus_128k.textproto", "--set", "cluster.nodes=-1"},
+                            30, 2 * kGiB);
+  EXPECT_EQ(low.exit_code, 2) << low.err;
+  EXPECT_TRUE(Contains(low.err, "nodes must be between 1 and 65536 (nodes of 8 GPUs)")) << low.err;
 }
 
 TEST(LimitsTest, AYearLongRunSimulates) {
