@@ -218,6 +218,11 @@ Status ApplyOverride(pb::Scenario* scenario, std::string_view assignment) {
     }
     if (f->is_repeated()) {
       // The next segment is an index: faults.0.at; index == size appends a new entry.
+      if (f->type() == gp::FieldDescriptor::TYPE_STRING) {
+        // "recompute_modules.0=mlp": a list of names is set whole, comma-separated.
+        return Status::InvalidArgument(where + ": " + walked + " is a list of names, set whole: " +
+                                       walked + "=NAME,NAME,... (empty for none)");
+      }
       if (last || f->message_type() == nullptr) {
         return Status::InvalidArgument(where + ": " + walked +
                                        " is a list; name an entry and a field, e.g. " + walked +
