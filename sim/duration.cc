@@ -2,6 +2,7 @@
 // sim/time.h). A file of its own because it is where user input arrives: the libFuzzer build
 // instruments it for coverage while the arithmetic in time.cc, hot in every simulation, stays
 // uninstrumented (fuzz/CMakeLists.txt, TRAINSIM_FUZZ_SCOPE).
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -81,7 +82,21 @@ Result<Time> ParseDuration(std::string_view text) {
                                      " has an exponent: write the number out (e.g. \"1500h\"); " +
                                      kDurationHelp);
     }
+    // Letters that are no unit ("1H", "2hrs", "5min"): name them; units are lower case.
+    size_t end = pos;
+    while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
+    if (unit != nullptr && end > pos + unit->name.size()) unit = nullptr;
     if (unit == nullptr) {
+      if (end > pos) {
+        const std::string letters(text.substr(pos, end - pos));
+        const bool upper = std::any_of(letters.begin(), letters.end(), [](char c) {
+          return std::isupper(static_cast<unsigned char>(c));
+        });
+        return Status::InvalidArgument("duration " + quoted + " has an unknown unit \"" + letters +
+                                       "\" after \"" + std::string(number) + "\"" +
+                                       (upper ? " (units are lower case)" : "") + "; " +
+                                       kDurationHelp);
+      }
       return Status::InvalidArgument("duration " + quoted + " has no unit after \"" +
                                      std::string(number) + "\"; " + kDurationHelp);
     }

@@ -31,6 +31,13 @@ TEST(TimeTest, RejectsMalformedDurationsWithReason) {
     EXPECT_NE(r.status().message().find("duration"), std::string::npos) << bad;
   }
   EXPECT_NE(ParseDuration("-5s").status().message().find("negative"), std::string::npos);
+  // Letters that are no unit are named ("1H" was said to have "no unit after "1"").
+  EXPECT_NE(ParseDuration("1H").status().message().find("unknown unit \"H\" after \"1\""),
+            std::string::npos)
+      << ParseDuration("1H").status().message();
+  EXPECT_NE(ParseDuration("2hrs").status().message().find("unknown unit \"hrs\""),
+            std::string::npos)
+      << ParseDuration("2hrs").status().message();
 }
 
 TEST(TimeTest, OverflowingDurationIsOutOfRangeNotWrapped) {
