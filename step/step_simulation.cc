@@ -179,6 +179,12 @@ Result<StepResult> SimulateStepOnce(const StepConfig& cfg, const ClusterState& s
   res.events = st.engine.events_processed();
   res.flows = st.net.flows_started();
   if (options.record_trace) {
+    // The wait the loader adds at the step's end, as the other input stalls are drawn.
+    if (loader_wait_s > 0) {
+      for (const Executor& e : st.execs) {
+        st.trace.Slice(e.gpu, 0, "input stall", "input", res.time_s - loader_wait_s, loader_wait_s);
+      }
+    }
     st.trace.LinkCounters(*topo, st.net.LinkCapacities());
     res.trace = std::move(st.trace.slices());
     res.trace_extra = std::move(st.trace.extra());
