@@ -477,11 +477,13 @@ std::vector<Candidate> Candidates(const Sim& sim, const std::vector<DiagnoseCaus
 
 // Re-simulates each candidate, then all of them together, shown where that beats every one
 // alone: a change that does not help alone can once another bottleneck is gone (a larger
-// micro-batch behind a data loader that sets the step). A candidate the simulator refuses (does
-// not fit, invalid layout) becomes a note and is left out of the combination.
+// micro-batch behind a data loader that sets the step). Where it does not, the ones that helped
+// alone, together (a change that hurts can spoil the whole set). A candidate the simulator
+// refuses (does not fit, invalid layout) becomes a note and is left out of the combinations.
 void Propose(const ScenarioOptions& options, const std::string& calibration, const Sim& base,
              report::Diagnosis* d) {
-  std::vector<std::string> all;
+  std::vector<std::string> all, helpful;
+  int helped = 0;
   double best_s = base.step.result.time_s;
   for (const Candidate& k : Candidates(base, d->causes)) {
     Result<Sim> s = Simulate(options, k.sets, calibration);
@@ -491,17 +493,25 @@ void Propose(const ScenarioOptions& options, const std::string& calibration, con
     }
     d->proposals.push_back({k.change, k.sets, s->step.result.time_s, s->step.result.mfu});
     all.insert(all.end(), k.sets.begin(), k.sets.end());
+    if (s->step.result.time_s < base.step.result.time_s) {
+      helpful.insert(helpful.end(), k.sets.begin(), k.sets.end());
+      ++helped;
+    }
     best_s = std::min(best_s, s->step.result.time_s);
   }
+  const auto together = [&](const std::vector<std::string>& sets, const char* change) {
+    Result<Sim> s = Simulate(options, sets, calibration);
+    if (!s.ok()) {
+      d->notes.push_back(std::string(change) + ": not simulated (" + s.status().message() + ")");
+      return false;
+    }
+    if (s->step.result.time_s >= best_s) return false;
+    d->proposals.push_back({change, sets, s->step.result.time_s, s->step.result.mfu});
+    return true;
+  };
   if (d->proposals.size() < 2) return;
-  Result<Sim> s = Simulate(options, all, calibration);
-  if (!s.ok()) {
-    d->notes.push_back("all together: not simulated (" + s.status().message() + ")");
-    return;
-  }
-  if (s->step.result.time_s >= best_s) return;
-  d->proposals.push_back(
-      {"all of the above, together", all, s->step.result.time_s, s->step.result.mfu});
+  if (together(all, "all of the above, together")) return;
+  if (helped >= 2 && helpful != all) together(helpful, "all of the above that help, together");
 }
 
 // The model's seconds per step for each profile group (report GPU's breakdown): the compute
@@ -576,10 +586,10 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
   auto* step_opt = cmd->add_option("--measured-step", opts->measured_step,
                                    "Measured step time in seconds: the share the model does not "
                                    "explain")
-                       ->check(NumberAbove(0, 1e9, "a step time in seconds"));
+                       ->check(NumberAbove(1e-6, 1e9, "a step time in seconds"));
   cmd->add_option("--measured-mfu", opts->measured_mfu,
                   "Measured MFU (fraction, 0..1]: the share the model does not explain")
-      ->check(NumberAbove(0, 1, "an MFU as a fraction"))
+      ->check(NumberAbove(1e-6, 1, "an MFU as a fraction"))
       ->excludes(step_opt);
   cmd->add_option("--profile", opts->profile,
                   "PyTorch profiler (Kineto) Chrome trace of one rank: kernel groups and idle "

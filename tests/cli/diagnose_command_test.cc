@@ -310,11 +310,13 @@ TEST(DiagnoseCommandTest, HandWrittenGpuProfileFindsTheIdleGpu) {
 // was called "larger than 2 GiB". Each is now one message naming the option, exit 2.
 TEST(DiagnoseCommandTest, NonFiniteMeasurementsAndADirectoryProfileAreBadInput) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--measured-step", "nan"}, "--measured-step: must be a step time in seconds above 0"},
-      {{"--measured-step", "inf"}, "--measured-step: must be a step time in seconds above 0"},
-      {{"--measured-mfu", "nan"}, "--measured-mfu: must be an MFU as a fraction above 0"},
+      {{"--measured-step", "nan"}, "--measured-step: must be a step time in seconds above 1e-06"},
+      {{"--measured-step", "inf"}, "--measured-step: must be a step time in seconds above 1e-06"},
+      {{"--measured-mfu", "nan"}, "--measured-mfu: must be an MFU as a fraction above 1e-06"},
       {{"--measured-mfu", "0"},
-       "--measured-mfu: must be an MFU as a fraction above 0 and at most 1"},
+       "--measured-mfu: must be an MFU as a fraction above 1e-06 and at most 1"},
+      // A denormal MFU passed "above 0" and divided the step to infinity (the review's case).
+      {{"--measured-mfu", "1e-320"}, "--measured-mfu: must be an MFU as a fraction above 1e-06"},
       {{"--profile", "scenarios"}, "--profile scenarios: a directory"},
   };
   for (const auto& [extra, message] : cases) {
