@@ -155,9 +155,9 @@ class RunSim {
   // checkpoint after nearly every step, where its growth was a third of `trainsim run`).
   void PruneRetained();
   // retained_ starts from the storage the thread's previous RunSim left (its capacity only) and
-  // leaves its own for the next: with keep_last 0 a history keeps every persistent checkpoint
-  // (~819 K at 131,072 GPUs), and a fresh vector per history faulted in its pages anew each
-  // time, most of a 131,072-GPU whatif's time (bench/README.md, session 33).
+  // leaves its own for the next. It mattered while keep_last 0 kept every persistent checkpoint
+  // (~819 K at 131,072 GPUs; bench/README.md, session 33); since PruneRetained it matters only
+  // for a large keep_last or a long undetected corruption.
   void TakeSpareStorage();
   // The step time of `s`: from the last kRecentStates states this run looked up, else from the
   // shared cache. An ASYNC run's state changes twice per checkpoint; taking the cache's lock
