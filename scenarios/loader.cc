@@ -555,7 +555,7 @@ std::string ExplainAtTheValue(std::string_view text, const gp::Descriptor& root,
                                     &path);
     if (f != nullptr && f->enum_type() != nullptr && !bad_enum.empty()) {
       msg = UnknownEnumMessage(bad_enum, *f->enum_type(), path);
-    } else if (f != nullptr && !bad_bool.empty()) {
+    } else if (f != nullptr && f->type() == gp::FieldDescriptor::TYPE_BOOL && !bad_bool.empty()) {
       msg = path + ": " + bad_bool + " is not valid here: " + f->name() + " takes true or false";
     }
   }

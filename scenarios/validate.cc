@@ -146,17 +146,17 @@ Error ValidateCluster(const pb::Scenario& s) {
   if (node == nullptr || nic == nullptr || FindGpu(c.gpu()) == nullptr) {
     return Err("cluster", "catalogue names do not resolve (run FillDefaults first)");
   }
-  // The upper bound is kMaxGpus below (its message says why); the range quoted is the real one
-  // for this node type (65,536 DGX nodes of 8 GPUs), not a looser sanity bound.
-  if (c.nodes() < 1) {
-    return Err("cluster.nodes", Str(c.nodes()) + " is out of range: nodes must be between 1 and " +
-                                    Str((int64_t{1} << 19) / node->gpus_per_node()) +
-                                    " (nodes of " + Str(node->gpus_per_node()) + " GPUs)");
-  }
   if (c.gpus_per_node() < 1 || c.gpus_per_node() > node->gpus_per_node()) {
     return Err("cluster.gpus_per_node", Str(c.gpus_per_node()) + " GPUs per node: a " +
                                             node->name() + " node holds 1 to " +
                                             Str(node->gpus_per_node()));
+  }
+  // The upper bound is kMaxGpus below (its message says why); the range quoted is the real one
+  // for cluster.gpus_per_node (65,536 nodes of 8 GPUs), not a looser sanity bound.
+  if (c.nodes() < 1) {
+    return Err("cluster.nodes", Str(c.nodes()) + " is out of range: nodes must be between 1 and " +
+                                    Str((int64_t{1} << 19) / c.gpus_per_node()) + " (nodes of " +
+                                    Str(c.gpus_per_node()) + " GPUs)");
   }
   // The memory bound that makes the node limit real: measured peak RSS (Release, bench/limits.sh
   // style) grows ~5.1 KB per node for `run` and ~6.3 KB per GPU of the group for `collective`

@@ -76,7 +76,7 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
     if (f.kind() != pb::Fault::STRAGGLER && f.kind() != pb::Fault::LINK) {
       return P{"duration", "a " + pb::Fault::Kind_Name(f.kind()) +
                                " fault has no duration (its repair time comes from recovery); "
-                               "duration applies to STRAGGLER and LINK faults"};
+                               "duration applies to STRAGGLER faults and degraded LINK faults"};
     }
     // A link that goes down takes its node out of the job (as a NIC failure) until recovery;
     // a duration was dropped without a word.
