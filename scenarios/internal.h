@@ -125,12 +125,17 @@ std::optional<std::pair<std::string, std::string>> CheckFault(const pb::Fault& f
 
 // Builds a Status from a FieldError: "PREFIX:LINE:COL: path: message" when the map locates it.
 // A path that a --set override assigned ("faults.0.at" is given as "faults[0].at") is not
-// located in the file (the file's value was replaced) and is marked "(set by --set)".
+// located in the file (the file's value was replaced) and is marked "(set on the command line)";
+// a field of a section only --set wrote is not located at the file's nearest section either
+// ("(model.moe set on the command line)").
 Status ToStatus(const FieldError& error, const std::string& name_for_errors, const SourceMap* map,
                 const std::vector<std::string>& overridden = {});
 
 // "faults.0.at=16h" -> "faults[0].at".
 std::string OverridePath(std::string_view assignment);
+
+// "NAME:LINE:COL" for a 1-based (line, column).
+std::string At(const std::string& name, std::pair<int, int> lc);
 
 bool LooksLikeJson(std::string_view text);
 

@@ -25,6 +25,10 @@ namespace gp = google::protobuf;
 
 namespace detail {
 
+std::string At(const std::string& name, std::pair<int, int> lc) {
+  return name + ":" + std::to_string(lc.first) + ":" + std::to_string(lc.second);
+}
+
 int EditDistance(std::string_view a, std::string_view b) {
   auto lower = [](char c) {
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -246,10 +250,6 @@ std::pair<int, int> LineColumn(std::string_view text, size_t offset) {
   return {line, column};
 }
 
-std::string At(const std::string& name, std::pair<int, int> lc) {
-  return name + ":" + std::to_string(lc.first) + ":" + std::to_string(lc.second);
-}
-
 // ---- A minimal scanner over well-formed JSON (nlohmann has validated it) for positions. ----
 size_t SkipWs(std::string_view s, size_t i) {
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
@@ -440,51 +440,6 @@ std::optional<std::pair<int, int>> SourceMap::Find(const gp::Descriptor& root,
     d = f != nullptr ? f->message_type() : nullptr;
   }
   return found;
-}
-
-std::string OverridePath(std::string_view assignment) {
-  std::string_view path = assignment.substr(0, assignment.find('='));
-  std::string out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t dot = path.find('.', start);
-    std::string_view seg = path.substr(start, dot == std::string_view::npos ? dot : dot - start);
-    bool index = !seg.empty() && std::all_of(seg.begin(), seg.end(), [](char c) {
-      return std::isdigit(static_cast<unsigned char>(c));
-    });
-    if (index) {
-      out += '[';
-      out.append(seg);
-      out += ']';
-    } else {
-      if (!out.empty()) out += '.';
-      out.append(seg);
-    }
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return out;
-}
-
-Status ToStatus(const FieldError& error, const std::string& name_for_errors, const SourceMap* map,
-                const std::vector<std::string>& overridden) {
-  std::string prefix = name_for_errors;
-  bool from_set = std::find(overridden.begin(), overridden.end(), error.path) != overridden.end();
-  if (map != nullptr && !name_for_errors.empty() && !from_set) {
-    auto lc = map->Find(*pb::Scenario::descriptor(), error.path);
-    if (lc) prefix = At(name_for_errors, *lc);
-  }
-  std::string msg = (prefix.empty() ? "" : prefix + ": ") +
-                    (error.path.empty() ? "" : error.path + ": ") + error.message +
-                    (from_set ? " (set on the command line)" : "");
-  switch (error.code) {
-    case Status::Code::kNotFound:
-      return Status::NotFound(msg);
-    case Status::Code::kOutOfRange:
-      return Status::OutOfRange(msg);
-    default:
-      return Status::InvalidArgument(msg);
-  }
 }
 
 // The offset of 0-based line `line` in `text` (npos past the end).
