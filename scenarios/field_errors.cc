@@ -66,14 +66,11 @@ Status ToStatus(const FieldError& error, const std::string& name_for_errors, con
                     (from_set          ? " (set on the command line)"
                      : created.empty() ? ""
                                        : " (" + created + " set on the command line)");
-  switch (error.code) {
-    case Status::Code::kNotFound:
-      return Status::NotFound(msg);
-    case Status::Code::kOutOfRange:
-      return Status::OutOfRange(msg);
-    default:
-      return Status::InvalidArgument(msg);
-  }
+  // A scenario's field is missing or out of range, else invalid (a lookup's other codes too).
+  using C = Status::Code;
+  return Status::FromCode(
+      error.code == C::kNotFound || error.code == C::kOutOfRange ? error.code : C::kInvalidArgument,
+      msg);
 }
 
 }  // namespace trainsim::scenarios::detail

@@ -175,10 +175,7 @@ std::string ImproveTextFormatMessage(const std::string& msg, const gp::Descripto
       }
     }
   }
-  static const std::string kEnum = "Unknown enumeration value of \"";
-  if (msg.rfind(kEnum, 0) == 0) {
-    size_t value_end = msg.find('"', kEnum.size());
-    std::string value = msg.substr(kEnum.size(), value_end - kEnum.size());
+  if (const std::string value = detail::UnknownEnumValue(msg); !value.empty()) {
     size_t field_start = msg.find("for field \"");
     if (field_start != std::string::npos) {
       field_start += 11;

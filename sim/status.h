@@ -41,6 +41,20 @@ class Status {
   }
   static Status Unavailable(std::string msg) { return Status(Code::kUnavailable, std::move(msg)); }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
+  // An error of `code` (one carried apart from its Status: a FieldError, a byte from another
+  // rank). kOk or a value that is no Code is taken as kInvalidArgument: a message is an error.
+  static Status FromCode(Code code, std::string msg) {
+    switch (code) {
+      case Code::kNotFound:
+      case Code::kOutOfRange:
+      case Code::kFailedPrecondition:
+      case Code::kUnavailable:
+      case Code::kInternal:
+        return Status(code, std::move(msg));
+      default:
+        return Status(Code::kInvalidArgument, std::move(msg));
+    }
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -141,20 +141,7 @@ Status AgreeOnStatus(Communicator* comm, const Status& mine) {
     if (b.empty()) continue;
     if (static_cast<int>(k) == comm->rank()) return mine;
     const std::string message = (k == 0 ? "" : "(rank " + std::to_string(k) + ") ") + b.substr(1);
-    switch (static_cast<Status::Code>(b[0])) {
-      case Status::Code::kNotFound:
-        return Status::NotFound(message);
-      case Status::Code::kOutOfRange:
-        return Status::OutOfRange(message);
-      case Status::Code::kFailedPrecondition:
-        return Status::FailedPrecondition(message);
-      case Status::Code::kUnavailable:
-        return Status::Unavailable(message);
-      case Status::Code::kInternal:
-        return Status::Internal(message);
-      default:
-        return Status::InvalidArgument(message);
-    }
+    return Status::FromCode(static_cast<Status::Code>(b[0]), message);
   }
   return Status::Ok();
 }
