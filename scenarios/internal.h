@@ -33,7 +33,7 @@ std::string JoinNames(const std::vector<std::string>& names);
 // Field names of a message type, in declaration order.
 std::vector<std::string> FieldNames(const google::protobuf::Descriptor& descriptor);
 
-// Enum value names in declaration order.
+// Enum value names in declaration order, less proto3's "*_UNSPECIFIED" (not set).
 std::vector<std::string> EnumNames(const google::protobuf::EnumDescriptor& descriptor);
 
 // A text-format value of the wrong type, said with its field: protobuf's parser reports
@@ -53,7 +53,8 @@ std::string ExplainBadValue(std::string_view text, int line, int column,
 std::string UnknownEnumValue(const std::string& protobuf_message);
 std::string BadBoolValue(const std::string& protobuf_message);
 // The field whose value starts at byte `at` of a text scenario, by the sections open there, and
-// its dotted path ("checkpoint.policy") in *path; null when it cannot be found.
+// its dotted path ("checkpoint.policy", "faults[2].at": repeated sections indexed from 0, as the
+// checks after parsing name them) in *path; null when it cannot be found.
 const google::protobuf::FieldDescriptor* FieldAtOffset(std::string_view text, size_t at,
                                                        const google::protobuf::Descriptor& root,
                                                        std::string* path);

@@ -84,7 +84,11 @@ std::vector<std::string> FieldNames(const gp::Descriptor& descriptor) {
 
 std::vector<std::string> EnumNames(const gp::EnumDescriptor& descriptor) {
   std::vector<std::string> names;
-  for (int i = 0; i < descriptor.value_count(); ++i) names.push_back(descriptor.value(i)->name());
+  for (int i = 0; i < descriptor.value_count(); ++i) {
+    // A "*_UNSPECIFIED" value is proto3's "not set" (faults.kind's is refused): never offered.
+    const std::string& name = descriptor.value(i)->name();
+    if (!name.ends_with("_UNSPECIFIED")) names.push_back(name);
+  }
   return names;
 }
 

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "scenarios/internal.h"
@@ -35,14 +37,18 @@ size_t OffsetOf(std::string_view text, int line, int column) {
   return at <= text.size() ? at : std::string_view::npos;
 }
 
-// The sections open at `end` ("cluster", "topology") and the field whose value starts at `end`
-// (the identifier before the last ':'), scanning past comments and quoted strings. An element
-// of a list of sections, "name: [ {...}, {...} ]", is named by the list's field.
-bool FieldAt(std::string_view text, size_t end, std::vector<std::string>* sections,
+// The sections open at `end` ("cluster", "topology"), each with its index among the sections
+// of that name in its parent (0 for the first; an entry of a repeated section's list counts as
+// one more), and the field whose value starts at `end` (the identifier before the last ':'),
+// scanning past comments and quoted strings. An element of a list of sections,
+// "name: [ {...}, {...} ]", is named by the list's field.
+bool FieldAt(std::string_view text, size_t end, std::vector<std::pair<std::string, int>>* sections,
              std::string* field) {
   std::string last;                // the identifier just before, if nothing else came since
   bool after_colon = false;        // only spaces and comments since the last ':'
   std::vector<std::string> lists;  // the fields of the lists "name: [" open here
+  // Per open level (the root first), how many sections of each name it has opened so far.
+  std::vector<std::map<std::string, int>> opened(1);
   for (size_t i = 0; i < end;) {
     const char c = text[i];
     if (IdentChar(c)) {
@@ -73,9 +79,13 @@ bool FieldAt(std::string_view text, size_t end, std::vector<std::string>* sectio
     }
     if (c == '{' || c == '<') {
       // "name {", or an element of the list "name: [ {...}, {...} ]".
-      sections->push_back(!last.empty() ? last : !lists.empty() ? lists.back() : *field);
+      std::string name = !last.empty() ? last : !lists.empty() ? lists.back() : *field;
+      const int index = opened.back()[name]++;
+      sections->emplace_back(std::move(name), index);
+      opened.emplace_back();
     } else if ((c == '}' || c == '>') && !sections->empty()) {
       sections->pop_back();
+      opened.pop_back();
     } else if (c == '[') {
       lists.push_back(*field);
     } else if (c == ']' && !lists.empty()) {
@@ -147,16 +157,17 @@ int ByteColumn(std::string_view text, int line, int column) {
 const gp::FieldDescriptor* FieldAtOffset(std::string_view text, size_t at,
                                          const gp::Descriptor& root, std::string* path) {
   if (at == std::string_view::npos || at > text.size()) return nullptr;
-  std::vector<std::string> sections;
+  std::vector<std::pair<std::string, int>> sections;
   std::string field;
   if (!FieldAt(text, at, &sections, &field)) return nullptr;
   const gp::Descriptor* d = &root;
   path->clear();
-  for (const std::string& s : sections) {
-    const gp::FieldDescriptor* f = d->FindFieldByName(s);
+  for (const auto& [name, index] : sections) {
+    const gp::FieldDescriptor* f = d->FindFieldByName(name);
     if (f == nullptr || f->message_type() == nullptr) return nullptr;
     d = f->message_type();
-    *path += s + ".";
+    // Indexed as the checks after parsing name them ("faults[2].at").
+    *path += f->is_repeated() ? name + "[" + std::to_string(index) + "]." : name + ".";
   }
   const gp::FieldDescriptor* f = d->FindFieldByName(field);
   if (f != nullptr) *path += field;
