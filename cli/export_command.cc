@@ -5,6 +5,7 @@
 // ModelParallelConfig / DistributedDataParallelConfig fields it turns into flags
 // (ArgumentGroupFactory: field foo_bar -> --foo-bar; --disable-bias-linear and --fp8-format by
 // argparse_meta). Lines starting with '#' say what has no Megatron flag or differs from it.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <iostream>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "parallelism/layout.h"
+#include "scenarios/step_config.h"
 
 namespace trainsim::cli {
 namespace {
@@ -108,6 +111,13 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
       if (p.moe_flex_sms() > 0) a->Add("--moe-flex-dispatcher-num-sms", p.moe_flex_sms());
     }
     a->Add("--moe-grouped-gemm");
+    // arguments.py refuses both with --fp16 (grouped GEMMs are bf16 only; EP > 1 asserts
+    // not fp16): the run needs bf16, or trainsim's FP16 MoE has no Megatron equivalent.
+    if (m.precision() == pb::FP16) {
+      a->notes.push_back(
+          "precision FP16 with MoE: Megatron-LM refuses --fp16 with --moe-grouped-gemm (bf16 "
+          "only) and with expert parallelism; use BF16");
+    }
     // Pads each expert's tokens to the FP8 GEMM alignment in the router (Megatron-LM's current
     // name; older releases called it --moe-router-padding-for-fp8).
     if (e.router_padding_for_quantization()) a->Add("--moe-router-padding-for-quantization");
@@ -160,6 +170,11 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
     case pb::FP8:  // Transformer Engine FP8 GEMMs over bf16 master weights
       a->Add("--bf16");
       a->Add("--fp8-format", "hybrid");
+      // TransformerConfig.fp8_recipe (default "delayed"): Float8CurrentScaling is "tensorwise".
+      a->Add("--fp8-recipe", m.fp8_recipe() == pb::Model::CURRENT ? "tensorwise"
+                             : m.fp8_recipe() == pb::Model::MXFP8 ? "mxfp8"
+                                                                  : "delayed");
+      if (m.fp8_attention()) a->Add("--fp8-dot-product-attention");
       break;
     case pb::FP4:  // Transformer Engine NVFP4 GEMMs over bf16 master weights
       a->Add("--bf16");
@@ -212,6 +227,12 @@ void DataParallelArgs(const pb::Parallelism& p, Args* a) {
       a->Add("--use-megatron-fsdp");
       a->Add("--data-parallel-sharding-strategy",
              p.zero_stage() == 2 ? "optim_grads" : "optim_grads_params");
+      // arguments.py asserts Megatron-FSDP's checkpoint format; NVIDIA's Megatron-FSDP guide
+      // runs it with the distributed optimizer and without fused gradient accumulation (which
+      // arguments.py only warns about).
+      a->Add("--ckpt-format", "fsdp_dtensor");
+      a->Add("--use-distributed-optimizer");
+      a->Add("--no-gradient-accumulation-fusion");
       if (p.shard_group() > 0) {
         a->notes.push_back("shard_group " + std::to_string(p.shard_group()) +
                            ": hybrid sharding (Megatron-FSDP HSDP) is set up by the launcher's "
@@ -222,6 +243,12 @@ void DataParallelArgs(const pb::Parallelism& p, Args* a) {
       break;
   }
   if (p.overlap_grad_reduce()) a->Add("--overlap-grad-reduce");
+  // DistributedDataParallelConfig.bucket_size, in parameters (trainsim's is in bytes of the
+  // reduced gradients); unset, both take Megatron's default.
+  if (p.dp_bucket_bytes() > 0) {
+    const int64_t bytes_per_grad = p.grad_reduce_in_fp32() ? 4 : 2;
+    a->Add("--ddp-bucket-size", int64_t(p.dp_bucket_bytes()) / bytes_per_grad);
+  }
   if (p.overlap_param_gather()) a->Add("--overlap-param-gather");
   if (p.moe_a2a_overlap()) {
     a->Add("--overlap-moe-expert-parallel-comm");
@@ -229,7 +256,70 @@ void DataParallelArgs(const pb::Parallelism& p, Args* a) {
   }
 }
 
-void LayoutArgs(const pb::Scenario& s, Args* a) {
+// Megatron-Core's --pipeline-model-parallel-layout for the scenario's chunks (model order,
+// chunk-major: index chunk·pp + rank, as ChunkLayerRanges gives them): "E" the embedding, "t"
+// a transformer layer, "L" the loss, "|" between chunks; runs of equal chunks as "(...|)*n,"
+// (Megatron drops commas: "E|(t|)*126,L").
+std::string PipelineLayoutString(const std::vector<parallelism::ChunkLayers>& chunks) {
+  std::vector<std::string> parts;
+  for (size_t j = 0; j < chunks.size(); ++j) {
+    std::string c = j == 0 ? "E" : "";
+    const int n = chunks[j].layers;
+    if (n > 0) c += n == 1 ? "t" : "t*" + std::to_string(n);
+    if (j + 1 == chunks.size()) c += "L";
+    parts.push_back(std::move(c));
+  }
+  std::string out;
+  for (size_t j = 0; j < parts.size();) {
+    size_t k = j + 1;
+    while (k < parts.size() && parts[k] == parts[j]) ++k;
+    // Every chunk but the last ends in '|'.
+    if (k - j >= 3 && k < parts.size()) {
+      out += "(" + parts[j] + "|)*" + std::to_string(k - j) + ",";  // a cosmetic comma
+    } else {
+      for (size_t i = j; i < k; ++i) out += parts[i] + (i + 1 < parts.size() ? "|" : "");
+    }
+    j = k;
+  }
+  return out;
+}
+
+// Uneven stages: --decoder-first/last-pipeline-num-layers where Megatron builds from them the
+// chunks trainsim simulates (`chunks`, ChunkLayerRanges): no end stage of 0 layers
+// (TransformerConfig refuses one) and, interleaved, every stage's layers split evenly into its
+// chunks (--num-virtual-stages-per-pipeline-rank). Otherwise the layout string, which places
+// each chunk's layers as trainsim does (an end chunk holding only the embedding or the loss).
+void PipelineSplitArgs(const pb::Scenario& s, const std::vector<parallelism::ChunkLayers>& chunks,
+                       Args* a) {
+  const pb::Parallelism& p = s.parallelism();
+  const int v = std::max(1, p.virtual_stages());
+  if (!p.has_first_stage_layers() && !p.has_last_stage_layers()) {
+    if (v > 1) {
+      a->Add("--num-layers-per-virtual-pipeline-stage", s.model().layers() / (int64_t(p.pp()) * v));
+    }
+    return;
+  }
+  bool even_chunks = (!p.has_first_stage_layers() || p.first_stage_layers() > 0) &&
+                     (!p.has_last_stage_layers() || p.last_stage_layers() > 0);
+  const size_t pp = size_t(p.pp());
+  for (size_t j = pp; j < chunks.size() && even_chunks; ++j) {
+    even_chunks = chunks[j].layers == chunks[j % pp].layers;
+  }
+  if (!even_chunks) {
+    a->Add("--pipeline-model-parallel-layout", PipelineLayoutString(chunks));
+    return;
+  }
+  if (p.has_first_stage_layers()) {
+    a->Add("--decoder-first-pipeline-num-layers", p.first_stage_layers());
+  }
+  if (p.has_last_stage_layers()) {
+    a->Add("--decoder-last-pipeline-num-layers", p.last_stage_layers());
+  }
+  if (v > 1) a->Add("--num-virtual-stages-per-pipeline-rank", v);
+}
+
+void LayoutArgs(const pb::Scenario& s, const std::vector<parallelism::ChunkLayers>& chunks,
+                Args* a) {
   const pb::Parallelism& p = s.parallelism();
   const pb::Model& m = s.model();
   a->Add("--tensor-model-parallel-size", p.tp());
@@ -244,18 +334,8 @@ void LayoutArgs(const pb::Scenario& s, Args* a) {
     a->Add("--expert-model-parallel-size", p.ep());
     a->Add("--expert-tensor-parallel-size", p.etp());
   }
-  const bool uneven = p.has_first_stage_layers() || p.has_last_stage_layers();
-  if (p.has_first_stage_layers())
-    a->Add("--decoder-first-pipeline-num-layers", p.first_stage_layers());
-  if (p.has_last_stage_layers())
-    a->Add("--decoder-last-pipeline-num-layers", p.last_stage_layers());
+  PipelineSplitArgs(s, chunks, a);
   if (p.virtual_stages() > 1) {
-    if (uneven) {
-      a->Add("--num-virtual-stages-per-pipeline-rank", p.virtual_stages());
-    } else {
-      a->Add("--num-layers-per-virtual-pipeline-stage",
-             m.layers() / (int64_t(p.pp()) * p.virtual_stages()));
-    }
     // Megatron overlaps the interleaved schedule's P2P by default (overlap_p2p_comm=True;
     // --no-overlap-p2p-communication turns it off; older releases had the opposite switch,
     // --overlap-p2p-communication).
@@ -306,9 +386,11 @@ int RunExport(const ExportOptions& o) {
   auto resolved = LoadResolvedScenario(o.scenario);
   if (!resolved.ok()) return ReportError(resolved.status());
   const pb::Scenario& s = resolved->scenario;
+  Result<step::StepConfig> cfg = scenarios::MakeStepConfig(*resolved);
+  if (!cfg.ok()) return ReportError(cfg.status());
   Args a;
   ModelArgs(s.model(), s.parallelism(), &a);
-  LayoutArgs(s, &a);
+  LayoutArgs(s, parallelism::ChunkLayerRanges(cfg->model, cfg->parallel), &a);
   if (o.scenario.json) {
     nlohmann::ordered_json j;
     j["args"] = nlohmann::ordered_json::array();

@@ -3,10 +3,12 @@
 // (exit 2, one error line, nothing on stdout).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -307,6 +309,109 @@ TEST(PresetsCliTest, ExportCarriesTheSlidingWindowAndTheHybridMambaLayers) {
   EXPECT_EQ(pattern.find_first_not_of("M*-E"), std::string::npos) << pattern;
   EXPECT_TRUE(n.count("--mamba-num-heads"));
   EXPECT_FALSE(n.count("--window-size")) << "Nemotron's attention layers are full";
+}
+
+// Megatron-Core's reading of --pipeline-model-parallel-layout
+// (PipelineParallelLayerLayout.parse_str_to_list): commas dropped, "(...)*n" then "x*n"
+// unrolled, then one string per virtual stage, split at '|'.
+std::vector<std::string> MegatronLayoutStages(std::string layout) {
+  if (layout.size() >= 2 && layout.front() == '\'') layout = layout.substr(1, layout.size() - 2);
+  layout.erase(std::remove(layout.begin(), layout.end(), ','), layout.end());
+  for (const char* pattern : {R"(\(([^)]+)\)\*(\d+))", R"((.)\*(\d+))"}) {
+    const std::regex re(pattern);
+    std::smatch m;
+    while (std::regex_search(layout, m, re)) {
+      std::string unrolled;
+      for (int i = 0; i < std::stoi(m[2].str()); ++i) unrolled += m[1].str();
+      layout = m.prefix().str() + unrolled + m.suffix().str();
+    }
+  }
+  std::vector<std::string> stages(1);
+  for (char c : layout) {
+    if (c == '|') {
+      stages.emplace_back();
+    } else {
+      stages.back() += c;
+    }
+  }
+  return stages;
+}
+
+// Megatron refuses --decoder-first-pipeline-num-layers 7 with 8 chunks per rank ("must be
+// divisible by virtual pipeline parallel degree") and a first stage of 0 layers; the layout
+// string places the same chunks. Llama 3.1 405B's 126 layers on PP 16 × 8 chunks: 128 chunks,
+// the first holding only the embedding, the last only the loss, one layer in each other.
+TEST(PresetsCliTest, ExportOfStagesMegatronCannotSplitWritesTheLayoutString) {
+  RunResult r = RunTrainsim(
+      {"export", "megatron", "scenarios/examples/llama3_405b_long_context_h100.textproto"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto flags = ParseFlags(r.out);
+  for (const char* absent :
+       {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+        "--num-virtual-stages-per-pipeline-rank", "--num-layers-per-virtual-pipeline-stage"}) {
+    EXPECT_FALSE(flags.count(absent)) << absent << " with the layout string: Megatron refuses both";
+  }
+  std::vector<std::string> stages = MegatronLayoutStages(flags["--pipeline-model-parallel-layout"]);
+  ASSERT_EQ(stages.size(), 128u) << flags["--pipeline-model-parallel-layout"];
+  EXPECT_EQ(stages.front(), "E");
+  EXPECT_EQ(stages.back(), "L");
+  for (size_t j = 1; j + 1 < stages.size(); ++j) EXPECT_EQ(stages[j], "t") << j;
+  // The demo's 96 layers with end stages of 0 layers (embedding and loss alone) on PP 8: the six
+  // middle stages take 16 each.
+  RunResult zero =
+      RunTrainsim({"export", "megatron", kDemo, "--set", "parallelism.first_stage_layers=0",
+                   "--set", "parallelism.last_stage_layers=0"});
+  ASSERT_EQ(zero.exit_code, 0) << zero.err;
+  auto z = ParseFlags(zero.out);
+  EXPECT_FALSE(z.count("--decoder-first-pipeline-num-layers"));
+  stages = MegatronLayoutStages(z["--pipeline-model-parallel-layout"]);
+  ASSERT_EQ(stages.size(), 8u);
+  EXPECT_EQ(stages.front(), "E");
+  EXPECT_EQ(stages.back(), "L");
+  for (size_t j = 1; j + 1 < stages.size(); ++j) EXPECT_EQ(stages[j], std::string(16, 't')) << j;
+  // Where every stage divides into its chunks (12 + 6 × 12 + 12 layers, 2 chunks each), the
+  // first/last flags with --num-virtual-stages-per-pipeline-rank say the same.
+  RunResult even = RunTrainsim(
+      {"export", "megatron", kDemo, "--set", "parallelism.first_stage_layers=12", "--set",
+       "parallelism.last_stage_layers=12", "--set", "parallelism.virtual_stages=2"});
+  ASSERT_EQ(even.exit_code, 0) << even.err;
+  auto e = ParseFlags(even.out);
+  EXPECT_EQ(e["--decoder-first-pipeline-num-layers"], "12");
+  EXPECT_EQ(e["--decoder-last-pipeline-num-layers"], "12");
+  EXPECT_EQ(e["--num-virtual-stages-per-pipeline-rank"], "2");
+  EXPECT_FALSE(e.count("--pipeline-model-parallel-layout"));
+}
+
+// What Megatron needs to run what was simulated: the FP8 recipe (its default is delayed
+// scaling), Megatron-FSDP's required checkpoint format, and the bucket size in parameters.
+TEST(PresetsCliTest, ExportCarriesTheFp8RecipeFsdpFormatAndBucketSize) {
+  const std::pair<const char*, const char*> recipes[] = {
+      {"DELAYED", "delayed"}, {"CURRENT", "tensorwise"}, {"MXFP8", "mxfp8"}};
+  for (const auto& [recipe, megatron] : recipes) {
+    RunResult r = RunTrainsim({"export", "megatron", kDemo, "--set", "model.precision=FP8", "--set",
+                               std::string("model.fp8_recipe=") + recipe});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(ParseFlags(r.out)["--fp8-recipe"], megatron) << recipe;
+  }
+  RunResult z3 = RunTrainsim({"export", "megatron", kDemo, "--set", "parallelism.zero_stage=3",
+                              "--set", "parallelism.pp=1", "--set", "parallelism.dp=16"});
+  ASSERT_EQ(z3.exit_code, 0) << z3.err;
+  auto f = ParseFlags(z3.out);
+  EXPECT_EQ(f["--data-parallel-sharding-strategy"], "optim_grads_params");
+  EXPECT_EQ(f["--ckpt-format"], "fsdp_dtensor");  // arguments.py asserts it
+  EXPECT_TRUE(f.count("--use-distributed-optimizer"));
+  // 256 MiB of fp32 main gradients (BF16's default) = 64 Mi parameters.
+  RunResult b =
+      RunTrainsim({"export", "megatron", kDemo, "--set", "parallelism.dp_bucket_bytes=268435456"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(ParseFlags(b.out)["--ddp-bucket-size"], std::to_string(64 << 20));
+  // FP16 experts: arguments.py refuses --fp16 with grouped GEMMs and with EP > 1; said so.
+  RunResult fp16 =
+      RunTrainsim({"export", "megatron", "scenarios/examples/mixtral_8x22b_h100.textproto", "--set",
+                   "model.precision=FP16"});
+  ASSERT_EQ(fp16.exit_code, 0) << fp16.err;
+  EXPECT_TRUE(Contains(fp16.out, "# precision FP16 with MoE: Megatron-LM refuses --fp16"))
+      << fp16.out;
 }
 
 }  // namespace
