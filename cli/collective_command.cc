@@ -92,7 +92,8 @@ void AddCollectiveCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE: busbw vs size for "
                   "this and every other algorithm of the op (docs/report.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmptyFileName());
   cmd->add_option("--format", opts->format,
                   "table (default) or nccl-tests: nccl-tests' columns and footer, to diff "
                   "against a measured all_reduce_perf (etc.) log line by line");

@@ -146,6 +146,14 @@ CLI::Validator NumberAbove(double lo, double hi, const std::string& what) {
       "NUMBER");
 }
 
+CLI::Validator NonEmptyFileName() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "was given an empty file name; name the file to write" : "";
+      },
+      "FILE");
+}
+
 Status CheckDistinctOutputs(const std::vector<InputFile>& outputs) {
   namespace fs = std::filesystem;
   auto same = [](const std::string& a, const std::string& b) {

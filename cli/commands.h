@@ -80,6 +80,10 @@ Status OpenOutput(const std::string& option, const std::string& path,
 // with it is false, and prints a lower bound of 1e-9 as 0.000000.)
 CLI::Validator NumberAbove(double lo, double hi, const std::string& what);
 
+// An output file option's check at parsing: a name ("--html ''" is refused as "--csv ''" is,
+// where the empty string would otherwise read as the option not given).
+CLI::Validator NonEmptyFileName();
+
 // Refuses two output options that name the same file (by path, or by device and inode where both
 // exist): the one written last would replace the other. Devices and FIFOs (/dev/null) may take
 // several. `outputs`' `what` is the option ("--trace"); empty paths are options not given.

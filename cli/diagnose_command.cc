@@ -600,7 +600,8 @@ void AddDiagnoseCommand(CLI::App& app, int* exit_code) {
                 "Skip the run simulation (no checkpoint-stall and failure causes)");
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmptyFileName());
   cmd->callback([opts, exit_code] {
     Result<std::optional<report::WebLibraries>> html =
         PrepareHtml(opts->html, {{"the input scenario", opts->scenario.path},

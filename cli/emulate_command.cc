@@ -286,7 +286,8 @@ void AddEmulateCommand(CLI::App& app, int* exit_code) {
       ->type_name("FILE");
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots (docs/report.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmptyFileName());
   cmd->add_option("--timeout", e.timeout_s, "Give up after this many wall seconds (default 300)");
   cmd->add_option("--algorithm", opts->algorithm,
                   "All-reduce: ring (reduce-scatter + all-gather, the default) or tree (binary "

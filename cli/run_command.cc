@@ -167,7 +167,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 "fraction of the bound");
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmptyFileName());
   cmd->callback([opts, exit_code] {
     Result<std::optional<report::WebLibraries>> html = PrepareRunHtml(
         opts->html, opts->scenario.path, opts->calibration, opts->trace_option, opts->trace);

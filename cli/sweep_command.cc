@@ -209,7 +209,8 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
       ->type_name("SECONDS");
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmptyFileName());
   cmd->callback([opts, exit_code] {
     if (opts->quiet) opts->progress = false;
     *exit_code = RunSweepCommand(*opts);

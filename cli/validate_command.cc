@@ -44,7 +44,8 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
 
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmptyFileName());
   cmd->callback([opts, exit_code] {
     Result<std::optional<report::WebLibraries>> html = PrepareHtml(opts->html, {});
     if (!html.ok()) {

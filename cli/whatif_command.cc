@@ -54,7 +54,8 @@ void AddWhatIfCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, sim::kMaxThreads));
   cmd->add_option("--html", opts->html,
                   "Also write a self-contained HTML report with plots to FILE (docs/report.md)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NonEmptyFileName());
   cmd->callback([opts, exit_code] {
     Result<std::optional<report::WebLibraries>> html =
         PrepareHtml(opts->html, {{"the input scenario", opts->scenario.path}});
