@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -113,7 +114,25 @@ Result<std::vector<Event>> ReadEvents(const std::string& text, const std::string
     auto ts = e.find("ts");
     auto dur = e.find("dur");
     auto name = e.find("name");
-    if (ts == e.end() || !ts->is_number() || name == e.end() || !name->is_string()) continue;
+    if (name == e.end() || !name->is_string()) continue;
+    // A step annotation sets what every kernel is counted against: one without a start or a
+    // positive duration is a broken trace, not a step of zero length (which would report every
+    // group as 0 ms and exit 0).
+    if (const int n = StepNumber(name->get<std::string>()); n >= 0) {
+      const bool ts_ok = ts != e.end() && ts->is_number() && std::isfinite(ts->get<double>());
+      const bool dur_ok = dur != e.end() && dur->is_number() && std::isfinite(dur->get<double>()) &&
+                          dur->get<double>() > 0;
+      if (!ts_ok || !dur_ok) {
+        return Bad(
+            path,
+            name->get<std::string>() + " has " +
+                (!ts_ok ? "\"ts\": " + (ts == e.end() ? std::string("none") : ts->dump())
+                        : "\"dur\": " + (dur == e.end() ? std::string("none") : dur->dump())) +
+                "; a step annotation needs a start and a positive duration in "
+                "microseconds (numbers), as torch.profiler writes them");
+      }
+    }
+    if (ts == e.end() || !ts->is_number()) continue;
     Event ev;
     ev.ts = ts->get<double>();
     ev.dur = dur != e.end() && dur->is_number() ? std::max(0.0, dur->get<double>()) : 0.0;
@@ -286,6 +305,25 @@ Result<Profile> ParseKinetoTrace(const std::string& text, const std::string& pat
   for (size_t i = 0; i < prof.steps.size(); ++i) {
     ProfileStep& s = prof.steps[i];
     s.busy_us = UnionLength(intervals[i], s.start_us, s.start_us + s.duration_us);
+  }
+  // Work recorded, none of it inside a step: the steps' times are not the kernels' (a clock
+  // mismatch or an edited trace), and every step would read as idle.
+  int inside = 0;
+  for (const ProfileStep& s : prof.steps) inside += s.events;
+  if (inside == 0 && !kernels.empty()) {
+    double first = kernels.front()->ts;
+    for (const Event* k : kernels) first = std::min(first, k->ts);
+    auto us = [](double v) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      return std::string(buf);
+    };
+    return Bad(path, "none of its " + std::to_string(kernels.size()) + " " +
+                         (prof.gpu ? "kernels" : "CPU operators") +
+                         " starts inside a ProfilerStep#N annotation (steps from ts " +
+                         us(prof.steps.front().start_us) + " us, work from ts " + us(first) +
+                         " us); give the trace torch.profiler wrote, with its steps and work "
+                         "on one clock");
   }
   return prof;
 }

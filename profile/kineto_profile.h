@@ -17,7 +17,8 @@
 // Refused with InvalidArgument (the message names the file and what to do): text that is not
 // JSON, JSON that is not a Chrome trace (no traceEvents), a trace without ProfilerStep
 // annotations, a trace whose kernels run on more than one device or whose steps repeat (several
-// ranks' traces merged into one: profile one rank per file).
+// ranks' traces merged into one: profile one rank per file), a step annotation without a numeric
+// start or a positive numeric duration, and a trace none of whose work starts inside a step.
 #ifndef TRAINSIM_PROFILE_KINETO_PROFILE_H_
 #define TRAINSIM_PROFILE_KINETO_PROFILE_H_
 

@@ -158,5 +158,35 @@ TEST(KinetoProfileTest, BadTracesAreRefusedWithTheReason) {
   EXPECT_NE(r.status().message().find("mixes ranks"), std::string::npos);
 }
 
+// A step annotation with a duration that is not a positive number made a step of zero length:
+// every group 0 ms, exit 0. And steps whose clock misses every kernel read as all idle.
+TEST(KinetoProfileTest, BrokenStepAnnotationsAreRefusedNotReadAsEmptySteps) {
+  const std::string kernel =
+      R"({"ph":"X","cat":"kernel","name":"sm90_xmma_gemm","ts":10,"dur":5,"args":{"device":0}})";
+  for (const std::string step : {R"("ts":0,"dur":-5)", R"("ts":0,"dur":"abc")", R"("ts":0)",
+                                 R"("ts":"0","dur":50)", R"("ts":0,"dur":0)"}) {
+    const std::string trace =
+        R"({"traceEvents":[{"ph":"X","name":"ProfilerStep#1",)" + step + "}," + kernel + "]}";
+    Result<Profile> bad = ParseKinetoTrace(trace, "t.json");
+    ASSERT_FALSE(bad.ok()) << step;
+    EXPECT_EQ(bad.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("ProfilerStep#1 has"), std::string::npos)
+        << bad.status().message();
+  }
+  // A step at ts 1e300: the kernel at ts 10 is in no step.
+  Result<Profile> apart = ParseKinetoTrace(
+      R"({"traceEvents":[{"ph":"X","name":"ProfilerStep#1","ts":1e300,"dur":50},)" + kernel + "]}",
+      "t.json");
+  ASSERT_FALSE(apart.ok());
+  EXPECT_NE(apart.status().message().find("none of its 1 kernels starts inside"), std::string::npos)
+      << apart.status().message();
+  // The same kernel inside a valid step is read.
+  Result<Profile> good = ParseKinetoTrace(
+      R"({"traceEvents":[{"ph":"X","name":"ProfilerStep#1","ts":0,"dur":50},)" + kernel + "]}",
+      "t.json");
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_DOUBLE_EQ(good->steps[0].group_us[int(KernelGroup::kGemm)], 5);
+}
+
 }  // namespace
 }  // namespace trainsim::profile
