@@ -39,11 +39,20 @@ struct Args {
 };
 
 // "([0]*3+[1]*58)": Megatron's --moe-layer-freq as a Python list expression (0 dense, 1 MoE);
-// every k-th layer MoE after the leading dense ones: "([0]*F+([0]*(k-1)+[1])*n+[0]*r)".
+// with interleave_step k the MoE layers are those past the dense ones with (i + 1) % k == 0
+// (ModelSpec::IsMoeLayer): "([0]*F+([0]*(k-1)+[1])*n+[0]*r)" where k divides F, else the list
+// written out.
 std::string MoeLayerFreq(int first_dense, int step, int layers) {
   const int rest = layers - first_dense;
   if (step <= 1) {
     return "([0]*" + std::to_string(first_dense) + "+[1]*" + std::to_string(rest) + ")";
+  }
+  if (first_dense % step != 0) {
+    std::string list = "[";
+    for (int i = 0; i < layers; ++i) {
+      list += std::string(i > 0 ? "," : "") + (i >= first_dense && (i + 1) % step == 0 ? "1" : "0");
+    }
+    return list + "]";
   }
   return "([0]*" + std::to_string(first_dense) + "+([0]*" + std::to_string(step - 1) + "+[1])*" +
          std::to_string(rest / step) + "+[0]*" + std::to_string(rest % step) + ")";

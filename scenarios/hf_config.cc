@@ -69,8 +69,15 @@ class ConfigReader {
     return static_cast<int32_t>(v.get<int64_t>());
   }
 
-  bool Bool(const char* key, bool fallback) const {
-    return Has(key) && c_[key].is_boolean() ? c_[key].get<bool>() : fallback;
+  // A boolean field when present (an error when it is not one: "false" in quotes would
+  // otherwise read as the fallback); `fallback` when absent.
+  bool Bool(const char* key, bool fallback) {
+    if (!Has(key)) return fallback;
+    if (!c_[key].is_boolean()) {
+      Fail(std::string("\"") + key + "\" must be true or false, got " + c_[key].dump());
+      return fallback;
+    }
+    return c_[key].get<bool>();
   }
   double Number(const char* key, double fallback) const {
     return Has(key) && c_[key].is_number() ? c_[key].get<double>() : fallback;
@@ -116,8 +123,15 @@ void ReadMoe(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
   if (experts_key == nullptr) return;
   pb::Moe* moe = m->mutable_moe();
   if (auto e = r.Required(experts_key, "routed experts per MoE layer")) moe->set_experts(*e);
-  const char* topk_key = r.Has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token";
-  if (auto k = r.Required(topk_key, "experts each token is routed to")) moe->set_top_k(*k);
+  // num_experts_per_tok in most families, experts_per_token in GPT-OSS's.
+  if (!r.Has("num_experts_per_tok") && !r.Has("experts_per_token")) {
+    r.Required("num_experts_per_tok",
+               "experts each token is routed to; GPT-OSS names it experts_per_token");
+  } else if (auto k = r.Required(
+                 r.Has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token",
+                 "experts each token is routed to")) {
+    moe->set_top_k(*k);
+  }
   if (r.Has("moe_intermediate_size")) {
     if (auto f = r.Required("moe_intermediate_size", "FFN width of one expert")) {
       moe->set_expert_ffn_hidden(*f);
@@ -165,9 +179,36 @@ void ReadMoe(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
     notes->push_back("mlp_only_layers " + r.Get("mlp_only_layers").dump() +
                      " not modelled: every layer after first_dense_layers is a MoE layer");
   }
-  if (r.Number("decoder_sparse_step", 1) > 1) {
-    notes->push_back("decoder_sparse_step " + r.Get("decoder_sparse_step").dump() +
-                     " not modelled: every layer after first_dense_layers is a MoE layer");
+  // Qwen2/3-MoE: layer i is MoE when (i + 1) % decoder_sparse_step == 0, the layers
+  // interleave_step places (every k-th, the last of each group of k).
+  if (r.Has("decoder_sparse_step")) {
+    if (auto k = r.Optional("decoder_sparse_step", "every k-th layer MoE", 1); k && *k > 1) {
+      moe->set_interleave_step(*k);
+    }
+  }
+  // DeepSeek-V2/V3: layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0;
+  // interleave_step k puts them where (i + 1) % k == 0 (Llama 4's and Qwen's): one layer
+  // earlier, as many or one more or fewer. Said with both counts.
+  if (r.Has("moe_layer_freq")) {
+    if (auto k = r.Optional("moe_layer_freq", "every k-th layer MoE", 1); k && *k > 1) {
+      moe->set_interleave_step(*k);
+      const int first = moe->first_dense_layers(), layers = m->layers();
+      int deepseek = 0, here = 0;
+      for (int i = first; i < layers; ++i) {
+        deepseek += i % *k == 0 ? 1 : 0;
+        here += (i + 1) % *k == 0 ? 1 : 0;
+      }
+      notes->push_back("moe_layer_freq " + std::to_string(*k) + ": DeepSeek's MoE layers are the " +
+                       std::to_string(deepseek) + " multiples of " + std::to_string(*k) +
+                       " from layer " + std::to_string(first) + "; interleave_step places " +
+                       std::to_string(here) + ", one layer earlier in each group");
+    }
+  }
+  // DeepSeek-V3's multi-token prediction module (the README's "not modelled").
+  if (r.Has("num_nextn_predict_layers") && r.Number("num_nextn_predict_layers", 0) > 0) {
+    notes->push_back("num_nextn_predict_layers " + r.Get("num_nextn_predict_layers").dump() +
+                     " (multi-token prediction) not modelled: its layer's work and weights are "
+                     "not counted");
   }
 }
 

@@ -282,6 +282,16 @@ TEST(PresetsCliTest, ExportOfAQwen3PresetAddsItsQkNormAndDisablesNothingElse) {
       RunTrainsim({"export", "megatron", path, "--set", "model.moe.interleave_step=2"});
   ASSERT_EQ(every2.exit_code, 0) << every2.err;
   EXPECT_EQ(ParseFlags(every2.out)["--moe-layer-freq"], "'([0]*0+([0]*1+[1])*24+[0]*0)'");
+  // After 3 dense layers, every second layer is MoE where (i + 1) % 2 == 0: 5, 7, ..., 47 (the
+  // simulated layers, ModelSpec::IsMoeLayer), not 4, 6, ... as "every second after them" reads.
+  RunResult dense3 =
+      RunTrainsim({"export", "megatron", path, "--set", "model.moe.interleave_step=2", "--set",
+                   "model.moe.first_dense_layers=3"});
+  ASSERT_EQ(dense3.exit_code, 0) << dense3.err;
+  std::string expected = "[";
+  for (int i = 0; i < 48; ++i)
+    expected += std::string(i ? "," : "") + (i >= 3 && i % 2 ? "1" : "0");
+  EXPECT_EQ(ParseFlags(dense3.out)["--moe-layer-freq"], "'" + expected + "]'");
   ExpectBadInput({"export", "megatron", path, "--set", "model.moe.interleave_step=0"},
                  "model.moe.interleave_step");
 }

@@ -340,5 +340,73 @@ TEST(HfImportTest, MissingFieldsAndBrokenJsonAreNamed) {
   EXPECT_FALSE(ModelFromHfConfig("", "e").ok());
 }
 
+// The same text with one "key": value replaced (the configs are as published, one key a line).
+std::string WithValue(std::string text, const std::string& key, const std::string& value) {
+  const size_t at = text.find("\"" + key + "\":");
+  EXPECT_NE(at, std::string::npos) << key;
+  if (at == std::string::npos) return text;
+  const size_t start = at + key.size() + 3;
+  const size_t end = text.find_first_of(",\n}", start);
+  return text.substr(0, start) + " " + value + text.substr(end);
+}
+
+// Every k-th layer MoE under the two families' keys. Qwen's decoder_sparse_step k: layer i is
+// MoE when (i + 1) % k == 0 (transformers' Qwen3MoeDecoderLayer). DeepSeek's moe_layer_freq k:
+// when i >= first_k_dense_replace and i % k == 0 (DeepseekV3DecoderLayer); with 3 dense layers
+// and k 2 those are the 29 layers 4, 6, ..., 60; interleave_step 2 holds the 29 layers 3, 5, ...,
+// 59 (a note says so). They were read as every layer MoE, twice the experts.
+TEST(HfImportTest, SparseMoeStepsOfQwenAndDeepSeekPlaceEveryKthLayer) {
+  auto q = ModelFromHfConfig(
+      WithValue(ReadFile(kHfDir / "qwen3_30b_a3b.json"), "decoder_sparse_step", "2"), "q");
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->moe().interleave_step(), 2);
+  pb::Scenario qs;
+  *qs.mutable_model() = *q;
+  ASSERT_TRUE(FillDefaults(&qs).ok());
+  const parallelism::ModelSpec qspec = MakeModelSpec(qs.model());
+  for (int i = 0; i < qspec.num_layers; ++i) EXPECT_EQ(qspec.IsMoeLayer(i), (i + 1) % 2 == 0) << i;
+
+  std::vector<std::string> notes;
+  auto d = ModelFromHfConfig(
+      WithValue(ReadFile(kHfDir / "deepseek_v3.json"), "moe_layer_freq", "2"), "d", &notes);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  pb::Scenario ds;
+  *ds.mutable_model() = *d;
+  ASSERT_TRUE(FillDefaults(&ds).ok());
+  const parallelism::ModelSpec dspec = MakeModelSpec(ds.model());
+  int moe_layers = 0;
+  for (int i = 0; i < dspec.num_layers; ++i) moe_layers += dspec.IsMoeLayer(i) ? 1 : 0;
+  EXPECT_EQ(moe_layers, 29);
+  EXPECT_FALSE(dspec.IsMoeLayer(2));
+  // Its multi-token prediction layer is named as not modelled.
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find("num_nextn_predict_layers 1") != std::string::npos;
+  }));
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find(
+               "moe_layer_freq 2: DeepSeek's MoE layers are the 29 multiples of 2 from layer "
+               "3; interleave_step places 29") != std::string::npos;
+  }));
+}
+
+// A boolean given as a string read as the default ("false" in quotes tied the embeddings);
+// a missing top-k named only GPT-OSS's key.
+TEST(HfImportTest, WronglyTypedBooleansAndAMissingTopKAreNamed) {
+  auto tied = ModelFromHfConfig(
+      WithValue(ReadFile(kHfDir / "llama3_8b.json"), "tie_word_embeddings", "\"false\""), "t");
+  ASSERT_FALSE(tied.ok());
+  EXPECT_NE(tied.status().message().find("\"tie_word_embeddings\" must be true or false, got "
+                                         "\"false\""),
+            std::string::npos)
+      << tied.status().message();
+  std::string mixtral = ReadFile(kHfDir / "mixtral_8x7b.json");
+  mixtral = WithValue(mixtral, "num_experts_per_tok", "null");
+  auto topk = ModelFromHfConfig(mixtral, "m");
+  ASSERT_FALSE(topk.ok());
+  EXPECT_NE(topk.status().message().find("missing \"num_experts_per_tok\""), std::string::npos)
+      << topk.status().message();
+  EXPECT_NE(topk.status().message().find("experts_per_token"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim::scenarios
