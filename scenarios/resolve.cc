@@ -39,12 +39,15 @@ std::string FormatCount(double count) {
 }
 
 Result<pb::Fault> ParseFaultSpec(std::string_view spec) {
+  return ParseFaultSpec(spec,
+                        "expected KIND:ID@TIME[+DURATION], e.g. gpu:37@16h, node:3@2d, "
+                        "link:5x0.5@2h+30m (degrade), gpu:5x1.3@1h+4h (straggler), software@3h");
+}
+
+Result<pb::Fault> ParseFaultSpec(std::string_view spec, const std::string& expected) {
   const std::string text(spec);
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument(
-        "fault \"" + text + "\": " + why +
-        "; expected KIND:ID@TIME[+DURATION], e.g. gpu:37@16h, node:3@2d, link:5x0.5@2h+30m "
-        "(degrade), gpu:5x1.3@1h+4h (straggler), software@3h");
+    return Status::InvalidArgument("fault \"" + text + "\": " + why + "; " + expected);
   };
   size_t at_pos = text.find('@');
   if (at_pos == std::string::npos) return bad("no '@TIME'");

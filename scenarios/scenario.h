@@ -56,8 +56,9 @@ Status ValidateScenario(const pb::Scenario& scenario);
 // Parses a command-line fault: KIND:ID@AT, optionally xSLOWDOWN (straggler) and +DURATION:
 //   "gpu:37@16h", "node:3@2d", "nic:12@1h", "link:5@2h", "link:5x0.5@2h+30m" (degraded),
 //   "gpu:5x1.3@1h+4h" (straggler), "hang:9@3h", "straggler:5x1.3@1h+4h". Not range-checked: see
-//   ValidateFault.
+//   ValidateFault. A syntax error's message ends with `expected` (by default every form).
 Result<pb::Fault> ParseFaultSpec(std::string_view spec);
+Result<pb::Fault> ParseFaultSpec(std::string_view spec, const std::string& expected);
 
 // A scheduled fault with its times parsed.
 struct ResolvedFault {

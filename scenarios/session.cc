@@ -133,7 +133,13 @@ namespace {
 // One --fail or --slow spec as a validated scheduled fault.
 Result<run::ScheduledFault> ParseAddedFault(const ResolvedScenario& r, const std::string& spec,
                                             const std::string& flag) {
-  Result<pb::Fault> f = ParseFaultSpec(spec);
+  // The forms this option takes (a failure for --fail, a slowdown for --slow).
+  Result<pb::Fault> f = ParseFaultSpec(
+      spec, flag == "--slow"
+                ? "expected gpu:IDxFACTOR@TIME+DURATION (e.g. gpu:5x1.3@1h+4h) or "
+                  "link:IDxFRACTION_LOST@TIME+DURATION (e.g. link:5x0.5@2h+30m)"
+                : "expected KIND:ID@TIME, e.g. gpu:37@16h, node:3@2d, nic:12@1h, link:5@2h, "
+                  "hang:9@3h, sdc:5@16h, software@3h (slowdowns go to --slow)");
   if (!f.ok()) return f.status().WithPrefix(flag);
   // --fail takes failures: "gpu:5x2@1h" (a slowdown factor) or a partly degraded link belongs to
   // --slow, and used to become a straggler silently.
