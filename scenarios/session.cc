@@ -274,8 +274,16 @@ Result<std::vector<int>> ParseGpuGroup(std::string_view text, int num_gpus) {
     if (!s.ok()) return Status::InvalidArgument(s.status().message() + kGroupHelp);
     stride = *s;
   }
-  if (*n < 1 || stride < 1) {
-    return Status::InvalidArgument("--group needs at least 1 GPU and a stride >= 1");
+  if (*n < 2) {
+    // NCCL with one rank only copies the buffer on the GPU (or does nothing in place): there
+    // is no transfer to time, and busbw's factor is 0.
+    return Status::InvalidArgument("--group " + std::string(text) +
+                                   ": a collective needs at least 2 GPUs (over one GPU nothing "
+                                   "crosses a link); give --group 2 or more");
+  }
+  if (stride < 1) {
+    return Status::InvalidArgument("--group " + std::string(text) +
+                                   ": the stride after '/' must be 1 or more");
   }
   if (static_cast<int64_t>(*n - 1) * stride >= num_gpus) {
     return Status::InvalidArgument("group of " + std::to_string(*n) + " GPUs" +
@@ -368,6 +376,16 @@ Result<CollectiveOutcome> TimeScenarioCollective(const ResolvedScenario& resolve
     return Status::InvalidArgument(
         "--sizes: every size is under one 4-byte float (16 bytes per rank for all_gather, "
         "reduce_scatter and all_to_all), which nccl-tests does not move: give larger sizes");
+  }
+  // nccl-tests' size is each GPU's buffer (the output of all_gather, the input of
+  // reduce_scatter): it must fit in the GPU's memory.
+  const uint64_t hbm = resolved.gpu.hbm_bytes();
+  const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  if (hbm > 0 && largest > hbm) {
+    return Status::InvalidArgument(
+        "--sizes: " + std::to_string(largest) + " bytes is larger than the " + resolved.gpu.name() +
+        "'s " + std::to_string(hbm) +
+        " bytes of memory, where each GPU's buffer of the collective lives; give sizes up to it");
   }
   comm::CollectiveSpec spec{request.op, request.algo, *gpus, sizes.front()};
   TRAINSIM_RETURN_IF_ERROR(comm::ValidateCollective(*topology, spec));
