@@ -161,9 +161,15 @@ int Run(const ScenarioOptions& so, const CalibrateOptions& co, bool dry_run) {
     const bool left = Changed(before, Stamp(output));
     return ReportError(Status::InvalidArgument(
         std::string(kRunnerName) + " failed (exit code " + std::to_string(*rc) +
-        "); its message is above. " +
+        "); see its output above. " +
         (left ? "It left " + output + ", which may be incomplete: do not use it"
               : "Nothing was written to " + output)));
+  }
+  // Exit 0 without a file: a wrong --runner (another program), not a measurement.
+  if (!Changed(before, Stamp(output))) {
+    return ReportError(Status::InvalidArgument(*runner + " exited 0 but wrote nothing to " +
+                                               output + "; is it " + kRunnerName +
+                                               "? (--runner, or $TRAINSIM_NCCL_CALIBRATE)"));
   }
   auto cal = comm::LoadCalibration(output);
   if (!cal.ok()) return ReportError(cal.status());

@@ -485,6 +485,19 @@ Result<std::vector<std::string>> CalibrateRunnerArgs(const ResolvedScenario& r,
     }
   }
   if (!request.nranks.empty()) {
+    // Checked here as the runner checks it, so that a typo is bad input (exit 2) whether or not
+    // the runner is installed.
+    for (size_t start = 0; start <= request.nranks.size();) {
+      const size_t comma = std::min(request.nranks.find(',', start), request.nranks.size());
+      const std::string item = request.nranks.substr(start, comma - start);
+      Result<int> n = ParseInt(item, "--nranks group size");
+      if (!n.ok() || *n < 1 || *n > 65536) {
+        return Status::InvalidArgument("--nranks " + request.nranks + ": \"" + item +
+                                       "\" is not a group size; expected whole numbers from 1 "
+                                       "to 65536, comma-separated (e.g. 2,4,8)");
+      }
+      start = comma + 1;
+    }
     args.push_back("--nranks");
     args.push_back(request.nranks);
   }
