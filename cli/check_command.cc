@@ -32,12 +32,23 @@ void AddCheckCommand(CLI::App& app, int* exit_code) {
                   "Exit 0 for a layout that does not fit in GPU memory (as `run --allow-oom` "
                   "simulates it); without it such a layout exits 2, as `run` would");
   check->callback([options, presets, quiet, headroom, allow_oom, exit_code] {
-    if (!headroom->empty()) options->sets.push_back("cluster.memory_headroom=" + *headroom);
     if (*presets) {
+      // The list is the catalogue's: a scenario, --set or --memory-headroom would be ignored
+      // in silence.
+      const std::string ignored = !options->path.empty()   ? "the scenario " + options->path
+                                  : !options->sets.empty() ? std::string("--set")
+                                  : !headroom->empty()     ? std::string("--memory-headroom")
+                                                           : std::string();
+      if (!ignored.empty()) {
+        *exit_code = ReportError(Status::InvalidArgument(
+            "--presets lists the model presets and reads no scenario: drop " + ignored));
+        return;
+      }
       std::cout << report::FormatPresetList(options->json);
       *exit_code = kExitOk;
       return;
     }
+    if (!headroom->empty()) options->sets.push_back("cluster.memory_headroom=" + *headroom);
     if (options->path.empty()) {
       *exit_code = ReportError(
           Status::InvalidArgument("SCENARIO is required (or --presets to list the model presets)"));
