@@ -354,7 +354,14 @@ void LayoutArgs(const pb::Scenario& s, const std::vector<parallelism::ChunkLayer
     a->notes.push_back("schedule GPIPE: Megatron-LM runs 1F1B; it has no GPipe schedule");
   }
   if (p.sequence_parallel()) a->Add("--sequence-parallel");
-  if (p.tp_comm_overlap()) a->Add("--tp-comm-overlap");
+  if (p.tp_comm_overlap()) {
+    a->Add("--tp-comm-overlap");
+    if (p.tp_comm_overlap_rs() == pb::Parallelism::RING_EXCHANGE) {
+      a->notes.push_back(
+          "tp_comm_overlap_rs RING_EXCHANGE: give --tp-comm-overlap-cfg a YAML with proj_fprop "
+          "and fc2_fprop as {method: ring_exchange} (TE's default for them is pipeline)");
+    }
+  }
   a->Add("--micro-batch-size", p.micro_batch());
   a->Add("--global-batch-size", p.global_batch());
   RecomputeArgs(p, a);

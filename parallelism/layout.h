@@ -51,6 +51,9 @@ struct ParallelConfig {
   // Transformer Engine's userbuffers (--tp-comm-overlap): TP all-gathers/reduce-scatters run in
   // chunks under the GEMMs that consume/produce them.
   bool tp_comm_overlap = false;
+  // With it, the row-parallel GEMMs' forward reduce-scatter as a ring exchange (tp chunks)
+  // rather than TE's default pipeline of 4 splits (scenario tp_comm_overlap_rs).
+  bool tp_overlap_rs_ring = false;
   // Distributed optimizer's parameter all-gather overlapped with the next step's forward
   // (--overlap-param-gather).
   bool overlap_param_gather = false;

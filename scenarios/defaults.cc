@@ -256,6 +256,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   if (!p->has_etp()) p->set_etp(s->model().has_moe() ? p->tp() : 1);
   if (!p->has_shard_group()) p->set_shard_group(0);
   if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
+  if (!p->has_tp_comm_overlap_rs()) p->set_tp_comm_overlap_rs(pb::Parallelism::PIPELINE);
   if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
   FillMoeParallelDefaults(p);
   if (!p->has_cuda_graphs()) p->set_cuda_graphs(false);

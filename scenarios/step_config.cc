@@ -306,6 +306,16 @@ Result<double> MemoryHeadroomBytes(const std::string& text, double hbm_bytes,
   return bytes;
 }
 
+namespace {
+// The scenario's cp_comm as the step simulation's.
+parallelism::CpComm CpCommOf(pb::Parallelism::CpComm c) {
+  using parallelism::CpComm;
+  return c == pb::Parallelism::ALL_GATHER ? CpComm::kAllGather
+         : c == pb::Parallelism::A2A      ? CpComm::kAllToAll
+                                          : CpComm::kP2P;
+}
+}  // namespace
+
 Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   namespace par = parallelism;
   const pb::Scenario& s = r.scenario;
@@ -339,15 +349,14 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.pp = r.pp;
   c.parallel.dp = r.dp;
   c.parallel.cp = p.cp();
-  c.parallel.cp_comm = p.cp_comm() == pb::Parallelism::ALL_GATHER ? par::CpComm::kAllGather
-                       : p.cp_comm() == pb::Parallelism::A2A      ? par::CpComm::kAllToAll
-                                                                  : par::CpComm::kP2P;
+  c.parallel.cp_comm = CpCommOf(p.cp_comm());
   c.parallel.ep = p.ep();
   c.parallel.etp = p.etp();
   c.parallel.first_stage_layers = p.has_first_stage_layers() ? p.first_stage_layers() : -1;
   c.parallel.last_stage_layers = p.has_last_stage_layers() ? p.last_stage_layers() : -1;
   c.parallel.shard_group = p.shard_group();
   c.parallel.tp_comm_overlap = p.tp_comm_overlap();
+  c.parallel.tp_overlap_rs_ring = p.tp_comm_overlap_rs() == pb::Parallelism::RING_EXCHANGE;
   c.parallel.overlap_param_gather = p.overlap_param_gather();
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
   c.parallel.moe_delay_wgrad = p.moe_delay_wgrad();

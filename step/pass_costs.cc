@@ -150,21 +150,25 @@ double OpSeconds(const StepConfig& cfg, const GemmCalibration& cal,
   return 0;
 }
 
-// Transformer Engine's userbuffers run each TP-paired GEMM as tp chunks of m/tp rows, one per
-// step of the ring exchange (all-gather) or pipelined reduce-scatter: the seconds of the
-// chunked GEMMs, forward or backward (backward: the dgrad is chunked, the wgrad is not).
+// The seconds of the TP-paired GEMMs as Transformer Engine's userbuffers run them (UbChunks:
+// forward, or backward with the dgrad chunked and the wgrad whole), the chunks up to
+// kUbComputeStreams at once. An FP8 model's casts are the whole GEMM's (TE casts the input and
+// the weight once, not per chunk).
 double ChunkedGemmSeconds(const StepConfig& cfg, const GemmCalibration& cal,
                           const std::vector<KernelOp>& ops, bool forward, int tp) {
   double total = 0;
   for (const KernelOp& op : ops) {
     if (!TpPairedGemm(op)) continue;
     const double whole = OpTimeSeconds(cfg.gpu, cfg.compute, op, forward, &cal);
-    if (!RunsAsTpChunks(op, tp)) {
+    const int n = UbChunks(op, tp, forward, cfg.parallel.tp_overlap_rs_ring);
+    if (n <= 1) {
       total += whole;
       continue;
     }
-    const KernelOp chunk = TpChunkOf(op, tp, cfg.model.bytes_per_element);
-    const double chunked = tp * OpTimeSeconds(cfg.gpu, cfg.compute, chunk, forward, &cal);
+    const KernelOp chunks = TpChunksOf(op, n, cfg.model.bytes_per_element);
+    const double chunked = OpTimeSeconds(cfg.gpu, cfg.compute, chunks, forward, &cal) -
+                           parallelism::Fp8CastSeconds(cfg.gpu, cfg.compute, chunks, forward) +
+                           parallelism::Fp8CastSeconds(cfg.gpu, cfg.compute, op, forward);
     total += forward ? chunked : 0.5 * (chunked + whole);
   }
   return total;
