@@ -192,15 +192,14 @@ struct UbOverlap {
   double exposed = 0;
   double compute_penalty = 0;
 };
-UbOverlap OverlapTp(double ag_s, double rs_s, double gemm_s, int tp, double sms) {
+UbOverlap OverlapTp(double ag_s, double rs_s, double gemm_s, int tp, double sms, double rs_sms) {
   UbOverlap o;
   const double comm = ag_s + rs_s;
   if (comm <= 0) return o;
   const double hidden_under = gemm_s * (tp - 1) / tp;
   o.exposed = std::max(comm / tp, comm - hidden_under);
   const double overlapped = std::min(comm, hidden_under);
-  const double sm_share =
-      (ag_s * kUbAllGatherSms + rs_s * kUbReduceScatterSms) / comm / std::max(1.0, sms);
+  const double sm_share = (ag_s * kUbAllGatherSms + rs_s * rs_sms) / comm / std::max(1.0, sms);
   o.compute_penalty = overlapped * sm_share / (1 - sm_share);
   return o;
 }
@@ -392,8 +391,11 @@ Result<LayerCost> CostOfLayer(const StepConfig& cfg, const GemmCalibration& gemm
     const double chunked_b = ChunkedGemmSeconds(cfg, gemm, ops, false, c.tp);
     const double chunk_cost_f = chunked_f - PairedGemmSeconds(cfg, gemm, ops, true);
     const double chunk_cost_b = chunked_b - PairedGemmSeconds(cfg, gemm, ops, false);
-    const UbOverlap f = OverlapTp(ag[0], rs[0], chunked_f, c.tp, sms);
-    const UbOverlap b = OverlapTp(ag[1], rs[1], chunked_b, c.tp, sms);
+    // The forward's reduce-scatters are the row-parallel GEMMs' (pipeline, or a ring exchange);
+    // the backward's, the column-parallel dgrads' (bulk).
+    const UbOverlap f = OverlapTp(ag[0], rs[0], chunked_f, c.tp, sms,
+                                  c.tp_overlap_rs_ring ? kUbAllGatherSms : kUbReduceScatterSms);
+    const UbOverlap b = OverlapTp(ag[1], rs[1], chunked_b, c.tp, sms, kUbReduceScatterSms);
     lc.tp_fwd += f.exposed;
     lc.fwd += f.compute_penalty + chunk_cost_f;
     lc.slow_fwd += f.compute_penalty;
