@@ -93,6 +93,13 @@ TEST(ModernLayoutsTest, TpCommOverlapHidesAllButAChunkOfTheTpCommunication) {
   EXPECT_GT(overlapped->breakdown.compute_slowed_s, 0);
   EXPECT_EQ(exposed->breakdown.compute_slowed_s, 0);
   EXPECT_LT(overlapped->time_s, exposed->time_s);
+  // The forward's reduce-scatters as a ring exchange (Megatron-Bridge's FP8 configs) take 1 SM
+  // from the GEMMs, not the pipeline's 16: less compute slowed by them.
+  c.parallel.tp_overlap_rs_ring = true;
+  Result<StepResult> ring = SimulateStep(c);
+  ASSERT_TRUE(ring.ok()) << ring.status().message();
+  EXPECT_LT(ring->breakdown.compute_slowed_s, overlapped->breakdown.compute_slowed_s);
+  EXPECT_GT(ring->breakdown.compute_slowed_s, 0);
 }
 
 TEST(ModernLayoutsTest, UnevenStagesGiveEachStageItsOwnLayers) {
