@@ -74,7 +74,8 @@ struct StepConfig {
   // (the step time and every part of every stage, to a millionth) and a step of a quarter of the
   // micro-batches on their line are needed instead. The short steps may cost half the whole
   // step's micro-batches; if they do not repeat or agree within that, the step is simulated
-  // whole. Never with the trace, GPipe, ZeRO-2/3 or a charged data loader. Off only for
+  // whole. Never with the trace, GPipe or a charged data loader (ZeRO-2/3 steps are extended:
+  // each backward drains its own reductions). Off only for
   // comparisons.
   bool steady_state_extrapolation = true;
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
