@@ -75,8 +75,7 @@ struct StepConfig {
   // micro-batches on their line are needed instead. The short steps may cost half the whole
   // step's micro-batches; if they do not repeat or agree within that, the step is simulated
   // whole. Never with the trace, GPipe or a charged data loader (ZeRO-2/3 steps are extended:
-  // each backward drains its own reductions). Off only for
-  // comparisons.
+  // each backward drains its own reductions). Off only for comparisons.
   bool steady_state_extrapolation = true;
   // The data loader of each node (step/input_pipeline.h; the default never binds) and the
   // host's launch and per-step overheads (step/host_overhead.h).
