@@ -2,6 +2,7 @@
 // callbacks unchanged so the Python module calls the same code.
 #include "cli/api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -157,6 +158,12 @@ Status ApplySweepOptions(const SweepOptions& opts, sweep::SweepProblem& problem)
   if (!opts.zero.empty()) {
     problem.zero_stages = opts.zero;
     problem.zero2_with_pp = true;  // asked for by name
+  }
+  // A value given twice ("--zero 1,1") is one value: each layout is enumerated once, as --gpus
+  // and --cp repeat none.
+  for (std::vector<int>* list : {&problem.micro_batches, &problem.zero_stages}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
   }
   problem.uneven_pipelines = !opts.no_uneven;
   problem.modern_overlaps = !opts.no_overlaps;

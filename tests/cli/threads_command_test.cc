@@ -55,5 +55,21 @@ TEST(ThreadsCommandTest, ANegativeThreadCountIsBadInput) {
   EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
 }
 
+// "--zero 0,0" enumerated every layout twice (18,012 layouts, each row its own twin); a value
+// given twice is one value, as --gpus and --cp treat it.
+TEST(SweepListsTest, AValueGivenTwiceIsEnumeratedOnce) {
+  const std::vector<std::pair<std::string, std::string>> lists = {{"--zero", "0"},
+                                                                  {"--micro-batches", "2"}};
+  for (const auto& [option, value] : lists) {
+    test_util::RunResult once = test_util::RunTrainsim(
+        {"sweep", kDemo, "--tokens", "300e9", "--top", "2", option, value, "--json"});
+    test_util::RunResult twice = test_util::RunTrainsim(
+        {"sweep", kDemo, "--tokens", "300e9", "--top", "2", option, value + "," + value, "--json"});
+    ASSERT_EQ(once.exit_code, 0) << once.err;
+    ASSERT_EQ(twice.exit_code, 0) << twice.err;
+    EXPECT_EQ(once.out, twice.out) << option;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::cli
