@@ -130,12 +130,25 @@ Result<IntervalOptimum> OptimizeCheckpointInterval(const RunConfig& config,
   opt.background_write_s = BackgroundWriteBound(config, costs.value()).seconds();
   if (grid_s.empty()) {
     // Daly/4 .. Daly·4, geometric, starting no lower than the background write (a shorter
-    // interval cannot be kept: the next checkpoint waits for the previous write).
+    // interval cannot be kept: the next checkpoint waits for the previous write) nor than one
+    // healthy step (every shorter interval checkpoints after every step: the same run).
+    RunState healthy;
+    healthy.live_dp_replicas = config.dp;
+    Result<StepTiming> step = step_times.Get(healthy);
+    if (!step.ok()) return step.status();
+    const double step_s = step->total().seconds();
     constexpr int kPoints = 21;
-    const double lo = std::max(opt.daly_s / 4.0, opt.background_write_s);
+    const double lo = std::max({opt.daly_s / 4.0, opt.background_write_s, step_s});
     const double hi = std::max(opt.daly_s * 4.0, 4.0 * lo);
-    for (int i = 0; i < kPoints; ++i) {
-      grid_s.push_back(lo * std::pow(hi / lo, double(i) / (kPoints - 1)));
+    if (step_s > 0 && hi / step_s < kPoints) {
+      // Fewer whole steps than grid points: every whole number of steps in [lo, hi] instead (a
+      // finer grid repeats runs, as intervals between k - 1 and k steps checkpoint alike).
+      for (double k = std::ceil(lo / step_s); k * step_s <= hi; k += 1)
+        grid_s.push_back(k * step_s);
+    } else {
+      for (int i = 0; i < kPoints; ++i) {
+        grid_s.push_back(lo * std::pow(hi / lo, double(i) / (kPoints - 1)));
+      }
     }
   }
   std::sort(grid_s.begin(), grid_s.end());

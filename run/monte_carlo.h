@@ -99,7 +99,8 @@ struct IntervalOptimum {
 };
 
 // Scans training-time checkpoint intervals (`grid_s`; empty = 21 points from
-// max(Daly/4, background write) to Daly·4 (at least 4× the start), geometric) with `trials` trials
+// max(Daly/4, background write, one healthy step) to Daly·4 (at least 4× the start), geometric,
+// or every whole number of steps between them where that is fewer) with `trials` trials
 // each (common random numbers across grid points), minimising the wall time per step kept, and
 // reports the optimum next to Young's and Daly's. Requires the stochastic failure model to be on;
 // FailedPrecondition when no trial keeps a step. `threads` as for RunTrials (same result).

@@ -197,5 +197,37 @@ TEST(MonteCarloTest, OptimumIntervalIsWithinTenPercentOfDaly) {
   }
 }
 
+// A checkpoint interval shorter than one step checkpoints after every step: the default grid
+// starts at one step, and where its span holds fewer whole steps than grid points it takes each
+// whole number of steps once (the 16,384-GPU example scanned 21 points, 8 of them one run).
+// δ 1 ms and M 1 h give Daly ≈ sqrt(2 · 0.001 · 3600) = 2.7 s, below the 10 s step.
+TEST(MonteCarloTest, DefaultGridStartsAtOneStepAndTakesWholeStepsWhenFew) {
+  RunConfig c;
+  c.nodes = 1;
+  c.gpus_per_node = 1;
+  c.nics_per_node = 1;
+  c.total_steps = 2000;
+  c.checkpoint.policy = CheckpointPolicy::kSync;
+  c.checkpoint.spec.parameters = 1000000;  // 1 MB at 1 GB/s: δ = 1 ms
+  c.checkpoint.spec.bytes_per_param = 1;
+  c.checkpoint.hardware.storage_write_GBps = 1;
+  c.checkpoint.hardware.storage_read_GBps = 1e6;
+  c.failures.enabled = true;
+  c.failures.node_day_rate = 24;  // M = 1 h
+  c.failures.causes = {FailureCause{"crash", "software", 1, false, Time()}};
+  StepTimeCache cache([](const RunState&) -> Result<StepTiming> {
+    return StepTiming{Time::Seconds(10), Time(), Time()};
+  });
+  Result<IntervalOptimum> opt = OptimizeCheckpointInterval(c, cache, 4);
+  ASSERT_TRUE(opt.ok()) << opt.status().message();
+  ASSERT_LT(opt->daly_s, 10.0);
+  ASSERT_FALSE(opt->scan.empty());
+  // lo = the 10 s step; hi = max(4 · Daly, 4 · lo) = 40 s: 10, 20, 30 and 40 s.
+  ASSERT_EQ(opt->scan.size(), 4u);
+  for (size_t i = 0; i < opt->scan.size(); ++i) {
+    EXPECT_DOUBLE_EQ(opt->scan[i].interval_s, 10.0 * double(i + 1));
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::run
