@@ -99,6 +99,15 @@ struct RunPhase {
 
 const char* RunPhaseName(RunPhaseKind kind);  // "training", "detection", "waiting", "restart"
 
+// A silent data corruption still undetected when training ended: the loss check would have found
+// it after the run, so the final weights, and every checkpoint taken after it, are corrupt.
+struct UndetectedCorruption {
+  std::string what;                  // "gpu 5 (node 0)"
+  sim::Time at;                      // when it began
+  sim::Time would_detect_at;         // when the loss check would have found it
+  int first_corrupt_checkpoint = 0;  // checkpoints with this index or higher are corrupt
+};
+
 struct RunReport {
   sim::Time wall_time;
   Breakdown breakdown;
@@ -110,6 +119,7 @@ struct RunReport {
   int failures = 0;                // interrupting failures (stochastic and scheduled)
   std::map<std::string, int> failures_by_cause;
   std::vector<FailureRecord> failure_records;
+  std::vector<UndetectedCorruption> undetected_corruptions;
   std::vector<RunEvent> events;                  // empty unless RunConfig::record_events
   std::vector<RunPhase> phases;                  // empty unless RunConfig::record_events
   checkpoint::CheckpointInterval interval_used;  // `auto` resolved

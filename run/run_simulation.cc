@@ -194,6 +194,11 @@ Result<RunReport> RunSim::Run() {
   }
   const sim::Time wall = engine_.now();
   EndPhases();
+  for (const Corruption& k : corruptions_) {
+    if (!k.active) continue;
+    report_.undetected_corruptions.push_back(
+        {k.input.what, k.at, k.at + k.input.detection_delay, k.clean_max_index + 1});
+  }
   report_.wall_time = wall;
   report_.breakdown = cum_;
   report_.total_steps = step_;

@@ -107,6 +107,14 @@ nlohmann::json RunReportJson(const run::RunReport& r) {
   nlohmann::json records = nlohmann::json::array();
   for (const run::FailureRecord& rec : r.failure_records) records.push_back(FailureRecordJson(rec));
   j["failure_records"] = records;
+  nlohmann::json undetected = nlohmann::json::array();
+  for (const run::UndetectedCorruption& u : r.undetected_corruptions) {
+    undetected.push_back({{"what", u.what},
+                          {"at_s", u.at.seconds()},
+                          {"would_detect_at_s", u.would_detect_at.seconds()},
+                          {"first_corrupt_checkpoint", u.first_corrupt_checkpoint}});
+  }
+  j["undetected_corruptions"] = undetected;
   j["lost_work_s"] = b.lost.seconds();
   j["downtime_s"] = (b.detection + b.restart + b.waiting).seconds();
   j["gpu_hours"] = r.gpu_hours;
@@ -190,6 +198,15 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
     out << Line("", At(rec.at) + "  " + rec.what + ": " + rec.cause_name + ", detected by " +
                         checkpoint::DetectionMechanismName(rec.mechanism) + " after " +
                         Human(rec.detection_delay) + ", " + Human(rec.lost) + " lost");
+  }
+  // A corruption the loss check had not found by the end: nothing was rolled back, and the
+  // weights trained on are not the ones the run reports as kept.
+  for (const run::UndetectedCorruption& u : r.undetected_corruptions) {
+    out << Line("undetected SDC",
+                u.what + " corrupted training state at " + At(u.at) +
+                    "; the loss check would find it at " + At(u.would_detect_at) +
+                    ", after training ended: the final weights and checkpoints from #" +
+                    std::to_string(u.first_corrupt_checkpoint) + " on are corrupt");
   }
   out << Line("downtime", Human(b.detection + b.restart + b.waiting) + " (detection " +
                               Human(b.detection) + ", restart " + Human(b.restart) + ", waiting " +

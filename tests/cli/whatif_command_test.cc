@@ -122,5 +122,18 @@ TEST(WhatIfCommandTest, EachFaultPrintsItsDetectionMechanismAndDelay) {
   }
 }
 
+// The demo trains 3 weeks; an SDC 30 minutes before the end would be found by the hourly loss
+// check after it. whatif said "did not interrupt training (its node was already out of the
+// job, or a rollback wiped it first)", neither of which happened; run --json listed nothing.
+TEST(WhatIfCommandTest, ACorruptionFoundOnlyAfterTheEndIsSaidToBeUndetected) {
+  Outcome o = RunCommand({"whatif", kDemo, "--fail", "sdc:5@20d23h30m", "--trials", "0"});
+  ASSERT_EQ(o.exit_code, 0);
+  EXPECT_NE(o.out.find("not found before training ended (the loss check would find it at "
+                       "21d0h30m)"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("did not interrupt training"), std::string::npos) << o.out;
+}
+
 }  // namespace
 }  // namespace trainsim::cli

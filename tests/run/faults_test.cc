@@ -199,6 +199,29 @@ TEST(SdcTest, KeepingOneCheckpointLosesFarMoreThanKeepingThree) {
   EXPECT_EQ(three->breakdown.detection, Time());  // the loss check is the detection
 }
 
+// An SDC whose loss check would fire after training ends was dropped without a word: no failure,
+// no lost work, and the corrupted final weights unreported. 5,000 steps of 20 s plus 27 hourly
+// SYNC writes end at 100,661.5 s (27.96 h); the corruption at 27.5 h would be found at 28.5 h.
+// Checkpoints #1..#27 complete by 27 cycles (27.19 h), before it: #28 on would be corrupt.
+TEST(SdcTest, ACorruptionFoundOnlyAfterTheEndIsReportedAsUndetected) {
+  RunConfig c = DemoLikeConfig();
+  Result<RunReport> r = RunWith(c, {Fault(K::kSdc, 5, Time::Hours(27) + Time::Minutes(30))});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->failures, 0);
+  EXPECT_EQ(r->breakdown.lost, Time());
+  ASSERT_EQ(r->undetected_corruptions.size(), 1u);
+  const UndetectedCorruption& u = r->undetected_corruptions[0];
+  EXPECT_EQ(u.at, Time::Hours(27) + Time::Minutes(30));
+  EXPECT_EQ(u.would_detect_at, Time::Hours(28) + Time::Minutes(30));
+  EXPECT_EQ(u.first_corrupt_checkpoint, 28);
+  EXPECT_GT(u.would_detect_at, r->wall_time);
+  // Found before the end, it is a failure and not listed.
+  Result<RunReport> found = RunWith(c, {Fault(K::kSdc, 5, Time::Hours(16))});
+  ASSERT_TRUE(found.ok());
+  EXPECT_TRUE(found->undetected_corruptions.empty());
+  EXPECT_EQ(found->failures, 1);
+}
+
 TEST(IntervalTest, AutoIntervalIsNeverShorterThanTheBackgroundWrite) {
   RunConfig c = DemoLikeConfig();
   c.checkpoint.policy = checkpoint::CheckpointPolicy::kAsync;
