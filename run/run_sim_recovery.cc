@@ -295,7 +295,32 @@ void RunSim::OnRepaired(int node) {
     for (int r : ReplicasOf(node)) {
       if (--replica_missing_[r] == 0 && replica_dropped_[r]) rejoin_pending_ = true;
     }
-    // With no checkpointing a rejoin never finds a checkpoint to restart from; it waits.
+    // While the job is down waiting for replacements (too few replicas were left to go on), a
+    // replica made whole rejoins at once: the restart that follows takes it, with no rollback
+    // of its own, and the job need not wait for every node of the incident when the replicas
+    // now whole meet min_dp (TryRecover drops the incident's replicas again).
+    if (phase_ == Phase::kWaiting && rejoin_pending_) {
+      int back = 0;
+      for (size_t r = 0; r < replica_dropped_.size(); ++r) {
+        if (replica_dropped_[r] && replica_missing_[r] == 0) {
+          replica_dropped_[r] = 0;
+          ++back;
+        }
+      }
+      live_ += back;
+      rejoin_pending_ = false;
+      state_dirty_ = true;
+      if (c_.record_events)
+        Log(RunEventKind::kElasticRejoin,
+            "elastic: " + Str(back) + " repaired replica(s) rejoin while the job waits; " +
+                Str(live_) + " whole of " + Str(c_.dp),
+            {.count = back});
+      cum_.waiting += engine_.now() - phase_start_;
+      phase_start_ = engine_.now();
+      TryRecover();
+    }
+    // Otherwise a rejoin waits for the next checkpoint (with no checkpointing it never finds
+    // one to restart from, and waits).
     return;
   }
   ++pool_;

@@ -327,6 +327,49 @@ TEST(RunSimulationTest, ElasticContinuesWithOneReplicaFewerUntilTheNodeReturns) 
   EXPECT_EQ(r->checkpoints, 9);
 }
 
+// ELASTIC with both replicas hit, one after the other: node 1 fails at 1,502 s (the job goes on
+// with node 0's replica), then node 0 at 3,000 s, detected at 3,600 s, with no replica left to
+// go on with. Node 1 is repaired at 5,102 s: its replica is whole, min_dp 1 is met, and the job
+// restarts then. It waited for node 0's repair (6,600 s) and restarted with one replica, node 1's
+// rejoining later at a second restart.
+TEST(RunSimulationTest, ElasticWaitingJobRestartsOnceARepairedReplicaMeetsMinDp) {
+  RunConfig c;
+  c.total_steps = 1000;
+  c.nodes = 2;
+  c.gpus_per_node = 8;
+  c.tp = 8;
+  c.pp = 1;
+  c.dp = 2;  // one replica per node
+  c.failures.enabled = false;
+  c.checkpoint.interval.kind = CheckpointInterval::Kind::kSteps;
+  c.checkpoint.interval.steps = 100;
+  c.checkpoint.spec.parameters = 2'000'000'000;
+  c.checkpoint.spec.bytes_per_param = 1;
+  c.checkpoint.hardware.storage_write_GBps = 1;
+  c.checkpoint.hardware.storage_read_GBps = 1;
+  c.recovery.policy = RecoveryPolicy::kElastic;
+  c.recovery.scheduled_repair_time = Time::Hours(1);
+  c.recovery.uniform_detection = true;
+  c.recovery.detection = DetectionMechanism::kCollectiveTimeout;
+  c.recovery.detection_delay = Time::Seconds(600);
+  c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 1, Time::Seconds(1502)));
+  c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 0, Time::Seconds(3000)));
+  c.record_events = true;
+  StepTimeCache cache([](const RunState& s) -> Result<StepTiming> {
+    return StepTiming{Time::Seconds(10), Time(),
+                      s.live_dp_replicas == 2 ? Time() : Time::Seconds(10)};
+  });
+  Result<RunReport> r = SimulateRun(c, cache);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ExpectAddsUp(*r);
+  EXPECT_EQ(r->breakdown.waiting, Time::Seconds(5102 - 3600));
+  bool restarted_at_repair = false;
+  for (const RunEvent& e : r->events) {
+    if (e.kind == RunEventKind::kRestart && e.at == Time::Seconds(5102)) restarted_at_repair = true;
+  }
+  EXPECT_TRUE(restarted_at_repair);
+}
+
 RunConfig InMemoryConfig() {
   RunConfig c = DemoLikeConfig();
   c.nodes = 4;
