@@ -164,11 +164,14 @@ void RunSim::PlanBlock() {
     tau_ = timing_.total();
     kept_ = timing_;
     extra_ = sim::Time();
-    if (!s.gpu_slowdown.empty() || !s.nic_link_factor.empty()) {
-      // A kept step counts at the healthy step's split; the rest is slowdown.
+    if (!s.gpu_slowdown.empty() || !s.nic_link_factor.empty() || s.live_dp_replicas != c_.dp) {
+      // A kept step counts at the healthy step's split; the rest is slowdown: what stragglers
+      // and degraded links add, and what an ELASTIC job's fewer replicas take longer (each
+      // does more of the global batch).
       RunState healthy = s;
       healthy.gpu_slowdown.clear();
       healthy.nic_link_factor.clear();
+      healthy.live_dp_replicas = c_.dp;
       Result<StepTiming> h = StepTime(healthy);
       if (!h.ok()) return Fail(h.status());
       if (h->total() < tau_) {
