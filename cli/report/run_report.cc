@@ -184,8 +184,13 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
               std::to_string(r.failures) + (r.evictions > 0 ? " (+ " + std::to_string(r.evictions) +
                                                                   " straggler eviction(s))"
                                                             : ""));
+  // The counts' column is as wide as the widest count and a space (at least 4: "503 GPU").
+  size_t width = 4;
+  for (const auto& [cause, n] : r.failures_by_cause) {
+    width = std::max(width, std::to_string(n).size() + 1);
+  }
   for (const auto& [cause, n] : r.failures_by_cause) {  // std::map: sorted by cause
-    out << Line("", Pad(std::to_string(n), 4) + cause);
+    out << Line("", Pad(std::to_string(n), width) + cause);
   }
   out << Line("lost work", Human(b.lost) +
                                " (rolled back by failures; the step in flight when "

@@ -356,3 +356,23 @@ TEST(RunReportTest, FineGrainedMoeStepSaysItIsOptimisticOthersDoNot) {
     EXPECT_FALSE(json::parse(rj.out).contains("fidelity")) << other;
   }
 }
+
+// The failure causes' count column ran into the cause at four digits ("1544GPU"): it is as
+// wide as the widest count and a space. The 16,384-GPU sweep example's run has over 1,000 GPU
+// failures (its JSON gives the counts the text must show).
+TEST(RunReportTest, FailureCountsOfFourDigitsStaySeparateFromTheirCause) {
+  const std::string path = (kSource / "scenarios/examples/llama3_405b_sweep.textproto").string();
+  RunResult j = RunTrainsim({"run", path, "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  RunResult t = RunTrainsim({"run", path});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  bool four_digits = false;
+  const json doc = json::parse(j.out);
+  ASSERT_TRUE(doc.contains("run")) << j.out.substr(0, 300);
+  for (const auto& [cause, n] : doc["run"]["failures_by_cause"].items()) {
+    const std::string count = std::to_string(n.get<int>());
+    four_digits |= count.size() >= 4;
+    EXPECT_NE(t.out.find(" " + count + " "), std::string::npos) << cause << " " << count;
+  }
+  EXPECT_TRUE(four_digits) << "the example no longer has a count of 1,000 or more";
+}
