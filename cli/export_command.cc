@@ -120,13 +120,6 @@ void ModelArgs(const pb::Model& m, const pb::Parallelism& p, Args* a) {
       if (p.moe_flex_sms() > 0) a->Add("--moe-flex-dispatcher-num-sms", p.moe_flex_sms());
     }
     a->Add("--moe-grouped-gemm");
-    // arguments.py refuses both with --fp16 (grouped GEMMs are bf16 only; EP > 1 asserts
-    // not fp16): the run needs bf16, or trainsim's FP16 MoE has no Megatron equivalent.
-    if (m.precision() == pb::FP16) {
-      a->notes.push_back(
-          "precision FP16 with MoE: Megatron-LM refuses --fp16 with --moe-grouped-gemm (bf16 "
-          "only) and with expert parallelism; use BF16");
-    }
     // Pads each expert's tokens to the FP8 GEMM alignment in the router (Megatron-LM's current
     // name; older releases called it --moe-router-padding-for-fp8).
     if (e.router_padding_for_quantization()) a->Add("--moe-router-padding-for-quantization");
@@ -356,10 +349,12 @@ void LayoutArgs(const pb::Scenario& s, const std::vector<parallelism::ChunkLayer
   if (p.sequence_parallel()) a->Add("--sequence-parallel");
   if (p.tp_comm_overlap()) {
     a->Add("--tp-comm-overlap");
-    if (p.tp_comm_overlap_rs() == pb::Parallelism::RING_EXCHANGE) {
+    if (p.tp_comm_overlap_rs_method() == pb::Parallelism::RING_EXCHANGE) {
       a->notes.push_back(
-          "tp_comm_overlap_rs RING_EXCHANGE: give --tp-comm-overlap-cfg a YAML with proj_fprop "
-          "and fc2_fprop as {method: ring_exchange} (TE's default for them is pipeline)");
+          "tp_comm_overlap_rs_method RING_EXCHANGE: give --tp-comm-overlap-cfg a YAML with "
+          "proj_fprop "
+          "and fc2_fprop as {method: ring_exchange, num_sm: 1, cga_size: 1, set_sm_margin: true} "
+          "(TE fills unset keys from its pipeline defaults: 16 SMs)");
     }
   }
   a->Add("--micro-batch-size", p.micro_batch());

@@ -52,7 +52,7 @@ struct ParallelConfig {
   // chunks under the GEMMs that consume/produce them.
   bool tp_comm_overlap = false;
   // With it, the row-parallel GEMMs' forward reduce-scatter as a ring exchange (tp chunks)
-  // rather than TE's default pipeline of 4 splits (scenario tp_comm_overlap_rs).
+  // rather than TE's default pipeline of 4 splits (scenario tp_comm_overlap_rs_method).
   bool tp_overlap_rs_ring = false;
   // Distributed optimizer's parameter all-gather overlapped with the next step's forward
   // (--overlap-param-gather).

@@ -183,6 +183,17 @@ void NormalizeNegativeZeros(google::protobuf::Message* m) {
 
 }  // namespace
 
+namespace {
+// TP communication overlap (off; its reduce-scatter TE's pipeline) and the parameter gather's.
+void FillOverlapDefaults(pb::Parallelism* p) {
+  if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
+  if (!p->has_tp_comm_overlap_rs_method()) {
+    p->set_tp_comm_overlap_rs_method(pb::Parallelism::PIPELINE);
+  }
+  if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
+}
+}  // namespace
+
 std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   NormalizeNegativeZeros(s);
   // ---- cluster ----
@@ -255,9 +266,7 @@ std::optional<FieldError> FillDefaultsDetailed(pb::Scenario* s) {
   // (arguments.py), so experts are split over TP unless told otherwise.
   if (!p->has_etp()) p->set_etp(s->model().has_moe() ? p->tp() : 1);
   if (!p->has_shard_group()) p->set_shard_group(0);
-  if (!p->has_tp_comm_overlap()) p->set_tp_comm_overlap(false);
-  if (!p->has_tp_comm_overlap_rs()) p->set_tp_comm_overlap_rs(pb::Parallelism::PIPELINE);
-  if (!p->has_overlap_param_gather()) p->set_overlap_param_gather(false);
+  FillOverlapDefaults(p);
   FillMoeParallelDefaults(p);
   if (!p->has_cuda_graphs()) p->set_cuda_graphs(false);
   FillInputAndHostDefaults(s);

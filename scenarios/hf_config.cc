@@ -176,8 +176,9 @@ void ReadMoe(ConfigReader& r, pb::Model* m, std::vector<std::string>* notes) {
   }
   if (r.Has("mlp_only_layers") && r.Get("mlp_only_layers").is_array() &&
       !r.Get("mlp_only_layers").empty()) {
-    notes->push_back("mlp_only_layers " + r.Get("mlp_only_layers").dump() +
-                     " not modelled: every layer after first_dense_layers is a MoE layer");
+    notes->push_back(
+        "mlp_only_layers " + r.Get("mlp_only_layers").dump() +
+        " not modelled: the MoE layers are those interleave_step places after first_dense_layers");
   }
   // Qwen2/3-MoE: layer i is MoE when (i + 1) % decoder_sparse_step == 0, the layers
   // interleave_step places (every k-th, the last of each group of k).

@@ -356,7 +356,7 @@ Result<step::StepConfig> MakeStepConfig(const ResolvedScenario& r) {
   c.parallel.last_stage_layers = p.has_last_stage_layers() ? p.last_stage_layers() : -1;
   c.parallel.shard_group = p.shard_group();
   c.parallel.tp_comm_overlap = p.tp_comm_overlap();
-  c.parallel.tp_overlap_rs_ring = p.tp_comm_overlap_rs() == pb::Parallelism::RING_EXCHANGE;
+  c.parallel.tp_overlap_rs_ring = p.tp_comm_overlap_rs_method() == pb::Parallelism::RING_EXCHANGE;
   c.parallel.overlap_param_gather = p.overlap_param_gather();
   c.parallel.moe_a2a_overlap = p.moe_a2a_overlap();
   c.parallel.moe_delay_wgrad = p.moe_delay_wgrad();

@@ -67,6 +67,14 @@ const char* EventKindName(run::RunEventKind k) {
 
 }  // namespace
 
+std::string CorruptText(const run::UndetectedCorruption& u, int checkpoints) {
+  if (u.first_corrupt_checkpoint > checkpoints) {
+    return "the final weights are corrupt (no checkpoint was taken after it)";
+  }
+  return "the final weights and checkpoints from #" + std::to_string(u.first_corrupt_checkpoint) +
+         " on are corrupt";
+}
+
 nlohmann::json FailureRecordJson(const run::FailureRecord& rec) {
   nlohmann::json j;
   j["at_s"] = rec.at.seconds();
@@ -207,11 +215,9 @@ std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
   // A corruption the loss check had not found by the end: nothing was rolled back, and the
   // weights trained on are not the ones the run reports as kept.
   for (const run::UndetectedCorruption& u : r.undetected_corruptions) {
-    out << Line("undetected SDC",
-                u.what + " corrupted training state at " + At(u.at) +
-                    "; the loss check would find it at " + At(u.would_detect_at) +
-                    ", after training ended: the final weights and checkpoints from #" +
-                    std::to_string(u.first_corrupt_checkpoint) + " on are corrupt");
+    out << Line("undetected SDC", u.what + " corrupted training state at " + At(u.at) +
+                                      "; the loss check would find it at " + At(u.would_detect_at) +
+                                      ", after training ended: " + CorruptText(u, r.checkpoints));
   }
   out << Line("downtime", Human(b.detection + b.restart + b.waiting) + " (detection " +
                               Human(b.detection) + ", restart " + Human(b.restart) + ", waiting " +

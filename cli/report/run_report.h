@@ -32,6 +32,10 @@ nlohmann::json FailureRecordJson(const run::FailureRecord& rec);
 nlohmann::json StatJson(const run::Stat& stat);                       // {mean, p50, p90, p99}
 nlohmann::json EventsJson(const std::vector<run::RunEvent>& events);  // [{at_s, kind, what}]
 std::string EventsText(const std::vector<run::RunEvent>& events);     // "  <at>  <what>" lines
+// What an undetected corruption leaves corrupt in a run of `checkpoints`: "the final weights and
+// checkpoints from #N on are corrupt", or with none taken after it "the final weights are
+// corrupt (no checkpoint was taken after it)".
+std::string CorruptText(const run::UndetectedCorruption& u, int checkpoints);
 
 std::string FormatRunReport(const scenarios::ResolvedScenario& resolved,
                             const scenarios::RunOutcome& outcome, bool events);

@@ -136,10 +136,8 @@ std::string FormatWhatIfTable(const scenarios::ResolvedScenario& r,
         if (f.kind == run::ScheduledFault::Kind::kSdc && c.at == f.at) u = &c;
       }
       out += u != nullptr ? "not found before training ended (the loss check would find it at " +
-                                At(u->would_detect_at) +
-                                "): nothing was rolled back, and the final weights and "
-                                "checkpoints from #" +
-                                std::to_string(u->first_corrupt_checkpoint) + " on are corrupt\n"
+                                At(u->would_detect_at) + "): nothing was rolled back, and " +
+                                CorruptText(*u, b.checkpoints) + "\n"
              : f.kind == run::ScheduledFault::Kind::kStraggler ||
                      f.kind == run::ScheduledFault::Kind::kLinkDegraded
                  ? "slows the cluster while it lasts (no restart)\n"

@@ -44,7 +44,7 @@ TEST(UbChunksTest, FollowTransformerEnginesDefaultOverlapMethods) {
     EXPECT_TRUE(RowParallelGemm(op)) << row;
     EXPECT_EQ(UbChunks(op, tp, true), kUbPipelineSplits) << row;
     EXPECT_EQ(UbChunks(op, tp, false), tp) << row;
-    // Megatron-Bridge's FP8 configs reduce-scatter it by ring exchange (tp_comm_overlap_rs).
+    // Megatron-Bridge's FP8 configs reduce-scatter it by ring exchange (tp_comm_overlap_rs_method).
     EXPECT_EQ(UbChunks(op, tp, true, /*rs_ring=*/true), tp) << row;
   }
   // Not TP-paired, or too few rows to split, or no TP: whole.
