@@ -172,6 +172,11 @@ class RunSim {
   void OnRestarted();
   void OnRepaired(int node);
   void Rejoin(const Snapshot& s);
+  // ELASTIC: every dropped replica whose nodes are all back rejoins the live ones; returns how
+  // many did.
+  int TakeBackWholeReplicas();
+  // The wait for nodes ends here (a repair, a replica back): account it and try to recover.
+  void EndWaitAndRecover();
   void Rollback(const Snapshot& s);
   bool PeerCopiesSurvive() const;
   std::pair<Snapshot, bool> ChooseRestore() const;

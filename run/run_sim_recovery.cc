@@ -300,41 +300,29 @@ void RunSim::OnRepaired(int node) {
     // of its own, and the job need not wait for every node of the incident when the replicas
     // now whole meet min_dp (TryRecover drops the incident's replicas again).
     if (phase_ == Phase::kWaiting && rejoin_pending_) {
-      int back = 0;
-      for (size_t r = 0; r < replica_dropped_.size(); ++r) {
-        if (replica_dropped_[r] && replica_missing_[r] == 0) {
-          replica_dropped_[r] = 0;
-          ++back;
-        }
-      }
-      live_ += back;
-      rejoin_pending_ = false;
-      state_dirty_ = true;
+      const int back = TakeBackWholeReplicas();
       if (c_.record_events)
         Log(RunEventKind::kElasticRejoin,
             "elastic: " + Str(back) + " repaired replica(s) rejoin while the job waits; " +
                 Str(live_) + " whole of " + Str(c_.dp),
             {.count = back});
-      cum_.waiting += engine_.now() - phase_start_;
-      phase_start_ = engine_.now();
-      TryRecover();
+      EndWaitAndRecover();
     }
     // Otherwise a rejoin waits for the next checkpoint (with no checkpointing it never finds
     // one to restart from, and waits).
     return;
   }
   ++pool_;
-  if (phase_ == Phase::kWaiting) {
-    cum_.waiting += engine_.now() - phase_start_;
-    phase_start_ = engine_.now();
-    TryRecover();
-  }
+  if (phase_ == Phase::kWaiting) EndWaitAndRecover();
 }
 
-void RunSim::Rejoin(const Snapshot& s) {
-  const sim::Time lost_before = cum_.lost;
-  Rollback(s);
-  const sim::Time rolled_back = cum_.lost - lost_before;
+void RunSim::EndWaitAndRecover() {
+  cum_.waiting += engine_.now() - phase_start_;
+  phase_start_ = engine_.now();
+  TryRecover();
+}
+
+int RunSim::TakeBackWholeReplicas() {
   int back = 0;
   for (size_t r = 0; r < replica_dropped_.size(); ++r) {
     if (replica_dropped_[r] && replica_missing_[r] == 0) {
@@ -345,6 +333,14 @@ void RunSim::Rejoin(const Snapshot& s) {
   live_ += back;
   rejoin_pending_ = false;
   state_dirty_ = true;
+  return back;
+}
+
+void RunSim::Rejoin(const Snapshot& s) {
+  const sim::Time lost_before = cum_.lost;
+  Rollback(s);
+  const sim::Time rolled_back = cum_.lost - lost_before;
+  const int back = TakeBackWholeReplicas();
   if (c_.record_events)
     Log(RunEventKind::kElasticRejoin,
         "elastic: " + Str(back) + " repaired replica(s) rejoin; restart with " + Str(live_) +

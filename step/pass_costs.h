@@ -124,8 +124,8 @@ Result<std::vector<ChunkCost>> ChunkCosts(const StepConfig& cfg,
 // TE's default configuration (transformer_engine/pytorch/module/base.py, initialize_ub) runs
 // all-gathers as a copy-engine ring exchange with 1 SM and reduce-scatters with the "pipeline"
 // (or "bulk") method on 16 SMs; a reduce-scatter run as a ring exchange
-// (tp_comm_overlap_rs_method RING_EXCHANGE, Megatron-Bridge's RingExchangeOverlapCfg num_sm=1) takes
-// the ring exchange's 1.
+// (tp_comm_overlap_rs_method RING_EXCHANGE, Megatron-Bridge's RingExchangeOverlapCfg num_sm=1)
+// takes the ring exchange's 1.
 inline constexpr double kUbAllGatherSms = 1;
 inline constexpr double kUbReduceScatterSms = 16;
 

@@ -279,7 +279,10 @@ TEST(RunSimulationTest, StragglerSlowsEveryStepItTakesPartIn) {
   ExpectAddsUp(*r);
 }
 
-TEST(RunSimulationTest, ElasticContinuesWithOneReplicaFewerUntilTheNodeReturns) {
+// Two nodes of one DP replica each, 1,000 steps, a 2 GB checkpoint every 100 steps (2 s to
+// write and to load at 1 GB/s), ELASTIC recovery, repairs after 1 h, a uniform 600 s detection
+// (the legacy recovery.detection_delay) to keep the arithmetic round.
+RunConfig TwoNodeElasticConfig() {
   RunConfig c;
   c.total_steps = 1000;
   c.nodes = 2;
@@ -291,19 +294,23 @@ TEST(RunSimulationTest, ElasticContinuesWithOneReplicaFewerUntilTheNodeReturns) 
   c.checkpoint.interval.kind = CheckpointInterval::Kind::kSteps;
   c.checkpoint.interval.steps = 100;
   c.checkpoint.spec.parameters = 2'000'000'000;
-  c.checkpoint.spec.bytes_per_param = 1;  // 2 GB: 2 s to write and to load at 1 GB/s
+  c.checkpoint.spec.bytes_per_param = 1;
   c.checkpoint.hardware.storage_write_GBps = 1;
   c.checkpoint.hardware.storage_read_GBps = 1;
   c.recovery.policy = RecoveryPolicy::kElastic;
+  c.recovery.scheduled_repair_time = Time::Hours(1);
+  c.recovery.uniform_detection = true;
+  c.recovery.detection = DetectionMechanism::kCollectiveTimeout;
+  c.recovery.detection_delay = Time::Seconds(600);
+  return c;
+}
+
+TEST(RunSimulationTest, ElasticContinuesWithOneReplicaFewerUntilTheNodeReturns) {
+  RunConfig c = TwoNodeElasticConfig();
   c.recovery.scheduler_requeue = Time::Seconds(180);
   c.recovery.process_start = Time::Seconds(120);
   c.recovery.comm_init_base = Time();
   c.recovery.comm_init_per_gpu = Time();
-  c.recovery.scheduled_repair_time = Time::Hours(1);
-  // A uniform 600 s detection (the legacy recovery.detection_delay) keeps the arithmetic round.
-  c.recovery.uniform_detection = true;
-  c.recovery.detection = DetectionMechanism::kCollectiveTimeout;
-  c.recovery.detection_delay = Time::Seconds(600);
   c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 1, Time::Seconds(1502)));
   // DP 2: 10 s steps; DP 1: the surviving replica does both halves, 20 s.
   StepTimeCache cache([](const RunState& s) -> Result<StepTiming> {
@@ -337,25 +344,7 @@ TEST(RunSimulationTest, ElasticContinuesWithOneReplicaFewerUntilTheNodeReturns) 
 // restarts then. It waited for node 0's repair (6,600 s) and restarted with one replica, node 1's
 // rejoining later at a second restart.
 TEST(RunSimulationTest, ElasticWaitingJobRestartsOnceARepairedReplicaMeetsMinDp) {
-  RunConfig c;
-  c.total_steps = 1000;
-  c.nodes = 2;
-  c.gpus_per_node = 8;
-  c.tp = 8;
-  c.pp = 1;
-  c.dp = 2;  // one replica per node
-  c.failures.enabled = false;
-  c.checkpoint.interval.kind = CheckpointInterval::Kind::kSteps;
-  c.checkpoint.interval.steps = 100;
-  c.checkpoint.spec.parameters = 2'000'000'000;
-  c.checkpoint.spec.bytes_per_param = 1;
-  c.checkpoint.hardware.storage_write_GBps = 1;
-  c.checkpoint.hardware.storage_read_GBps = 1;
-  c.recovery.policy = RecoveryPolicy::kElastic;
-  c.recovery.scheduled_repair_time = Time::Hours(1);
-  c.recovery.uniform_detection = true;
-  c.recovery.detection = DetectionMechanism::kCollectiveTimeout;
-  c.recovery.detection_delay = Time::Seconds(600);
+  RunConfig c = TwoNodeElasticConfig();
   c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 1, Time::Seconds(1502)));
   c.faults.push_back(Fault(ScheduledFault::Kind::kNode, 0, Time::Seconds(3000)));
   c.record_events = true;
